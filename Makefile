@@ -1,0 +1,44 @@
+# Concord — the README's two commands are `make demo` and `make test`.
+SWIFT ?= swift
+SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
+# Schedules for the long runs (the PR-sized counts live in the tests themselves).
+SOAK_SCHEDULES ?= 50000
+
+.PHONY: all deps build demo test test-swift proofs bench soak fuzz clean
+
+all: build
+
+# System libraries the package links (installed only when missing).
+deps:
+	@scripts/ensure-packages.sh $(SYSTEM_PACKAGES)
+
+build: deps
+	$(SWIFT) build
+
+# A real run of three replicas converging (until the store and sync land: in memory).
+demo: deps
+	$(SWIFT) build --product concord
+	$(SWIFT) run --skip-build concord demo
+
+# Every test, then the proofs.
+test: test-swift proofs
+
+test-swift: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --parallel
+
+# Coq proofs and the Spin model (installs coq and spin when missing).
+proofs:
+	@if [ -f Proofs/Makefile ]; then $(MAKE) -C Proofs; else echo "no proofs yet"; fi
+
+# package-benchmark suite, release build (see Benchmarks/README.md).
+bench: deps
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+# Long convergence runs: the simulator with SOAK_SCHEDULES schedules, release build.
+soak: deps
+	CONCORD_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConvergenceTests
+
+clean:
+	rm -rf .build Benchmarks/.build
+	@if [ -f Proofs/Makefile ]; then $(MAKE) -C Proofs clean; fi

@@ -1,0 +1,48 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Concord",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Concord", targets: ["Concord"]),
+        .library(name: "ConcordCore", targets: ["ConcordCore"]),
+        .library(name: "ConcordCodec", targets: ["ConcordCodec"]),
+        .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
+        .executable(name: "concord", targets: ["ConcordCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", exact: "2.0.1"),
+    ],
+    targets: [
+        // Pure, deterministic merge core: no I/O, no clock reads, no randomness.
+        .target(name: "ConcordCore"),
+        // Versioned canonical binary formats of deltas and snapshots (docs/FORMAT.md).
+        .target(name: "ConcordCodec", dependencies: ["ConcordCore"]),
+        // Public test kit: seeded generator, manual clock, law checkers, simulator.
+        .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec"]),
+        // The umbrella module an app imports.
+        .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec"]),
+        // The `concord` command-line tool.
+        .executableTarget(
+            name: "ConcordCLI",
+            dependencies: ["Concord", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(
+            name: "ConcordCoreTests",
+            dependencies: [
+                "ConcordCore", "ConcordTesting",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "ConcordCodecTests",
+            dependencies: [
+                "ConcordCore", "ConcordCodec", "ConcordTesting",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,141 @@
+/// The changes one replica sealed from its outbox: the current entries of every slot it
+/// touched since its previous delta (DESIGN.md §3–§4).
+///
+/// A delta covers its origin's writes with hlc in `(dependencies[origin], upTo]`. Its slots
+/// carry their entries as the origin held them when it sealed, so applying a delta removes,
+/// in each carried slot, exactly the entries the origin had seen (everything within
+/// `dependencies`) and no longer holds. Apply a delta only after its dependencies: then a
+/// replica's context stays an exact version vector.
+public struct Delta: Hashable, Sendable {
+    /// One touched record and its touched slots, in canonical order.
+    public struct RecordChange: Hashable, Sendable {
+        public let ref: RecordRef
+        public let slots: [(key: SlotKey, entries: [Entry])]
+
+        public init(ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])]) {
+            self.ref = ref
+            self.slots = slots
+        }
+
+        public static func == (lhs: RecordChange, rhs: RecordChange) -> Bool {
+            lhs.ref == rhs.ref && lhs.slots.count == rhs.slots.count
+                && zip(lhs.slots, rhs.slots).allSatisfy { $0.key == $1.key && $0.entries == $1.entries }
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(ref)
+            for slot in slots {
+                hasher.combine(slot.key)
+                hasher.combine(slot.entries)
+            }
+        }
+    }
+
+    /// The replica that wrote it.
+    public let origin: ReplicaID
+    /// Its position in the origin's sequence of deltas: 1, 2, 3, …
+    public let seq: UInt64
+    /// What the origin had applied when it sealed; `dependencies[origin]` is the `upTo` of
+    /// its previous delta.
+    public let dependencies: VersionVector
+    /// The greatest hlc of the origin's writes this delta covers.
+    public let upTo: UInt64
+    /// Touched records in canonical order (``RecordRef`` order).
+    public let records: [RecordChange]
+
+    /// Builds a delta, checking every rule of the format: records and slots sorted and
+    /// unique, entries sorted by dot and seen within the dependencies, payloads of the
+    /// slot's kind, and a non-empty own range.
+    public init(
+        origin: ReplicaID, seq: UInt64, dependencies: VersionVector, upTo: UInt64, records: [RecordChange]
+    ) throws(ConcordError) {
+        self.origin = origin
+        self.seq = seq
+        self.dependencies = dependencies
+        self.upTo = upTo
+        self.records = records
+        try validate()
+    }
+
+    /// The dependency vector with the origin raised to `upTo`: everything the origin had
+    /// seen when it sealed, and the scope of every carried slot.
+    public var observed: VersionVector {
+        var vector = dependencies
+        vector[origin] = upTo
+        return vector
+    }
+
+    /// The origin's writes this delta covers: `(dependencies[origin], upTo]`, written from
+    /// 0 for a first delta so that contexts stay of the form `[0 ... h]`.
+    public var ownRange: ClosedRange<UInt64> {
+        let previous = dependencies[origin]
+        return (previous == 0 ? 0 : previous + 1)...upTo
+    }
+
+    /// The number of entries carried.
+    public var entryCount: Int {
+        records.reduce(0) { $0 + $1.slots.reduce(0) { $0 + $1.entries.count } }
+    }
+
+    /// The delta as a state (DESIGN.md §2): context = the origin's new range, each carried
+    /// slot scoped by ``observed``. Applying the delta equals joining this state.
+    public var state: StoreState {
+        var context = CausalContext()
+        context.insert(ownRange, for: origin)
+        let scope = CausalContext(observed).subtracting(context)
+        var collections: [String: [String: Record]] = [:]
+        for change in records {
+            var record = Record()
+            for slot in change.slots where !(slot.entries.isEmpty && scope.isEmpty) {
+                // An empty slot whose scope the context already covers says nothing: omitted,
+                // as a join would, so equal states have equal representations.
+                record.slots[slot.key] = Slot(entries: slot.entries, scope: scope.isEmpty ? nil : scope)
+            }
+            if !record.slots.isEmpty {
+                collections[change.ref.collection, default: [:]][change.ref.id] = record
+            }
+        }
+        return StoreState(context: context, collections: collections)
+    }
+
+    private func validate() throws(ConcordError) {
+        guard seq > 0 else { throw ConcordError(.malformed, "delta seq must be at least 1") }
+        guard upTo > dependencies[origin] else {
+            throw ConcordError(.malformed, "delta covers no new writes: upTo \(upTo) ≤ dependency \(dependencies[origin])")
+        }
+        let observed = self.observed
+        var previous: RecordRef?
+        for change in records {
+            if let previous, !(previous < change.ref) {
+                throw ConcordError(.malformed, "records not in canonical order at \(change.ref)")
+            }
+            previous = change.ref
+            guard !change.slots.isEmpty else { throw ConcordError(.malformed, "record \(change.ref) carries no slot") }
+            for (index, slot) in change.slots.enumerated() {
+                if index > 0, !SlotKey.canonicalOrder(change.slots[index - 1].key, slot.key) {
+                    throw ConcordError(.malformed, "slots of \(change.ref) not in canonical order at \(slot.key)")
+                }
+                guard DotStore.isWellOrdered(slot.entries) else {
+                    throw ConcordError(.malformed, "entries of \(change.ref) \(slot.key) not sorted by stamp")
+                }
+                for entry in slot.entries {
+                    guard entry.dot.hlc <= observed[entry.dot.replica] else {
+                        throw ConcordError(.malformed, "entry \(entry.dot) of \(change.ref) \(slot.key) lies outside the delta's dependencies")
+                    }
+                    guard Self.payload(entry.payload, fits: slot.key) else {
+                        throw ConcordError(.malformed, "slot \(change.ref) \(slot.key) holds a payload of the wrong kind")
+                    }
+                }
+            }
+        }
+    }
+
+    static func payload(_ payload: Payload, fits key: SlotKey) -> Bool {
+        switch (key, payload) {
+        case (.liveness, .marker), (.tombstones, .marker), (.element, .marker), (.field, .scalar), (.field, .file):
+            true
+        default:
+            false
+        }
+    }
+}

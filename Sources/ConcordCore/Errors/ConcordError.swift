@@ -1,0 +1,35 @@
+/// An error from the core: what went wrong, in words a person can act on, and a code a
+/// program can switch on. Codes are static members of an extensible struct, not a closed
+/// enum, so later releases can add codes without breaking callers.
+public struct ConcordError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Which kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// A delta or snapshot that breaks the format's rules (unsorted, out of range, …).
+        public static let malformed = Code("malformed")
+        /// A delta whose dependencies are not yet applied; apply those first.
+        public static let notReady = Code("notReady")
+        /// Bytes that end before the structure they encode.
+        public static let truncated = Code("truncated")
+        /// A format version this release cannot read.
+        public static let unsupportedVersion = Code("unsupportedVersion")
+        /// A count or length over the format's limits.
+        public static let limitExceeded = Code("limitExceeded")
+        /// An operation that does not apply to the record as it is (e.g. keeping a file
+        /// version that is not one of the fork's versions).
+        public static let invalidOperation = Code("invalidOperation")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

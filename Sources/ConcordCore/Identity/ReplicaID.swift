@@ -1,0 +1,106 @@
+/// The 128-bit identity of one replica (one device's copy of a store).
+///
+/// Replica ids are chosen at random when a store is created and never reused. They break
+/// ties between stamps with equal clock values, so two replicas with the same id would
+/// corrupt convergence: never copy a store file to make a second replica — create a new
+/// one and let it bootstrap.
+public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The most significant 64 bits.
+    public let high: UInt64
+    /// The least significant 64 bits.
+    public let low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// A fresh id drawn from `generator`. The core never draws randomness itself; callers
+    /// pass a system generator in production and a seeded one in tests.
+    public static func random(using generator: inout some RandomNumberGenerator) -> ReplicaID {
+        ReplicaID(high: generator.next(), low: generator.next())
+    }
+
+    /// Parses 32 hexadecimal digits (either case).
+    public init?(hex: some StringProtocol) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 32 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in digits.enumerated() {
+            guard let nibble = Hex.nibble(byte) else { return nil }
+            if index < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+        }
+        self.init(high: high, low: low)
+    }
+
+    /// 32 lowercase hexadecimal digits.
+    public var description: String { Hex.encode(high) + Hex.encode(low) }
+
+    /// The 16 bytes, big-endian.
+    public var bytes: [UInt8] { Hex.bigEndianBytes(high) + Hex.bigEndianBytes(low) }
+
+    /// Builds an id from 16 big-endian bytes.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == 16 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.init(high: high, low: low)
+    }
+
+    public static func < (lhs: ReplicaID, rhs: ReplicaID) -> Bool {
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
+    }
+}
+
+/// Hexadecimal helpers shared by the core's printable identifiers.
+enum Hex {
+    static let digits = Array("0123456789abcdef".utf8)
+
+    static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    static func encode(_ value: UInt64) -> String {
+        var out = [UInt8](repeating: 0, count: 16)
+        for index in 0..<16 {
+            out[index] = digits[Int((value >> UInt64(60 - index * 4)) & 0xf)]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var out: [UInt8] = []
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xf)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(chars.count / 2)
+        var index = 0
+        while index < chars.count {
+            guard let hi = nibble(chars[index]), let lo = nibble(chars[index + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            index += 2
+        }
+        return out
+    }
+
+    static func bigEndianBytes(_ value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - $0 * 8)) }
+    }
+}

@@ -1,0 +1,74 @@
+/// The value of a scalar field, or an element of a set field (DESIGN.md §2).
+///
+/// Equality and hashing are by representation: doubles compare by bit pattern (so `NaN`
+/// equals itself and `-0.0` differs from `0.0`), strings by Unicode canonical equivalence
+/// as Swift strings do. ``canonicalOrder(_:_:)`` is the total order used to sort set
+/// elements in dumps and encodings.
+public enum ScalarValue: Hashable, Sendable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case bytes([UInt8])
+
+    /// The order of kinds in ``canonicalOrder(_:_:)``, and their tags in the binary format.
+    public var kindRank: UInt8 {
+        switch self {
+        case .null: 0
+        case .bool: 1
+        case .int: 2
+        case .double: 3
+        case .string: 4
+        case .bytes: 5
+        }
+    }
+
+    public static func == (lhs: ScalarValue, rhs: ScalarValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case let (.bool(a), .bool(b)): a == b
+        case let (.int(a), .int(b)): a == b
+        case let (.double(a), .double(b)): a.bitPattern == b.bitPattern
+        case let (.string(a), .string(b)): a == b
+        case let (.bytes(a), .bytes(b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kindRank)
+        switch self {
+        case .null: break
+        case let .bool(value): hasher.combine(value)
+        case let .int(value): hasher.combine(value)
+        case let .double(value): hasher.combine(value.bitPattern)
+        case let .string(value): hasher.combine(value)
+        case let .bytes(value): hasher.combine(value)
+        }
+    }
+
+    /// A total order: by kind (null < bool < int < double < string < bytes), then by value;
+    /// doubles by IEEE 754 total order, strings and bytes by their UTF-8 / raw bytes.
+    public static func canonicalOrder(_ lhs: ScalarValue, _ rhs: ScalarValue) -> Bool {
+        switch (lhs, rhs) {
+        case let (.bool(a), .bool(b)): !a && b
+        case let (.int(a), .int(b)): a < b
+        case let (.double(a), .double(b)): a.isTotallyOrdered(belowOrEqualTo: b) && a.bitPattern != b.bitPattern
+        case let (.string(a), .string(b)): a.utf8.lexicographicallyPrecedes(b.utf8)
+        case let (.bytes(a), .bytes(b)): a.lexicographicallyPrecedes(b)
+        default: lhs.kindRank < rhs.kindRank
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .null: "null"
+        case let .bool(value): "\(value)"
+        case let .int(value): "\(value)"
+        case let .double(value): "\(value)"
+        case let .string(value): "\"\(value)\""
+        case let .bytes(value): "0x" + Hex.encode(value)
+        }
+    }
+}
