@@ -1,0 +1,187 @@
+import ConcordCodec
+import ConcordCore
+import ConcordTesting
+import PropertyBased
+import Testing
+
+@Suite struct CodecTests {
+    // Golden vectors (docs/FORMAT.md §7): these bytes are format version 1. A change that
+    // alters them is a format change and needs a new version number.
+    static let laptopDeltaHex = """
+        434e434401010102030405060708090a0b0c0d0e0f1001808098b0ddaddecd01010102030405060708090a0b0c0d0e0f10000904626c6f62\
+        05636f76657204646f6e650567616d6573056c6576656c046e6f74650573636f72650474616773057469746c65020300057a656c64610a00\
+        03ffff070203ffff0706030001ff060380800807000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1fd2090109\
+        696d6167652f706e670a03ffff17021203ffff0f03061603808018001a03ffff0f0400000000000023402203ffff0705055a656c64611f03\
+        0e03001f050372706703000301036f726b0200010103808030
+        """
+    static let phoneDeltaHex = """
+        434e43440101a1a2a3a4a5a6a7a8a9aaabacadaeafb0018080acb0ddaddecd01020102030405060708090a0b0c0d0e0f10a1a2a3a4a5a6a7\
+        a8a9aaabacadaeafb00100808098b0ddaddecd01030567616d6573056c6576656c0474616773010000057a656c6461030004ffff2f008080\
+        30010603ffff0703070b030e01
+        """
+    static let snapshotHex = """
+        434e43440102020102030405060708090a0b0c0d0e0f10a1a2a3a4a5a6a7a8a9aaabacadaeafb002000100808098b0ddaddecd0101010080\
+        80acb0ddaddecd010904626c6f6205636f76657204646f6e650567616d6573056c6576656c046e6f74650573636f72650474616773057469\
+        746c65020300057a656c64610900048080a8e0badbbc9b0300808030010203ffff3706030001ff060380800807000102030405060708090a\
+        0b0c0d0e0f101112131415161718191a1b1c1d1e1fd2090109696d6167652f706e670a03ffff170212028080400103071603ffff37001a03\
+        ffff0f0400000000000023402203ffff0705055a656c64611f050372706703000301036f726b010103808030
+        """
+    static let expectedDump = """
+        {"collections":{"games":{"zelda":{"blob":{"$bytes":"0001ff"},"cover":{"hash":"000102030405060708090a0b0c0d0e0f\
+        101112131415161718191a1b1c1d1e1f","size":1234,"type":"image/png"},"done":true,"level":-4,"note":null,\
+        "score":9.5,"tags":["rpg"],"title":"Zelda"}}},"conflicts":[]}
+        """
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    }
+
+    @Test func goldenVectorsEncodeExactly() throws {
+        let s = Samples.replicas()
+        #expect(DeltaCodec.encode(s.laptopDelta) == Self.bytes(Self.laptopDeltaHex))
+        #expect(DeltaCodec.encode(s.phoneDelta) == Self.bytes(Self.phoneDeltaHex))
+        #expect(try SnapshotCodec.encode(s.laptop.state) == Self.bytes(Self.snapshotHex))
+    }
+
+    @Test func goldenVectorsDecodeToTheirMeaning() throws {
+        let laptopDelta = try DeltaCodec.decode(Self.bytes(Self.laptopDeltaHex))
+        let phoneDelta = try DeltaCodec.decode(Self.bytes(Self.phoneDeltaHex))
+        #expect(laptopDelta.origin == Samples.laptop)
+        #expect(phoneDelta.dependencies[Samples.laptop] == laptopDelta.upTo)
+        var state = StoreState()
+        try state.apply(laptopDelta)
+        try state.apply(phoneDelta)
+        #expect(CanonicalDump.json(of: state) == Self.expectedDump)
+        let snapshot = try SnapshotCodec.decode(Self.bytes(Self.snapshotHex))
+        #expect(snapshot == state)
+        #expect(CanonicalDump.json(of: snapshot) == Self.expectedDump)
+    }
+
+    @Test func simulatedDeltasAndSnapshotsRoundTrip() async throws {
+        await propertyCheck(count: 60, input: Gen.int(in: 1...1_000_000)) { seed in
+            let outcome = Simulator(.init(seed: UInt64(seed), steps: 80)).run()
+            for delta in outcome.deltas {
+                let bytes = DeltaCodec.encode(delta)
+                let decoded = try DeltaCodec.decode(bytes)
+                #expect(decoded == delta)
+                #expect(DeltaCodec.encode(decoded) == bytes)
+            }
+            let bytes = try SnapshotCodec.encode(outcome.finalState)
+            let decoded = try SnapshotCodec.decode(bytes)
+            #expect(decoded == outcome.finalState)
+            #expect(try SnapshotCodec.encode(decoded) == bytes)
+        }
+    }
+
+    @Test func everyTruncationIsRejectedWithATypedError() {
+        for hex in [Self.laptopDeltaHex, Self.phoneDeltaHex] {
+            let bytes = Self.bytes(hex)
+            for length in 0..<bytes.count {
+                #expect(throws: ConcordError.self) { try DeltaCodec.decode(Array(bytes[..<length])) }
+            }
+        }
+        let snapshot = Self.bytes(Self.snapshotHex)
+        for length in 0..<snapshot.count {
+            #expect(throws: ConcordError.self) { try SnapshotCodec.decode(Array(snapshot[..<length])) }
+        }
+    }
+
+    /// Every single-byte mutation either fails with a typed error or decodes to a valid
+    /// value whose encoding is exactly the mutated bytes (the format is canonical).
+    @Test func everySingleByteMutationIsRejectedOrCanonical() throws {
+        var accepted = 0
+        var rejected = 0
+        let samples: [(String, ([UInt8]) throws(ConcordError) -> [UInt8])] = [
+            (Self.phoneDeltaHex, { (b: [UInt8]) throws(ConcordError) -> [UInt8] in DeltaCodec.encode(try DeltaCodec.decode(b)) }),
+            (Self.laptopDeltaHex, { (b: [UInt8]) throws(ConcordError) -> [UInt8] in DeltaCodec.encode(try DeltaCodec.decode(b)) }),
+            (Self.snapshotHex, { (b: [UInt8]) throws(ConcordError) -> [UInt8] in try SnapshotCodec.encode(try SnapshotCodec.decode(b)) }),
+        ]
+        for (hex, roundTrip) in samples {
+            let original = Self.bytes(hex)
+            for position in original.indices {
+                for value in 0...255 where UInt8(value) != original[position] {
+                    var mutated = original
+                    mutated[position] = UInt8(value)
+                    do {
+                        let again = try roundTrip(mutated)
+                        #expect(again == mutated, "mutation at \(position) to \(value) decoded but re-encoded differently")
+                        accepted += 1
+                    } catch {
+                        #expect(!error.message.isEmpty)
+                        rejected += 1
+                    }
+                }
+            }
+        }
+        #expect(rejected > accepted)
+    }
+
+    @Test func specificDefectsNameWhatIsWrong() throws {
+        let good = Self.bytes(Self.phoneDeltaHex)
+        func expectCode(_ bytes: [UInt8], _ code: ConcordError.Code, _ fragment: String) {
+            do {
+                _ = try DeltaCodec.decode(bytes)
+                Issue.record("decoded \(fragment) without error")
+            } catch {
+                #expect(error.code == code, "\(error)")
+                #expect(error.message.contains(fragment), "\(error.message)")
+            }
+        }
+        var newer = good
+        newer[4] = 2
+        expectCode(newer, .unsupportedVersion, "format version 2")
+        var notOurs = good
+        notOurs[0] = 0x50
+        expectCode(notOurs, .malformed, "magic")
+        var snapshotKind = good
+        snapshotKind[5] = 2
+        expectCode(snapshotKind, .malformed, "object kind")
+        expectCode(good + [0], .malformed, "after the end")
+        // A record count of 2^40 in a short input fails before allocating anything.
+        let origin = Array(good[6..<22])
+        let prefix = Array(good[..<6]) + origin + [1, 1, 1] + origin + [0, 0]
+        expectCode(prefix + [0x80, 0x80, 0x80, 0x80, 0x80, 0x20], .limitExceeded, "record list count")
+        // A count within the limits but beyond what the input could hold fails the same way.
+        expectCode(prefix + [0xc0, 0x84, 0x3d, 1, 2, 3], .truncated, "remaining")
+        // A varint with a redundant continuation byte is not canonical.
+        var padded = Array(good[..<22])
+        padded += [0x81, 0x00]
+        padded += Array(good[23...])
+        expectCode(padded, .malformed, "not minimally encoded")
+    }
+
+    @Test func invalidUTF8IsRejected() throws {
+        var bytes = Self.bytes(Self.phoneDeltaHex)
+        // "games" in the name table becomes an invalid sequence.
+        let games = Array("games".utf8)
+        let index = try #require((0..<(bytes.count - 5)).first { Array(bytes[$0..<$0 + 5]) == games })
+        bytes[index] = 0xc3
+        bytes[index + 1] = 0x28
+        do {
+            _ = try DeltaCodec.decode(bytes)
+            Issue.record("invalid UTF-8 accepted")
+        } catch {
+            #expect(error.code == .malformed)
+            #expect(error.message.contains("UTF-8"))
+        }
+    }
+
+    @Test func snapshotsOfDeltaStatesAreRefused() throws {
+        let s = Samples.replicas()
+        let scoped = s.phoneDelta.state
+        #expect(scoped.hasScopes)
+        #expect(throws: ConcordError.self) { try SnapshotCodec.encode(scoped) }
+    }
+
+    @Test func deltaDecodingRejectsEntriesOutsideItsDependencies() throws {
+        // A delta whose entry claims a stamp from a replica it does not depend on.
+        let stranger = ReplicaID(high: 9, low: 9)
+        let change = Delta.RecordChange(
+            ref: RecordRef(collection: "c", id: "x"),
+            slots: [(key: .liveness, entries: [Entry(dot: Stamp(hlc: 5, replica: stranger), payload: .marker)])])
+        #expect(throws: ConcordError.self) {
+            try Delta(origin: Samples.laptop, seq: 1, dependencies: VersionVector(), upTo: 3, records: [change])
+        }
+    }
+}

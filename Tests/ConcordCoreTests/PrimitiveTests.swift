@@ -1,0 +1,88 @@
+import ConcordCore
+import ConcordTesting
+import Testing
+
+@Suite struct PrimitiveTests {
+    @Test func replicaIDsRoundTripThroughHexAndBytes() throws {
+        var random = SeededGenerator(seed: 42)
+        for _ in 0..<100 {
+            let id = ReplicaID.random(using: &random)
+            #expect(ReplicaID(hex: id.description) == id)
+            #expect(ReplicaID(bytes: id.bytes) == id)
+            #expect(id.description.count == 32)
+        }
+        #expect(ReplicaID(hex: "xyz") == nil)
+        #expect(ReplicaID(hex: String(repeating: "g", count: 32)) == nil)
+        #expect(ReplicaID(hex: "0000000000000001FFFFFFFFFFFFFFFF") == ReplicaID(high: 1, low: .max))
+    }
+
+    @Test func stampsOrderByClockThenReplica() {
+        let a = ReplicaID(high: 0, low: 1)
+        let b = ReplicaID(high: 0, low: 2)
+        #expect(Stamp(hlc: 1, replica: b) < Stamp(hlc: 2, replica: a))
+        #expect(Stamp(hlc: 2, replica: a) < Stamp(hlc: 2, replica: b))
+        #expect(!(Stamp(hlc: 2, replica: a) < Stamp(hlc: 2, replica: a)))
+    }
+
+    @Test func clockFollowsObservedValuesAndPhysicalTime() {
+        var clock = HybridLogicalClock()
+        let first = clock.tick(physicalMillis: 1_000)
+        #expect(first == HLC.value(physical: 1_000))
+        #expect(clock.tick(physicalMillis: 999) == first + 1)  // wall clock went back: counter
+        clock.observe(HLC.value(physical: 5_000, counter: 7))
+        #expect(clock.tick(physicalMillis: 1_001) == HLC.value(physical: 5_000, counter: 8))
+        #expect(clock.tick(physicalMillis: 6_000) == HLC.value(physical: 6_000))
+        #expect(HLC.physical(HLC.value(physical: 6_000, counter: 3)) == 6_000)
+        #expect(HLC.counter(HLC.value(physical: 6_000, counter: 3)) == 3)
+        let manual = ManualClock(millis: 10_000)
+        #expect(clock.tick(clock: manual) == HLC.value(physical: 10_000))
+        manual.advance(by: 5)
+        #expect(manual.millisecondsSinceEpoch() == 10_005)
+    }
+
+    @Test func causalContextNormalizesRanges() {
+        let r = ReplicaID(high: 0, low: 1)
+        var context = CausalContext()
+        context.insert(5...6, for: r)
+        context.insert(1...2, for: r)
+        context.insert(3...4, for: r)  // adjacent on both sides: one range
+        #expect(context.ranges[r] == [1...6])
+        context.insert(10...10, for: r)
+        #expect(context.ranges[r] == [1...6, 10...10])
+        #expect(context.contains(Stamp(hlc: 10, replica: r)))
+        #expect(!context.contains(Stamp(hlc: 8, replica: r)))
+        #expect(context.versionVector == nil)
+        context.insert(0...9, for: r)
+        #expect(context.versionVector == VersionVector([r: 10]))
+        let removed = context.subtracting(CausalContext(ranges: [r: [3...4]]))
+        #expect(removed.ranges[r] == [0...2, 5...10])
+        #expect(removed.isSubset(of: context))
+        #expect(!context.isSubset(of: removed))
+    }
+
+    @Test func versionVectorsCompareAndMerge() {
+        let a = ReplicaID(high: 0, low: 1)
+        let b = ReplicaID(high: 0, low: 2)
+        let x = VersionVector([a: 3, b: 0])
+        let y = VersionVector([b: 4])
+        #expect(x.entries.count == 1)
+        #expect(!x.dominates(y) && !y.dominates(x))
+        let z = x.merging(y)
+        #expect(z.dominates(x) && z.dominates(y))
+        #expect(z == VersionVector([a: 3, b: 4]))
+    }
+
+    @Test func dumpEscapesAndSortsCanonically() throws {
+        var replica = Replica(id: ReplicaID(high: 0, low: 1))
+        let ref = RecordRef(collection: "c", id: "quote\"back\\slash\nnl\u{01}")
+        replica.put(ref, [
+            "b": .scalar(.double(.infinity)),
+            "a": .scalar(.double(-0.0)),
+            "é": .scalar(.string("ünï")),
+            "n": .scalar(.double(.nan)),
+            "s": .set([.string("b"), .int(2), .null, .bool(true), .double(1.5), .string("a")]),
+        ], now: 1)
+        let dump = CanonicalDump.json(of: replica.state)
+        #expect(dump == #"{"collections":{"c":{"quote\"back\\slash\nnl\u0001":{"a":-0.0,"b":{"$double":"Infinity"},"n":{"$double":"NaN"},"s":[null,true,2,1.5,"a","b"],"é":"ünï"}}},"conflicts":[]}"#)
+    }
+}
