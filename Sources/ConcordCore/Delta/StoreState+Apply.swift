@@ -44,6 +44,25 @@ extension StoreState {
         let observed = delta.observed
         let context = self.context
         for change in delta.records {
+            if collections[change.ref.collection]?[change.ref.id] == nil {
+                // A new record: build it whole, with room for its slots.
+                var slots: [SlotKey: Slot] = [:]
+                slots.reserveCapacity(change.slots.count)
+                for slot in change.slots where !slot.entries.isEmpty {
+                    let unseen = slot.entries.allSatisfy { !context.contains($0.dot) }
+                    let kept = unseen ? slot.entries : slot.entries.filter { !context.contains($0.dot) }
+                    if !kept.isEmpty { slots[slot.key] = Slot(entries: kept) }
+                }
+                if !slots.isEmpty {
+                    if collections[change.ref.collection] == nil {
+                        var records: [String: Record] = [:]
+                        records.reserveCapacity(delta.records.count)
+                        collections[change.ref.collection] = records
+                    }
+                    collections[change.ref.collection]![change.ref.id] = Record(slots: slots)
+                }
+                continue
+            }
             updateRecord(change.ref) { slots in
                 for slot in change.slots {
                     let merged = DotStore.join(

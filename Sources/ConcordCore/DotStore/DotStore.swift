@@ -13,8 +13,10 @@ public enum DotStore {
         _ left: [E], seenBy leftContext: (Stamp) -> Bool,
         _ right: [E], seenBy rightContext: (Stamp) -> Bool
     ) -> [E] {
-        if left.isEmpty { return right.filter { !leftContext($0.dot) } }
-        if right.isEmpty { return left.filter { !rightContext($0.dot) } }
+        // One side empty: keep the other side's unseen entries, sharing its storage when
+        // nothing is dropped (the common case of applying a new write).
+        if left.isEmpty { return right.allSatisfy { !leftContext($0.dot) } ? right : right.filter { !leftContext($0.dot) } }
+        if right.isEmpty { return left.allSatisfy { !rightContext($0.dot) } ? left : left.filter { !rightContext($0.dot) } }
         var result: [E] = []
         result.reserveCapacity(max(left.count, right.count))
         var i = 0

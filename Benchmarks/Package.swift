@@ -1,0 +1,27 @@
+// swift-tools-version: 6.1
+// Benchmarks live in their own package so `make test` does not build the benchmark
+// framework; `make bench` runs them (release build).
+import PackageDescription
+
+let package = Package(
+    name: "ConcordBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Concord", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", exact: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "CoreBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordCodec", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+            ],
+            path: "CoreBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
