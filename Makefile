@@ -4,7 +4,7 @@ SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
 
-.PHONY: all deps build demo test test-swift proofs bench soak fuzz clean
+.PHONY: all deps build demo test test-swift proofs bench soak clean
 
 all: build
 

@@ -32,7 +32,7 @@ let package = Package(
         .testTarget(
             name: "ConcordCoreTests",
             dependencies: [
-                "ConcordCore", "ConcordTesting",
+                "ConcordCore", "ConcordCodec", "ConcordTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

@@ -82,8 +82,8 @@ import Testing
         await propertyCheck(input: Self.codes) { codes in
             let ref = RecordRef(collection: "c", id: "x")
             let records = History.run(codes).states.map { state in
-                var only = StoreState(context: state.context, collections: [:])
-                if let record = state.record(ref) { only = StoreState(context: state.context, collections: ["c": ["x": record]]) }
+                var only = StoreState(context: state.context, records: [:])
+                if let record = state.record(ref) { only = StoreState(context: state.context, records: [ref: record]) }
                 return only
             }
             Self.expectLaws(records[0], records[1], records[2]) { $0.joined($1) }

@@ -1,3 +1,4 @@
+import ConcordCodec
 import ConcordCore
 import ConcordTesting
 import Testing
@@ -84,5 +85,37 @@ import Testing
         ], now: 1)
         let dump = CanonicalDump.json(of: replica.state)
         #expect(dump == #"{"collections":{"c":{"quote\"back\\slash\nnl\u0001":{"a":-0.0,"b":{"$double":"Infinity"},"n":{"$double":"NaN"},"s":[null,true,2,1.5,"a","b"],"é":"ünï"}}},"conflicts":[]}"#)
+    }
+}
+
+@Suite struct ExactIdentityTests {
+    static let composed = "caf\u{e9}"  // é as one scalar
+    static let decomposed = "cafe\u{301}"  // e + combining acute accent
+
+    @Test func canonicallyEquivalentSpellingsStayDistinct() throws {
+        #expect(Self.composed == Self.decomposed)  // Swift's String equality…
+        #expect(RecordRef(collection: "c", id: Self.composed) != RecordRef(collection: "c", id: Self.decomposed))  // …is not ours.
+        var a = Replica(id: ReplicaID(high: 0, low: 1))
+        var b = Replica(id: ReplicaID(high: 0, low: 2))
+        a.set(RecordRef(collection: "c", id: Self.composed), Self.decomposed, .string(Self.composed), now: 1)
+        b.set(RecordRef(collection: "c", id: Self.decomposed), Self.composed, .string(Self.decomposed), now: 1)
+        b.add(RecordRef(collection: "c", id: Self.decomposed), "s", .string(Self.composed), now: 2)
+        b.add(RecordRef(collection: "c", id: Self.decomposed), "s", .string(Self.decomposed), now: 3)
+        let sealedA = a.seal()
+        let sealedB = b.seal()
+        let fromA = try #require(sealedA)
+        let fromB = try #require(sealedB)
+        try a.apply(fromB)
+        try b.apply(fromA)
+        #expect(a.state.recordCount == 2)
+        #expect(CanonicalDump.json(of: a.state) == CanonicalDump.json(of: b.state))
+        let record = try #require(a.state.record(RecordRef(collection: "c", id: Self.decomposed)))
+        #expect(record.sortedFields.first { $0.name == "s" }?.value == .set([.string(Self.decomposed), .string(Self.composed)]))
+        #expect(record.field(Self.composed) == .scalar(.string(Self.decomposed)))
+        #expect(record.field(Self.decomposed) == nil)
+        // The binary format keeps both spellings apart too.
+        let bytes = try SnapshotCodec.encode(a.state)
+        #expect(try SnapshotCodec.decode(bytes) == a.state)
+        #expect(try DeltaCodec.decode(DeltaCodec.encode(fromB)) == fromB)
     }
 }

@@ -28,7 +28,7 @@ enum RecordsCodec {
         var previousID: [UInt8] = []
         var previousHLC = startHLC
         for record in records {
-            writer.varint(tables.nameIndex[record.ref.collection]!)
+            writer.varint(tables.nameIndex[ExactString(record.ref.collection)]!)
             let id = Array(record.ref.id.utf8)
             let shared = zip(previousID, id).prefix { $0 == $1 }.count
             writer.varint(shared)
@@ -39,9 +39,9 @@ enum RecordsCodec {
                 switch slot.key {
                 case .liveness: writer.varint(liveness)
                 case .tombstones: writer.varint(tombstones)
-                case let .field(name): writer.varint(UInt64(tables.nameIndex[name]!) << 2 | field)
+                case let .field(name): writer.varint(UInt64(tables.nameIndex[ExactString(name)]!) << 2 | field)
                 case let .element(name, value):
-                    writer.varint(UInt64(tables.nameIndex[name]!) << 2 | element)
+                    writer.varint(UInt64(tables.nameIndex[ExactString(name)]!) << 2 | element)
                     writeScalar(value, to: &writer)
                 }
                 let allHome = slot.entries.allSatisfy { $0.dot.replica == home }

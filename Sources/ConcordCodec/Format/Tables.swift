@@ -6,23 +6,23 @@ struct Tables {
     var replicas: [ReplicaID] = []
     var names: [String] = []
     var replicaIndex: [ReplicaID: Int] = [:]
-    var nameIndex: [String: Int] = [:]
+    var nameIndex: [ExactString: Int] = [:]
 
     /// Collects what `records` (and `extraReplicas`) reference and sorts it.
     init(records: [(ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])])], extraReplicas: some Sequence<ReplicaID>) {
         var replicaSet = Set(extraReplicas)
-        var nameSet = Set<String>()
+        var nameSet = Set<ExactString>()
         for record in records {
-            nameSet.insert(record.ref.collection)
+            nameSet.insert(ExactString(record.ref.collection))
             for slot in record.slots {
-                if let name = slot.key.fieldName { nameSet.insert(name) }
+                if let name = slot.key.fieldName { nameSet.insert(ExactString(name)) }
                 for entry in slot.entries { replicaSet.insert(entry.dot.replica) }
             }
         }
         replicas = replicaSet.sorted()
-        names = nameSet.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        names = nameSet.sorted().map(\.value)
         for (index, replica) in replicas.enumerated() { replicaIndex[replica] = index }
-        for (index, name) in names.enumerated() { nameIndex[name] = index }
+        for (index, name) in names.enumerated() { nameIndex[ExactString(name)] = index }
     }
 
     init() {}

@@ -70,7 +70,7 @@ public enum SnapshotCodec {
         }
         let names = try Tables.readNames(from: &reader)
         var usedNames = [Bool](repeating: false, count: names.count)
-        let records = try RecordsCodec.read(
+        let decoded = try RecordsCodec.read(
             from: &reader, replicas: replicas, names: names, home: replicas.isEmpty ? nil : 0, startHLC: 0,
             usedReplicas: &usedReplicas, usedNames: &usedNames)
         guard reader.isAtEnd else { throw reader.error(.malformed, "\(reader.remaining) bytes after the end of the snapshot") }
@@ -78,8 +78,9 @@ public enum SnapshotCodec {
         try RecordsCodec.checkAllUsed(usedNames, "name table", reader)
 
         let context = CausalContext(ranges: ranges)
-        var collections: [String: [String: Record]] = [:]
-        for record in records {
+        var records: [RecordRef: Record] = [:]
+        records.reserveCapacity(decoded.count)
+        for record in decoded {
             var slots: [SlotKey: Slot] = [:]
             slots.reserveCapacity(record.slots.count)
             for slot in record.slots {
@@ -96,9 +97,9 @@ public enum SnapshotCodec {
                 }
                 slots[slot.key] = Slot(entries: slot.entries)
             }
-            collections[record.ref.collection, default: [:]][record.ref.id] = Record(slots: slots)
+            records[record.ref] = Record(slots: slots)
         }
-        return StoreState(context: context, collections: collections)
+        return StoreState(context: context, records: records)
     }
 
     static func payload(_ payload: Payload, fits key: SlotKey) -> Bool {

@@ -83,7 +83,7 @@ public struct Delta: Hashable, Sendable {
         var context = CausalContext()
         context.insert(ownRange, for: origin)
         let scope = CausalContext(observed).subtracting(context)
-        var collections: [String: [String: Record]] = [:]
+        var stateRecords: [RecordRef: Record] = [:]
         for change in records {
             var record = Record()
             for slot in change.slots where !(slot.entries.isEmpty && scope.isEmpty) {
@@ -91,11 +91,9 @@ public struct Delta: Hashable, Sendable {
                 // as a join would, so equal states have equal representations.
                 record.slots[slot.key] = Slot(entries: slot.entries, scope: scope.isEmpty ? nil : scope)
             }
-            if !record.slots.isEmpty {
-                collections[change.ref.collection, default: [:]][change.ref.id] = record
-            }
+            if !record.slots.isEmpty { stateRecords[change.ref] = record }
         }
-        return StoreState(context: context, collections: collections)
+        return StoreState(context: context, records: stateRecords)
     }
 
     private func validate() throws(ConcordError) {

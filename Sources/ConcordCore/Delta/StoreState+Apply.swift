@@ -44,7 +44,7 @@ extension StoreState {
         let observed = delta.observed
         let context = self.context
         for change in delta.records {
-            if collections[change.ref.collection]?[change.ref.id] == nil {
+            if records[change.ref] == nil {
                 // A new record: build it whole, with room for its slots.
                 var slots: [SlotKey: Slot] = [:]
                 slots.reserveCapacity(change.slots.count)
@@ -54,12 +54,8 @@ extension StoreState {
                     if !kept.isEmpty { slots[slot.key] = Slot(entries: kept) }
                 }
                 if !slots.isEmpty {
-                    if collections[change.ref.collection] == nil {
-                        var records: [String: Record] = [:]
-                        records.reserveCapacity(delta.records.count)
-                        collections[change.ref.collection] = records
-                    }
-                    collections[change.ref.collection]![change.ref.id] = Record(slots: slots)
+                    if records.isEmpty { records.reserveCapacity(delta.records.count) }
+                    records[change.ref] = Record(slots: slots)
                 }
                 continue
             }

@@ -17,7 +17,7 @@ public enum CanonicalDump {
         var currentCollection: String?
         var firstRecord = true
         for (ref, fields) in state.visibleRecords {
-            if ref.collection != currentCollection {
+            if currentCollection.map({ !Bytewise.equal($0, ref.collection) }) ?? true {
                 if currentCollection != nil { out.raw("}") }
                 if !firstCollection { out.raw(",") }
                 firstCollection = false
@@ -43,7 +43,7 @@ public enum CanonicalDump {
     }
 
     /// The JSON of one record's fields, keys sorted.
-    public static func json(of fields: [String: FieldValue]) -> String {
+    public static func json(of fields: [(name: String, value: FieldValue)]) -> String {
         var out = JSONWriter()
         writeFields(fields, to: &out)
         return out.text
@@ -56,13 +56,13 @@ public enum CanonicalDump {
         return out.text
     }
 
-    static func writeFields(_ fields: [String: FieldValue], to out: inout JSONWriter) {
+    static func writeFields(_ fields: [(name: String, value: FieldValue)], to out: inout JSONWriter) {
         out.raw("{")
-        for (index, name) in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+        for (index, field) in fields.enumerated() {
             if index > 0 { out.raw(",") }
-            out.string(name)
+            out.string(field.name)
             out.raw(":")
-            switch fields[name]! {
+            switch field.value {
             case let .scalar(value):
                 out.scalar(value)
             case let .set(elements):

@@ -1,4 +1,4 @@
-/// Names one dot store inside a record.
+/// Names one dot store inside a record. Field names are identified by their UTF-8 bytes.
 ///
 /// A record is an observed-remove map of slots (DESIGN.md §2, rules 4 and 5): its liveness
 /// dots, its tombstones, one register per scalar or file field, and one dot set per element
@@ -31,6 +31,26 @@ public enum SlotKey: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    public static func == (lhs: SlotKey, rhs: SlotKey) -> Bool {
+        switch (lhs, rhs) {
+        case (.liveness, .liveness), (.tombstones, .tombstones): true
+        case let (.field(a), .field(b)): Bytewise.equal(a, b)
+        case let (.element(a, x), .element(b, y)): x == y && Bytewise.equal(a, b)
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(rank)
+        switch self {
+        case .liveness, .tombstones: break
+        case let .field(name): Bytewise.hash(name, into: &hasher)
+        case let .element(name, element):
+            Bytewise.hash(name, into: &hasher)
+            hasher.combine(element)
+        }
+    }
+
     /// A total order: liveness, tombstones, fields by name, then elements by field name and
     /// element. Encodings list slots in this order.
     public static func canonicalOrder(_ lhs: SlotKey, _ rhs: SlotKey) -> Bool {
@@ -38,7 +58,7 @@ public enum SlotKey: Hashable, Sendable, CustomStringConvertible {
         case let (.field(a), .field(b)):
             return a.utf8.lexicographicallyPrecedes(b.utf8)
         case let (.element(a, x), .element(b, y)):
-            if a != b { return a.utf8.lexicographicallyPrecedes(b.utf8) }
+            if !Bytewise.equal(a, b) { return Bytewise.less(a, b) }
             return ScalarValue.canonicalOrder(x, y)
         default:
             return lhs.rank < rhs.rank

@@ -259,7 +259,7 @@ public struct Replica: Sendable {
     private mutating func clearElements(_ name: String, of ref: RecordRef) {
         guard let record = state.record(ref) else { return }
         for key in record.slots.keys {
-            if case let .element(field, _) = key, field == name {
+            if case let .element(field, _) = key, Bytewise.equal(field, name) {
                 replace(SlotRef(record: ref, key: key), with: [])
             }
         }

@@ -7,18 +7,13 @@ extension StoreState {
     /// so joining a delta's state into a replica's state leaves no scopes behind.
     public func joined(_ other: StoreState) -> StoreState {
         let context = self.context.union(other.context)
-        var collections: [String: [String: Record]] = [:]
-        for name in Set(self.collections.keys).union(other.collections.keys) {
-            let left = self.collections[name] ?? [:]
-            let right = other.collections[name] ?? [:]
-            var records: [String: Record] = [:]
-            for id in Set(left.keys).union(right.keys) {
-                let record = Self.joinRecords(left[id], self.context, right[id], other.context, into: context)
-                if !record.slots.isEmpty { records[id] = record }
-            }
-            if !records.isEmpty { collections[name] = records }
+        var records: [RecordRef: Record] = [:]
+        records.reserveCapacity(max(self.records.count, other.records.count))
+        for ref in Set(self.records.keys).union(other.records.keys) {
+            let record = Self.joinRecords(self.records[ref], self.context, other.records[ref], other.context, into: context)
+            if !record.slots.isEmpty { records[ref] = record }
         }
-        return StoreState(context: context, collections: collections)
+        return StoreState(context: context, records: records)
     }
 
     public mutating func join(_ other: StoreState) {

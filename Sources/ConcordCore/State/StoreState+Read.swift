@@ -17,29 +17,30 @@ public enum FieldValue: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension Record {
-    /// The visible fields by name, or an empty map for a record that is not visible.
+    /// The visible fields sorted by name (bytewise), or none for a record that is not
+    /// visible. Names are distinct by their UTF-8 bytes.
     ///
     /// A name written both as a register (scalar or file) and as a set by concurrent
     /// writers reads as whichever kind holds the greater stamp.
-    public var fields: [String: FieldValue] {
-        guard isVisible else { return [:] }
-        var registers: [String: Entry] = [:]
-        var sets: [String: (elements: [ScalarValue], maxDot: Stamp)] = [:]
+    public var sortedFields: [(name: String, value: FieldValue)] {
+        guard isVisible else { return [] }
+        var registers: [ExactString: Entry] = [:]
+        var sets: [ExactString: (elements: [ScalarValue], maxDot: Stamp)] = [:]
         for (key, slot) in slots {
             guard let last = slot.entries.last else { continue }
             switch key {
             case let .field(name):
-                registers[name] = last
+                registers[ExactString(name)] = last
             case let .element(name, element):
-                var current = sets[name] ?? (elements: [], maxDot: last.dot)
+                var current = sets[ExactString(name)] ?? (elements: [], maxDot: last.dot)
                 current.elements.append(element)
                 current.maxDot = max(current.maxDot, last.dot)
-                sets[name] = current
+                sets[ExactString(name)] = current
             case .liveness, .tombstones:
                 continue
             }
         }
-        var fields: [String: FieldValue] = [:]
+        var fields: [ExactString: FieldValue] = [:]
         for (name, entry) in registers {
             switch entry.payload {
             case let .scalar(value): fields[name] = .scalar(value)
@@ -51,11 +52,21 @@ extension Record {
             if let register = registers[name], register.dot > set.maxDot { continue }
             fields[name] = .set(set.elements.sorted(by: ScalarValue.canonicalOrder))
         }
-        return fields
+        return fields.sorted { $0.key < $1.key }.map { (name: $0.key.value, value: $0.value) }
     }
 
-    /// The value of one field, if the record is visible and the field set.
-    public func field(_ name: String) -> FieldValue? { fields[name] }
+    /// The visible fields by name, or an empty map for a record that is not visible. A
+    /// convenience: Swift dictionaries merge canonically-equivalent names, so code that must
+    /// tell such names apart uses ``sortedFields``.
+    public var fields: [String: FieldValue] {
+        Dictionary(sortedFields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The value of one field (matched by its UTF-8 bytes), if the record is visible and the
+    /// field set.
+    public func field(_ name: String) -> FieldValue? {
+        sortedFields.first { Bytewise.equal($0.name, name) }?.value
+    }
 
     /// The versions of a file field, sorted by stamp: more than one distinct content is a
     /// fork (rule 6).
@@ -67,9 +78,9 @@ extension Record {
 }
 
 extension StoreState {
-    /// The visible records, sorted by collection then id.
-    public var visibleRecords: [(ref: RecordRef, fields: [String: FieldValue])] {
-        sortedRecords.compactMap { $0.record.isVisible ? (ref: $0.ref, fields: $0.record.fields) : nil }
+    /// The visible records, sorted by collection then id, with their fields sorted by name.
+    public var visibleRecords: [(ref: RecordRef, fields: [(name: String, value: FieldValue)])] {
+        sortedRecords.compactMap { $0.record.isVisible ? (ref: $0.ref, fields: $0.record.sortedFields) : nil }
     }
 
     /// The visible fields of one record, or nil if it is not visible.

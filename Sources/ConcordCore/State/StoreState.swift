@@ -1,4 +1,7 @@
 /// Identifies one record: its collection and its id.
+///
+/// Collections and ids are identified by their UTF-8 bytes (see `Bytewise`), not by
+/// Unicode canonical equivalence.
 public struct RecordRef: Hashable, Comparable, Sendable, CustomStringConvertible {
     public let collection: String
     public let id: String
@@ -8,11 +11,20 @@ public struct RecordRef: Hashable, Comparable, Sendable, CustomStringConvertible
         self.id = id
     }
 
+    public static func == (lhs: RecordRef, rhs: RecordRef) -> Bool {
+        Bytewise.equal(lhs.id, rhs.id) && Bytewise.equal(lhs.collection, rhs.collection)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        Bytewise.hash(collection, into: &hasher)
+        Bytewise.hash(id, into: &hasher)
+    }
+
     public static func < (lhs: RecordRef, rhs: RecordRef) -> Bool {
-        if lhs.collection != rhs.collection {
-            return lhs.collection.utf8.lexicographicallyPrecedes(rhs.collection.utf8)
+        if !Bytewise.equal(lhs.collection, rhs.collection) {
+            return Bytewise.less(lhs.collection, rhs.collection)
         }
-        return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
+        return Bytewise.less(lhs.id, rhs.id)
     }
 
     public var description: String { "\(collection)/\(id)" }
@@ -28,45 +40,40 @@ public struct RecordRef: Hashable, Comparable, Sendable, CustomStringConvertible
 public struct StoreState: Hashable, Sendable {
     /// Every dot this state has seen.
     public internal(set) var context: CausalContext
-    /// Collection name → record id → record. Records with no slots are not stored.
-    public internal(set) var collections: [String: [String: Record]]
+    /// Every stored record, visible or not. Records with no slots are not stored.
+    public internal(set) var records: [RecordRef: Record]
 
     /// Whether any slot carries a scope: true only for states built from deltas. Derived
-    /// from `collections`, kept stored so applying a delta need not scan the state.
+    /// from `records`, kept stored so applying a delta need not scan the state.
     public private(set) var hasScopes: Bool
 
     /// The empty state.
     public init() {
         context = CausalContext()
-        collections = [:]
+        records = [:]
         hasScopes = false
     }
 
-    public init(context: CausalContext, collections: [String: [String: Record]]) {
+    public init(context: CausalContext, records: [RecordRef: Record]) {
         self.context = context
-        self.collections = collections
-        hasScopes = collections.values.contains { $0.values.contains { $0.slots.values.contains { $0.scope != nil } } }
+        self.records = records
+        hasScopes = records.values.contains { $0.slots.values.contains { $0.scope != nil } }
     }
 
     /// The record at `ref`, visible or not.
     public func record(_ ref: RecordRef) -> Record? {
-        collections[ref.collection]?[ref.id]
+        records[ref]
     }
 
     /// The number of records stored, visible or not.
-    public var recordCount: Int { collections.values.reduce(0) { $0 + $1.count } }
+    public var recordCount: Int { records.count }
 
     /// The version vector of this state's context, if it is one (a replica's own state).
     public var versionVector: VersionVector? { context.versionVector }
 
     /// Collections sorted by name, records by id: the canonical traversal order.
     public var sortedRecords: [(ref: RecordRef, record: Record)] {
-        collections.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.flatMap { name in
-            let records = collections[name]!
-            return records.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map {
-                (ref: RecordRef(collection: name, id: $0), record: records[$0]!)
-            }
-        }
+        records.sorted { $0.key < $1.key }.map { (ref: $0.key, record: $0.value) }
     }
 
     /// Checks the invariants: slots non-empty and sorted, every entry's dot seen in its
@@ -74,10 +81,9 @@ public struct StoreState: Hashable, Sendable {
     public func _checkInvariants() {
         context._checkInvariants()
         precondition(
-            hasScopes == collections.values.contains { $0.values.contains { $0.slots.values.contains { $0.scope != nil } } },
+            hasScopes == records.values.contains { $0.slots.values.contains { $0.scope != nil } },
             "hasScopes out of date")
-        for (_, records) in collections {
-            precondition(!records.isEmpty, "empty collection stored")
+        do {
             for (_, record) in records {
                 precondition(!record.slots.isEmpty, "empty record stored")
                 for (key, slot) in record.slots {
@@ -105,14 +111,11 @@ public struct StoreState: Hashable, Sendable {
 
 extension StoreState {
     /// Updates the slots of one record in place (no copy of the record), then drops the
-    /// record and its collection if they became empty. Only for states without scopes:
+    /// record if it became empty. Only for states without scopes:
     /// replicas' own states, which local writes and in-order deltas keep scope-free.
     mutating func updateRecord<Result>(_ ref: RecordRef, _ body: (inout [SlotKey: Slot]) -> Result) -> Result {
-        let result = body(&collections[ref.collection, default: [:]][ref.id, default: Record()].slots)
-        if collections[ref.collection]?[ref.id]?.slots.isEmpty == true {
-            collections[ref.collection]![ref.id] = nil
-            if collections[ref.collection]!.isEmpty { collections[ref.collection] = nil }
-        }
+        let result = body(&records[ref, default: Record()].slots)
+        if records[ref]?.slots.isEmpty == true { records[ref] = nil }
         return result
     }
 }

@@ -1,8 +1,8 @@
 /// The value of a scalar field, or an element of a set field (DESIGN.md §2).
 ///
 /// Equality and hashing are by representation: doubles compare by bit pattern (so `NaN`
-/// equals itself and `-0.0` differs from `0.0`), strings by Unicode canonical equivalence
-/// as Swift strings do. ``canonicalOrder(_:_:)`` is the total order used to sort set
+/// equals itself and `-0.0` differs from `0.0`), strings by their UTF-8 bytes (not Unicode
+/// canonical equivalence). ``canonicalOrder(_:_:)`` is the total order used to sort set
 /// elements in dumps and encodings.
 public enum ScalarValue: Hashable, Sendable, CustomStringConvertible {
     case null
@@ -30,7 +30,7 @@ public enum ScalarValue: Hashable, Sendable, CustomStringConvertible {
         case let (.bool(a), .bool(b)): a == b
         case let (.int(a), .int(b)): a == b
         case let (.double(a), .double(b)): a.bitPattern == b.bitPattern
-        case let (.string(a), .string(b)): a == b
+        case let (.string(a), .string(b)): Bytewise.equal(a, b)
         case let (.bytes(a), .bytes(b)): a == b
         default: false
         }
@@ -43,7 +43,7 @@ public enum ScalarValue: Hashable, Sendable, CustomStringConvertible {
         case let .bool(value): hasher.combine(value)
         case let .int(value): hasher.combine(value)
         case let .double(value): hasher.combine(value.bitPattern)
-        case let .string(value): hasher.combine(value)
+        case let .string(value): Bytewise.hash(value, into: &hasher)
         case let .bytes(value): hasher.combine(value)
         }
     }
