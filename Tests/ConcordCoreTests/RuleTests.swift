@@ -180,11 +180,9 @@ import Testing
     @Test func rule8DuplicateAndReorderedDeliveryChangeNothing() throws {
         var r = replicas(3)
         r[0].set(note, "title", .string("one"), now: Self.noon)
-        let sealedFirst = r[0].seal()
-        let first = try #require(sealedFirst)
+        let first = try r[0].mustSeal()
         r[0].add(note, "tags", .int(1), now: Self.noon + 1)
-        let sealedSecond = r[0].seal()
-        let second = try #require(sealedSecond)
+        let second = try r[0].mustSeal()
         // The second delta cannot apply before the first: the state stays as it was.
         #expect(throws: ConcordError.self) { try r[1].apply(second) }
         #expect(r[1].state == StoreState())
