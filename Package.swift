@@ -8,11 +8,14 @@ let package = Package(
         .library(name: "Concord", targets: ["Concord"]),
         .library(name: "ConcordCore", targets: ["ConcordCore"]),
         .library(name: "ConcordCodec", targets: ["ConcordCodec"]),
+        .library(name: "ConcordCrypto", targets: ["ConcordCrypto"]),
+        .library(name: "ConcordStore", targets: ["ConcordStore"]),
         .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
         .executable(name: "concord", targets: ["ConcordCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", exact: "2.0.1"),
     ],
     targets: [
@@ -20,6 +23,15 @@ let package = Package(
         .target(name: "ConcordCore"),
         // Versioned canonical binary formats of deltas and snapshots (docs/FORMAT.md).
         .target(name: "ConcordCodec", dependencies: ["ConcordCore"]),
+        // libsodium, as Debian's libsodium-dev provides it.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // Keys, sealed objects, streams, keyed names (DESIGN.md §5).
+        .target(name: "ConcordCrypto", dependencies: ["CSodium", "ConcordCore"]),
+        // SQLite persistence through GRDB: values, CRDT metadata, outbox, blobs, history.
+        .target(
+            name: "ConcordStore",
+            dependencies: ["ConcordCore", "ConcordCodec", "CSodium", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // Public test kit: seeded generator, manual clock, law checkers, simulator.
         .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec"]),
         // The umbrella module an app imports.
@@ -35,6 +47,15 @@ let package = Package(
                 "ConcordCore", "ConcordCodec", "ConcordTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
+        ),
+        .testTarget(
+            name: "ConcordCryptoTests",
+            dependencies: ["ConcordCrypto", "ConcordCore", "ConcordTesting"]
+        ),
+        .testTarget(
+            name: "ConcordStoreTests",
+            dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordTesting",
+                           .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "ConcordCodecTests",

@@ -1,0 +1,82 @@
+import ConcordCore
+import Foundation
+import GRDB
+
+/// A superseded version of a file field, kept for the retention window (DESIGN.md §3).
+public struct FileVersionRecord: Hashable, Sendable {
+    public let file: FileRef
+    /// The stamp of the write that set it.
+    public let stamp: Stamp
+    /// When this replica saw it superseded, in milliseconds since the epoch.
+    public let supersededAt: UInt64
+}
+
+enum History {
+    /// Keeps every file version that `old` has and `new` lacks.
+    static func record(_ db: Database, _ ref: RecordRef, _ field: String, superseded old: [Entry], by new: [Entry], at now: UInt64) throws {
+        let kept = Set(new.map(\.dot))
+        let insert = try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO concord_history (collection, id, field, hash, file_size, media_type, hlc, replica, superseded_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for entry in old where !kept.contains(entry.dot) {
+            guard case let .file(file) = entry.payload else { continue }
+            try insert.execute(arguments: [
+                ref.collection, ref.id, field, Data(file.hash.bytes), Int64(bitPattern: file.size), file.mediaType,
+                Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica), Rows.hlc(now),
+            ])
+        }
+    }
+}
+
+extension Store {
+    /// The superseded versions of a file field still in the retention window, newest first.
+    public func versions(_ ref: RecordRef, _ field: String) throws(ConcordError) -> [FileVersionRecord] {
+        let cutoff = configuration.clock.millisecondsSinceEpoch().subtractingReportingOverflow(configuration.historyRetention)
+        return try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT hash, file_size, media_type, hlc, replica, superseded_at FROM concord_history
+                WHERE collection = ? AND id = ? AND field = ? AND superseded_at >= ?
+                ORDER BY hlc DESC, replica DESC
+                """, arguments: [ref.collection, ref.id, field, cutoff.overflow ? 0 : Rows.hlc(cutoff.partialValue)]).map { row in
+                guard let hash = ContentHash(bytes: [UInt8](row["hash"] as Data)) else {
+                    throw ConcordError(.corrupt, "a history row holds a hash that is not 32 bytes")
+                }
+                return FileVersionRecord(
+                    file: FileRef(hash: hash, size: UInt64(bitPattern: row["file_size"]), mediaType: row["media_type"]),
+                    stamp: try Rows.stamp(row), supersededAt: UInt64(bitPattern: row["superseded_at"]))
+            }
+        }
+    }
+
+    /// Restores a superseded file version: an ordinary write of that content.
+    public func restore(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
+        guard let version = try versions(ref, field).first(where: { $0.file.hash == hash }) else {
+            throw ConcordError(.notFound, "\(ref) \(field) has no retained version \(hash.hex); `concord versions` lists them")
+        }
+        try write { tx throws(ConcordError) in try tx.setFile(ref, field, version.file) }
+    }
+
+    /// Forgets history older than the retention window, then deletes blobs that no field
+    /// entry and no retained version references. Returns the blobs deleted.
+    @discardableResult
+    public func collectGarbage() throws(ConcordError) -> [ContentHash] {
+        let now = configuration.clock.millisecondsSinceEpoch()
+        let cutoff = now > configuration.historyRetention ? now - configuration.historyRetention : 0
+        let referenced: Set<ContentHash> = try writeDatabase { db in
+            try db.execute(sql: "DELETE FROM concord_history WHERE superseded_at < ?", arguments: [Rows.hlc(cutoff)])
+            let hashes = try Data.fetchAll(db, sql: """
+                SELECT value FROM concord_fields WHERE kind = 6
+                UNION SELECT value FROM concord_field_versions WHERE kind = 6
+                UNION SELECT hash FROM concord_history
+                """)
+            return Set(hashes.compactMap { ContentHash(bytes: [UInt8]($0)) })
+        }
+        var deleted: [ContentHash] = []
+        for hash in try blobs.all() where !referenced.contains(hash) {
+            try blobs.delete(hash)
+            deleted.append(hash)
+        }
+        return deleted
+    }
+}

@@ -1,0 +1,74 @@
+import GRDB
+
+/// The SQLite schema (DESIGN.md §3), managed by GRDB migrations so a later release can
+/// migrate an existing file. Every table is prefixed `concord_`; apps may read them with
+/// SQL and observe them with GRDB, but write only through ``Store``.
+///
+/// - `concord_fields`: one row per scalar or file field — its current value and stamp, so a
+///   common write is one upsert. `versions` counts the field's entries; those beyond the
+///   winner (concurrent writes, file forks) are in `concord_field_versions`.
+/// - `concord_elements`: one row per surviving add of a set element.
+/// - `concord_dots`: liveness dots (kind 0) and tombstones (kind 1) of records.
+/// - `concord_outbox`: slots changed locally since the last seal (field rows carry a
+///   `dirty` flag instead, so the common write needs no second row).
+/// - `concord_context`: the version vector of everything this replica has applied.
+/// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
+/// - `concord_history`: superseded file versions, kept for the retention window.
+enum Schema {
+    /// The schema version this release writes: the number of the newest migration.
+    static let version = 1
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE concord_meta (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT;
+                CREATE TABLE concord_context (replica BLOB PRIMARY KEY NOT NULL, hlc INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_fields (
+                    collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
+                    kind INTEGER NOT NULL,          -- 0 null, 1 bool, 2 int, 3 double, 4 string, 5 bytes, 6 file
+                    value ANY,                      -- the scalar; for a file, its hash (32-byte BLOB)
+                    file_size INTEGER, media_type TEXT,
+                    hlc INTEGER NOT NULL, replica BLOB NOT NULL,
+                    versions INTEGER NOT NULL DEFAULT 1,
+                    dirty INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (collection, id, field)
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX concord_fields_dirty ON concord_fields (collection, id, field) WHERE dirty = 1;
+                CREATE TABLE concord_field_versions (
+                    collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
+                    hlc INTEGER NOT NULL, replica BLOB NOT NULL,
+                    kind INTEGER NOT NULL, value ANY, file_size INTEGER, media_type TEXT,
+                    PRIMARY KEY (collection, id, field, hlc, replica)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_elements (
+                    collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
+                    element BLOB NOT NULL,          -- canonical encoding (docs/FORMAT.md §4.5)
+                    hlc INTEGER NOT NULL, replica BLOB NOT NULL,
+                    PRIMARY KEY (collection, id, field, element, hlc, replica)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_dots (
+                    collection TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL,
+                    hlc INTEGER NOT NULL, replica BLOB NOT NULL,
+                    PRIMARY KEY (collection, id, kind, hlc, replica)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_outbox (
+                    collection TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL,
+                    field TEXT NOT NULL, element BLOB NOT NULL,
+                    PRIMARY KEY (collection, id, kind, field, element)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_sealed (seq INTEGER PRIMARY KEY NOT NULL, bytes BLOB NOT NULL) STRICT;
+                CREATE TABLE concord_history (
+                    collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
+                    hash BLOB NOT NULL, file_size INTEGER NOT NULL, media_type TEXT,
+                    hlc INTEGER NOT NULL, replica BLOB NOT NULL,
+                    superseded_at INTEGER NOT NULL, -- local milliseconds since the epoch
+                    PRIMARY KEY (collection, id, field, hlc, replica)
+                ) STRICT, WITHOUT ROWID;
+                CREATE VIEW concord_records AS
+                    SELECT DISTINCT collection, id FROM concord_dots WHERE kind = 0;
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,74 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+
+/// How core values are stored in SQLite columns.
+enum Rows {
+    static let kindNull: Int64 = 0
+    static let kindBool: Int64 = 1
+    static let kindInt: Int64 = 2
+    static let kindDouble: Int64 = 3
+    static let kindString: Int64 = 4
+    static let kindBytes: Int64 = 5
+    static let kindFile: Int64 = 6
+
+    // Slot kinds in concord_outbox (as in the binary format).
+    static let slotLiveness: Int64 = 0
+    static let slotTombstones: Int64 = 1
+    static let slotField: Int64 = 2
+    static let slotElement: Int64 = 3
+
+    /// The (kind, value, file_size, media_type) columns of a register payload.
+    static func columns(_ payload: Payload) -> (kind: Int64, value: DatabaseValue, size: DatabaseValue, type: DatabaseValue) {
+        switch payload {
+        case .marker:
+            preconditionFailure("a register holds no bare dots")
+        case let .file(file):
+            return (kindFile, Data(file.hash.bytes).databaseValue, Int64(bitPattern: file.size).databaseValue,
+                    file.mediaType?.databaseValue ?? .null)
+        case let .scalar(value):
+            switch value {
+            case .null: return (kindNull, .null, .null, .null)
+            case let .bool(flag): return (kindBool, (flag ? 1 : 0 as Int64).databaseValue, .null, .null)
+            case let .int(number): return (kindInt, number.databaseValue, .null, .null)
+            case let .double(number): return (kindDouble, number.databaseValue, .null, .null)
+            case let .string(text): return (kindString, text.databaseValue, .null, .null)
+            case let .bytes(data): return (kindBytes, Data(data).databaseValue, .null, .null)
+            }
+        }
+    }
+
+    /// The payload stored in a row's (kind, value, file_size, media_type) columns.
+    static func payload(_ row: Row, kind: String = "kind") throws -> Payload {
+        let kindValue: Int64 = row[kind]
+        switch kindValue {
+        case kindNull: return .scalar(.null)
+        case kindBool: return .scalar(.bool((row["value"] as Int64) != 0))
+        case kindInt: return .scalar(.int(row["value"]))
+        case kindDouble: return .scalar(.double(row["value"]))
+        case kindString: return .scalar(.string(row["value"]))
+        case kindBytes: return .scalar(.bytes([UInt8](row["value"] as Data)))
+        case kindFile:
+            guard let hash = ContentHash(bytes: [UInt8](row["value"] as Data)) else {
+                throw ConcordError(.corrupt, "a file field stores a hash that is not 32 bytes")
+            }
+            return .file(FileRef(hash: hash, size: UInt64(bitPattern: row["file_size"]), mediaType: row["media_type"]))
+        default:
+            throw ConcordError(.corrupt, "a field row has unknown kind \(kindValue)")
+        }
+    }
+
+    static func replicaBlob(_ id: ReplicaID) -> Data { Data(id.bytes) }
+
+    static func replica(_ data: Data) throws -> ReplicaID {
+        guard let id = ReplicaID(bytes: [UInt8](data)) else { throw ConcordError(.corrupt, "a replica id is not 16 bytes") }
+        return id
+    }
+
+    static func stamp(_ row: Row) throws -> Stamp {
+        Stamp(hlc: UInt64(bitPattern: row["hlc"]), replica: try replica(row["replica"]))
+    }
+
+    static func hlc(_ value: UInt64) -> Int64 { Int64(bitPattern: value) }
+}

@@ -1,0 +1,224 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+
+/// Reads and writes whole slots (DESIGN.md §2) in the store's tables. The common paths —
+/// a local scalar write, a remote write that replaces an observed value — bypass this with
+/// single upserts; everything else goes through here, so the store's state is always the
+/// core's `Record` slots, row for row.
+enum SlotIO {
+    // MARK: Reading
+
+    /// The entries of one slot, sorted by dot.
+    static func entries(_ db: Database, _ ref: RecordRef, _ key: SlotKey) throws -> [Entry] {
+        var entries: [Entry] = []
+        switch key {
+        case .liveness, .tombstones:
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT hlc, replica FROM concord_dots WHERE collection = ? AND id = ? AND kind = ?
+                """, arguments: [ref.collection, ref.id, key == .liveness ? Rows.slotLiveness : Rows.slotTombstones])
+            while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: .marker)) }
+        case let .field(name):
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT hlc, replica, kind, value, file_size, media_type FROM concord_fields
+                    WHERE collection = ? AND id = ? AND field = ?
+                UNION ALL
+                SELECT hlc, replica, kind, value, file_size, media_type FROM concord_field_versions
+                    WHERE collection = ? AND id = ? AND field = ?
+                """, arguments: [ref.collection, ref.id, name, ref.collection, ref.id, name])
+            while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row))) }
+        case let .element(name, element):
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT hlc, replica FROM concord_elements WHERE collection = ? AND id = ? AND field = ? AND element = ?
+                """, arguments: [ref.collection, ref.id, name, Data(ScalarCodec.encode(element))])
+            while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: .marker)) }
+        }
+        entries.sort { $0.dot < $1.dot }
+        return entries
+    }
+
+    /// Every slot of one record, or nil if it has none.
+    static func record(_ db: Database, _ ref: RecordRef) throws -> ConcordCore.Record? {
+        var slots: [SlotKey: ConcordCore.Slot] = [:]
+        func add(_ key: SlotKey, _ entry: Entry) {
+            slots[key, default: ConcordCore.Slot()].entries.append(entry)
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT kind, hlc, replica FROM concord_dots WHERE collection = ? AND id = ?",
+                                    arguments: [ref.collection, ref.id]) {
+            add((row["kind"] as Int64) == Rows.slotLiveness ? .liveness : .tombstones, Entry(dot: try Rows.stamp(row), payload: .marker))
+        }
+        for row in try Row.fetchAll(db, sql: """
+            SELECT field, hlc, replica, kind, value, file_size, media_type FROM concord_fields WHERE collection = ? AND id = ?
+            UNION ALL
+            SELECT field, hlc, replica, kind, value, file_size, media_type FROM concord_field_versions WHERE collection = ? AND id = ?
+            """, arguments: [ref.collection, ref.id, ref.collection, ref.id]) {
+            add(.field(row["field"]), Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row)))
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT field, element, hlc, replica FROM concord_elements WHERE collection = ? AND id = ?",
+                                    arguments: [ref.collection, ref.id]) {
+            add(.element(row["field"], try element(row["element"])), Entry(dot: try Rows.stamp(row), payload: .marker))
+        }
+        guard !slots.isEmpty else { return nil }
+        for key in slots.keys { slots[key]!.entries.sort { $0.dot < $1.dot } }
+        return ConcordCore.Record(slots: slots)
+    }
+
+    static func element(_ data: Data) throws -> ScalarValue {
+        do {
+            return try ScalarCodec.decode([UInt8](data))
+        } catch {
+            throw ConcordError(.corrupt, "a set element is stored in an unreadable form: \(error.message)")
+        }
+    }
+
+    /// Whether the record has any slot at all.
+    static func exists(_ db: Database, _ ref: RecordRef) throws -> Bool {
+        try Bool.fetchOne(db, sql: """
+            SELECT EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
+                OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
+                OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
+            """, arguments: [ref.collection, ref.id]) ?? false
+    }
+
+    // MARK: Writing
+
+    /// Replaces a slot's entries. `dirty` marks it in the outbox (local writes); remote
+    /// changes pass false and leave an existing mark as it is.
+    static func replace(_ db: Database, _ ref: RecordRef, _ key: SlotKey, with entries: [Entry], dirty: Bool) throws {
+        switch key {
+        case .liveness, .tombstones:
+            let kind = key == .liveness ? Rows.slotLiveness : Rows.slotTombstones
+            try db.cachedStatement(sql: "DELETE FROM concord_dots WHERE collection = ? AND id = ? AND kind = ?")
+                .execute(arguments: [ref.collection, ref.id, kind])
+            let insert = try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)")
+            for entry in entries {
+                try insert.execute(arguments: [ref.collection, ref.id, kind, Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica)])
+            }
+            if dirty { try markOutbox(db, ref, kind: kind, field: "", element: Data()) }
+        case let .element(name, element):
+            let encoded = Data(ScalarCodec.encode(element))
+            try db.cachedStatement(sql: "DELETE FROM concord_elements WHERE collection = ? AND id = ? AND field = ? AND element = ?")
+                .execute(arguments: [ref.collection, ref.id, name, encoded])
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO concord_elements (collection, id, field, element, hlc, replica) VALUES (?, ?, ?, ?, ?, ?)
+                """)
+            for entry in entries {
+                try insert.execute(arguments: [ref.collection, ref.id, name, encoded, Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica)])
+            }
+            if dirty { try markOutbox(db, ref, kind: Rows.slotElement, field: name, element: encoded) }
+        case let .field(name):
+            try db.cachedStatement(sql: "DELETE FROM concord_field_versions WHERE collection = ? AND id = ? AND field = ?")
+                .execute(arguments: [ref.collection, ref.id, name])
+            guard let winner = entries.last else {
+                try db.cachedStatement(sql: "DELETE FROM concord_fields WHERE collection = ? AND id = ? AND field = ?")
+                    .execute(arguments: [ref.collection, ref.id, name])
+                if dirty { try markOutbox(db, ref, kind: Rows.slotField, field: name, element: Data()) }
+                return
+            }
+            let columns = Rows.columns(winner.payload)
+            try db.cachedStatement(sql: """
+                INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                ON CONFLICT (collection, id, field) DO UPDATE SET
+                    kind = ?4, value = ?5, file_size = ?6, media_type = ?7, hlc = ?8, replica = ?9, versions = ?10,
+                    dirty = max(concord_fields.dirty, ?11)
+                """).execute(arguments: [
+                    ref.collection, ref.id, name, columns.kind, columns.value, columns.size, columns.type,
+                    Rows.hlc(winner.dot.hlc), Rows.replicaBlob(winner.dot.replica), entries.count, dirty ? 1 : 0,
+                ])
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO concord_field_versions (collection, id, field, hlc, replica, kind, value, file_size, media_type)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for entry in entries.dropLast() {
+                let columns = Rows.columns(entry.payload)
+                try insert.execute(arguments: [
+                    ref.collection, ref.id, name, Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica),
+                    columns.kind, columns.value, columns.size, columns.type,
+                ])
+            }
+        }
+    }
+
+    static func markOutbox(_ db: Database, _ ref: RecordRef, kind: Int64, field: String, element: Data) throws {
+        try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO concord_outbox (collection, id, kind, field, element) VALUES (?, ?, ?, ?, ?)
+            """).execute(arguments: [ref.collection, ref.id, kind, field, element])
+    }
+
+    /// Every slot key of a record.
+    static func slotKeys(_ db: Database, _ ref: RecordRef) throws -> [SlotKey] {
+        guard let record = try record(db, ref) else { return [] }
+        return Array(record.slots.keys)
+    }
+
+    /// The slots touched locally since the last seal.
+    static func outbox(_ db: Database) throws -> [RecordRef: Set<SlotKey>] {
+        var slots: [RecordRef: Set<SlotKey>] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT collection, id, field FROM concord_fields WHERE dirty = 1") {
+            slots[RecordRef(collection: row["collection"], id: row["id"]), default: []].insert(.field(row["field"]))
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT collection, id, kind, field, element FROM concord_outbox") {
+            let ref = RecordRef(collection: row["collection"], id: row["id"])
+            let key: SlotKey
+            switch row["kind"] as Int64 {
+            case Rows.slotLiveness: key = .liveness
+            case Rows.slotTombstones: key = .tombstones
+            case Rows.slotField: key = .field(row["field"])
+            case Rows.slotElement: key = .element(row["field"], try element(row["element"]))
+            default: throw ConcordError(.corrupt, "the outbox holds an unknown slot kind")
+            }
+            slots[ref, default: []].insert(key)
+        }
+        return slots
+    }
+
+    /// Loads the whole state (every record and the context).
+    static func state(_ db: Database) throws -> StoreState {
+        var records: [RecordRef: ConcordCore.Record] = [:]
+        func add(_ ref: RecordRef, _ key: SlotKey, _ entry: Entry) {
+            records[ref, default: ConcordCore.Record()].slots[key, default: ConcordCore.Slot()].entries.append(entry)
+        }
+        let dots = try Row.fetchCursor(db, sql: "SELECT collection, id, kind, hlc, replica FROM concord_dots")
+        while let row = try dots.next() {
+            add(RecordRef(collection: row["collection"], id: row["id"]),
+                (row["kind"] as Int64) == Rows.slotLiveness ? .liveness : .tombstones,
+                Entry(dot: try Rows.stamp(row), payload: .marker))
+        }
+        let fields = try Row.fetchCursor(db, sql: """
+            SELECT collection, id, field, hlc, replica, kind, value, file_size, media_type FROM concord_fields
+            UNION ALL
+            SELECT collection, id, field, hlc, replica, kind, value, file_size, media_type FROM concord_field_versions
+            """)
+        while let row = try fields.next() {
+            add(RecordRef(collection: row["collection"], id: row["id"]), .field(row["field"]),
+                Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row)))
+        }
+        let elements = try Row.fetchCursor(db, sql: "SELECT collection, id, field, element, hlc, replica FROM concord_elements")
+        while let row = try elements.next() {
+            add(RecordRef(collection: row["collection"], id: row["id"]), .element(row["field"], try element(row["element"])),
+                Entry(dot: try Rows.stamp(row), payload: .marker))
+        }
+        for ref in records.keys {
+            for key in records[ref]!.slots.keys { records[ref]!.slots[key]!.entries.sort { $0.dot < $1.dot } }
+        }
+        return StoreState(context: CausalContext(try context(db)), records: records)
+    }
+
+    /// The version vector of everything applied.
+    static func context(_ db: Database) throws -> VersionVector {
+        var vector = VersionVector()
+        for row in try Row.fetchAll(db, sql: "SELECT replica, hlc FROM concord_context") {
+            vector[try Rows.replica(row["replica"])] = UInt64(bitPattern: row["hlc"])
+        }
+        return vector
+    }
+
+    static func setContext(_ db: Database, _ replica: ReplicaID, _ hlc: UInt64) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO concord_context (replica, hlc) VALUES (?, ?)
+            ON CONFLICT (replica) DO UPDATE SET hlc = max(hlc, excluded.hlc)
+            """).execute(arguments: [Rows.replicaBlob(replica), Rows.hlc(hlc)])
+    }
+}

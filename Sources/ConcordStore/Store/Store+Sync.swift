@@ -1,0 +1,280 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+
+/// What applying a remote delta or snapshot did.
+public enum StoreApplyResult: Hashable, Sendable {
+    /// Its changes are stored.
+    case applied
+    /// The store had already applied everything in it; nothing changed.
+    case alreadyApplied
+    /// It references files not yet in the blob directory: nothing was applied. Add the
+    /// files (``BlobStore/add(mediaType:expected:read:)``) and apply it again — records
+    /// and their files become visible as one unit.
+    case heldBack(missingFiles: [ContentHash])
+}
+
+extension Store {
+    // MARK: Outbox
+
+    /// Seals the outbox into the next delta, stores its bytes (so a retried push sends the
+    /// same bytes) and clears the outbox, in one transaction. Nil when nothing changed.
+    public func seal() throws(ConcordError) -> Delta? {
+        try writeDatabase { db -> Delta? in
+            let outbox = try SlotIO.outbox(db)
+            guard !outbox.isEmpty else { return nil }
+            var dependencies = try SlotIO.context(db)
+            let upTo = dependencies[replicaID]
+            dependencies[replicaID] = try meta(db, "sealed_up_to")
+            let seq = try meta(db, "sealed_seq") + 1
+            var records: [Delta.RecordChange] = []
+            for ref in outbox.keys.sorted() {
+                let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
+                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { (key: $0, entries: try SlotIO.entries(db, ref, $0)) }))
+            }
+            let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
+            try db.execute(sql: "UPDATE concord_fields SET dirty = 0 WHERE dirty = 1")
+            try db.execute(sql: "DELETE FROM concord_outbox")
+            try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
+            try setMeta(db, "sealed_seq", seq)
+            try setMeta(db, "sealed_up_to", upTo)
+            return delta
+        }
+    }
+
+    /// The bytes of a sealed delta of this replica, exactly as first sealed.
+    public func sealedDelta(seq: UInt64) throws(ConcordError) -> [UInt8]? {
+        try read { db in try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [Int64(seq)]).map { [UInt8]($0) } }
+    }
+
+    /// The seq of this replica's newest sealed delta (0 before the first).
+    public func sealedSeq() throws(ConcordError) -> UInt64 {
+        try read { db in try meta(db, "sealed_seq") }
+    }
+
+    /// How many slots changed locally since the last seal.
+    public func pendingChangeCount() throws(ConcordError) -> Int {
+        try read { db in try SlotIO.outbox(db).values.reduce(0) { $0 + $1.count } }
+    }
+
+    // MARK: Applying remote changes
+
+    /// Applies a remote delta in one transaction. The outbox is untouched: remote changes
+    /// never re-enter it.
+    ///
+    /// - Throws: `notReady` when the delta's dependencies are not applied yet (nothing
+    ///   changes); storage errors leave the store as it was.
+    @discardableResult
+    public func apply(_ delta: Delta) throws(ConcordError) -> StoreApplyResult {
+        var changes: [RecordRef: Set<String>] = [:]
+        let result: StoreApplyResult = try writeDatabase { db in
+            let vector = try SlotIO.context(db)
+            let context = CausalContext(vector)
+            if vector[delta.origin] >= delta.upTo { return .alreadyApplied }
+            let missing = delta.dependencies.entries.filter { vector[$0.key] < $0.value }
+            if !missing.isEmpty {
+                throw ConcordError(.notReady, "delta \(delta.seq) from \(delta.origin) needs \(VersionVector(missing)) applied first")
+            }
+            let missingFiles = missingFiles(in: delta.records.flatMap { $0.slots.flatMap(\.entries) }, seen: context)
+            if !missingFiles.isEmpty { return .heldBack(missingFiles: missingFiles) }
+            if vector[delta.origin] != delta.dependencies[delta.origin] {
+                // Not at the delta's start: the general join (not reached by stores that
+                // only ever join snapshots taken with an empty outbox).
+                var state = try SlotIO.state(db)
+                let old = state
+                try state.apply(delta)
+                changes = try rewrite(db, from: old, to: state)
+            } else {
+                changes = try applySlots(db, delta, context: context)
+            }
+            try SlotIO.setContext(db, delta.origin, delta.upTo)
+            try observe(db, max(delta.upTo, delta.dependencies.maxHLC))
+            return .applied
+        }
+        events.publish(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .remote(delta.origin)) })
+        return result
+    }
+
+    private func applySlots(_ db: Database, _ delta: Delta, context: CausalContext) throws -> [RecordRef: Set<String>] {
+        let observed = delta.observed
+        try db.execute(sql: """
+            CREATE TEMP TABLE IF NOT EXISTS concord_observed (replica BLOB PRIMARY KEY NOT NULL, hlc INTEGER NOT NULL) WITHOUT ROWID;
+            DELETE FROM temp.concord_observed;
+            """)
+        let insertObserved = try db.cachedStatement(sql: "INSERT INTO temp.concord_observed (replica, hlc) VALUES (?, ?)")
+        for (replica, hlc) in observed.entries {
+            try insertObserved.execute(arguments: [Rows.replicaBlob(replica), Rows.hlc(hlc)])
+        }
+        // One upsert replaces a single observed scalar with the delta's new one; anything
+        // else (concurrent values, files, sets, liveness) takes the per-slot join.
+        let fastUpsert = try db.cachedStatement(sql: """
+            INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
+            VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, 0)
+            ON CONFLICT (collection, id, field) DO UPDATE SET
+                kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7
+            WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
+              AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)
+            """)
+        let origin = delta.origin
+        let previous = delta.dependencies[origin]
+        let now = configuration.clock.millisecondsSinceEpoch()
+        var changes: [RecordRef: Set<String>] = [:]
+        for change in delta.records {
+            for slot in change.slots {
+                if case let .field(name) = slot.key, slot.entries.count == 1,
+                   slot.entries[0].dot.replica == origin, slot.entries[0].dot.hlc > previous,
+                   case let .scalar(value) = slot.entries[0].payload {
+                    let columns = Rows.columns(.scalar(value))
+                    try fastUpsert.execute(arguments: [
+                        change.ref.collection, change.ref.id, name, columns.kind, columns.value,
+                        Rows.hlc(slot.entries[0].dot.hlc), Rows.replicaBlob(origin),
+                    ])
+                    if db.changesCount == 1 {
+                        changes[change.ref, default: []].insert(name)
+                        continue
+                    }
+                }
+                let old = try SlotIO.entries(db, change.ref, slot.key)
+                let merged = DotStore.join(
+                    old, seenBy: { context.contains($0) },
+                    slot.entries, seenBy: { $0.hlc <= observed[$0.replica] })
+                guard merged != old else { continue }
+                if case let .field(name) = slot.key {
+                    try History.record(db, change.ref, name, superseded: old, by: merged, at: now)
+                }
+                try SlotIO.replace(db, change.ref, slot.key, with: merged, dirty: false)
+                changes[change.ref, default: []].formUnion(slot.key.fieldName.map { [$0] } ?? [])
+            }
+        }
+        return changes
+    }
+
+    /// The files that entries new to this store refer to and the blob directory lacks.
+    func missingFiles(in entries: [Entry], seen context: CausalContext) -> [ContentHash] {
+        var missing: Set<ContentHash> = []
+        for entry in entries where !context.contains(entry.dot) {
+            if case let .file(file) = entry.payload, !blobs.contains(file.hash) { missing.insert(file.hash) }
+        }
+        return missing.sorted()
+    }
+
+    /// Rewrites every slot that differs between two states (remote changes: not marked in
+    /// the outbox), keeping superseded file versions in history. Returns what changed.
+    func rewrite(_ db: Database, from old: StoreState, to new: StoreState) throws -> [RecordRef: Set<String>] {
+        let now = configuration.clock.millisecondsSinceEpoch()
+        var changes: [RecordRef: Set<String>] = [:]
+        for ref in Set(old.records.keys).union(new.records.keys) {
+            let before = old.records[ref]?.slots ?? [:]
+            let after = new.records[ref]?.slots ?? [:]
+            for key in Set(before.keys).union(after.keys) {
+                let oldEntries = before[key]?.entries ?? []
+                let newEntries = after[key]?.entries ?? []
+                guard oldEntries != newEntries else { continue }
+                if case let .field(name) = key {
+                    try History.record(db, ref, name, superseded: oldEntries, by: newEntries, at: now)
+                }
+                try SlotIO.replace(db, ref, key, with: newEntries, dirty: false)
+                changes[ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
+            }
+        }
+        guard let vector = new.context.versionVector else {
+            throw ConcordError(.malformed, "a joined state's context is not a version vector; only replica snapshots can be joined")
+        }
+        for (replica, hlc) in vector.entries { try SlotIO.setContext(db, replica, hlc) }
+        return changes
+    }
+
+    // MARK: Snapshots
+
+    /// The full state with its version vector, for another replica to join.
+    ///
+    /// - Throws: `invalidOperation` while local changes are unsealed: a snapshot must hold
+    ///   only sealed changes (see ``ConcordCore/Replica/snapshot``); call ``seal()`` first.
+    public func exportSnapshot() throws(ConcordError) -> StoreState {
+        try read { db in
+            guard try SlotIO.outbox(db).isEmpty else {
+                throw ConcordError(.invalidOperation, "local changes are not sealed yet; seal (push) before exporting a snapshot")
+            }
+            return try SlotIO.state(db)
+        }
+    }
+
+    /// Joins a snapshot (a full state) in one transaction. Local unsealed changes stay in
+    /// the outbox.
+    @discardableResult
+    public func join(snapshot: StoreState) throws(ConcordError) -> StoreApplyResult {
+        guard snapshot.context.versionVector != nil, !snapshot.hasScopes else {
+            throw ConcordError(.malformed, "only a replica's full state can be joined as a snapshot")
+        }
+        var changes: [RecordRef: Set<String>] = [:]
+        let result: StoreApplyResult = try writeDatabase { db in
+            let old = try SlotIO.state(db)
+            if old.context.union(snapshot.context) == old.context, old.joined(snapshot) == old { return .alreadyApplied }
+            let entries = snapshot.records.values.flatMap { $0.slots.values.flatMap(\.entries) }
+            let missing = missingFiles(in: entries, seen: old.context)
+            if !missing.isEmpty { return .heldBack(missingFiles: missing) }
+            let new = old.joined(snapshot)
+            changes = try rewrite(db, from: old, to: new)
+            try observe(db, snapshot.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
+            return .applied
+        }
+        events.publish(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        return result
+    }
+
+    // MARK: Reading
+
+    /// The visible fields of a record, or nil if it is not visible.
+    public func record(_ ref: RecordRef) throws(ConcordError) -> [(name: String, value: FieldValue)]? {
+        try read { db in
+            guard let record = try SlotIO.record(db, ref), record.isVisible else { return nil }
+            return record.sortedFields
+        }
+    }
+
+    /// The visible records of a collection, sorted by id.
+    public func records(in collection: String) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
+        try read { db in
+            let ids = try String.fetchAll(db, sql: """
+                SELECT DISTINCT id FROM concord_dots WHERE collection = ? AND kind = 0
+                """, arguments: [collection])
+            return try ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.compactMap { id in
+                guard let record = try SlotIO.record(db, RecordRef(collection: collection, id: id)), record.isVisible else { return nil }
+                return (id: id, fields: record.sortedFields)
+            }
+        }
+    }
+
+    /// The stored record with every slot, visible or not (for diagnosis and tests).
+    public func rawRecord(_ ref: RecordRef) throws(ConcordError) -> ConcordCore.Record? {
+        try read { db in try SlotIO.record(db, ref) }
+    }
+
+    /// The whole replicated state, as the core sees it.
+    public func state() throws(ConcordError) -> StoreState {
+        try read { db in try SlotIO.state(db) }
+    }
+
+    /// The canonical dump (DESIGN.md §2): byte-identical on replicas that have seen the same
+    /// changes, and equal to the core's dump of the same state.
+    public func canonicalDump() throws(ConcordError) -> String {
+        CanonicalDump.json(of: try state())
+    }
+
+    /// Every open conflict, in canonical order.
+    public func conflicts() throws(ConcordError) -> [Conflict] {
+        try read { db in
+            let candidates = try Row.fetchAll(db, sql: """
+                SELECT collection, id FROM concord_dots WHERE kind = 1
+                UNION SELECT collection, id FROM concord_fields WHERE versions > 1
+                """)
+            var conflicts: [Conflict] = []
+            for row in candidates {
+                let ref = RecordRef(collection: row["collection"], id: row["id"])
+                if let record = try SlotIO.record(db, ref) { conflicts += record.conflicts(ref: ref) }
+            }
+            return conflicts.sorted(by: Conflict.canonicalOrder)
+        }
+    }
+}

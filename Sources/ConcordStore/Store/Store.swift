@@ -1,0 +1,183 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+
+/// The system clock: milliseconds since the epoch.
+public struct SystemClock: PhysicalClock {
+    public init() {}
+    public func millisecondsSinceEpoch() -> UInt64 {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1_000))
+    }
+}
+
+/// A replica's database: one SQLite file (WAL mode) holding current values, CRDT metadata,
+/// the outbox and the clock, and a directory of content-addressed files beside it
+/// (DESIGN.md §3).
+///
+/// Every write is one SQLite transaction that updates values, metadata and the outbox
+/// together, so a crash leaves the store as before or after it. Remote deltas are applied
+/// one transaction each and never enter the outbox.
+public final class Store: Sendable {
+    /// How a store behaves.
+    public struct Configuration: Sendable {
+        /// Where physical time comes from (the HLC's physical part).
+        public var clock: any PhysicalClock
+        /// How long superseded file versions are kept, in milliseconds (default 30 days).
+        public var historyRetention: UInt64
+        /// The directory of content-addressed files; default: the store path + ".blobs".
+        public var blobDirectory: String?
+
+        public init(clock: any PhysicalClock = SystemClock(), historyRetention: UInt64 = 30 * 86_400_000, blobDirectory: String? = nil) {
+            self.clock = clock
+            self.historyRetention = historyRetention
+            self.blobDirectory = blobDirectory
+        }
+    }
+
+    /// This replica's id, chosen when the store file was created.
+    public let replicaID: ReplicaID
+    /// The store file's path.
+    public let path: String
+    /// The content-addressed files.
+    public let blobs: BlobStore
+    let database: DatabasePool
+    let configuration: Configuration
+    let events: ChangeBroadcaster
+
+    /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
+    ///
+    /// - Throws: `ConcordError` with code `corrupt` (not a Concord store), `newerSchema`
+    ///   (written by a newer release) or `storage` (unreadable, locked, read-only, full).
+    public init(path: String, configuration: Configuration = Configuration()) throws(ConcordError) {
+        self.path = path
+        self.configuration = configuration
+        self.events = ChangeBroadcaster()
+        do {
+            var config = GRDB.Configuration()
+            config.busyMode = .timeout(10)
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+            database = try DatabasePool(path: path, configuration: config)
+            let migrator = Schema.migrator
+            let known = try database.read { db in try migrator.hasBeenSuperseded(db) }
+            if known {
+                throw ConcordError(.newerSchema, "\(path) was written by a newer release of Concord; upgrade to open it")
+            }
+            try migrator.migrate(database)
+            var generator = SystemRandomNumberGenerator()
+            let fresh = ReplicaID.random(using: &generator)
+            replicaID = try database.write { db in
+                if let data = try Data.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'replica'") {
+                    return try Rows.replica(data)
+                }
+                try db.execute(sql: "INSERT INTO concord_meta (key, value) VALUES ('replica', ?), ('schema', ?)",
+                               arguments: [Rows.replicaBlob(fresh), Schema.version])
+                return fresh
+            }
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "open \(path)")
+        }
+        blobs = BlobStore(directory: configuration.blobDirectory ?? path + ".blobs")
+        do {
+            try blobs.prepare()
+        } catch {
+            throw error
+        }
+    }
+
+    /// The device name shown in replica listings.
+    public func name() throws(ConcordError) -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'name'") }
+    }
+
+    public func setName(_ name: String) throws(ConcordError) {
+        try writeDatabase { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES ('name', ?)", arguments: [name])
+        }
+    }
+
+    // MARK: Database access with typed errors
+
+    func read<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
+        do {
+            return try database.read(body)
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "read \(path)")
+        }
+    }
+
+    func writeDatabase<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
+        do {
+            return try database.write(body)
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "write \(path)")
+        }
+    }
+
+    static func storageError(_ error: any Error, doing what: String) -> ConcordError {
+        if let error = error as? DatabaseError {
+            let advice: String
+            switch error.resultCode {
+            case .SQLITE_FULL: advice = "the disk is full; free space and retry"
+            case .SQLITE_READONLY: advice = "the file or its directory is read-only"
+            case .SQLITE_BUSY, .SQLITE_LOCKED: advice = "another process holds the database; retry"
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return ConcordError(.corrupt, "could not \(what): not a Concord store or damaged (\(error.message ?? "\(error.resultCode)"))")
+            case .SQLITE_CANTOPEN: advice = "the file cannot be opened; check the path and permissions"
+            case .SQLITE_IOERR: advice = "an I/O error occurred (a full or failing disk?)"
+            default: advice = "SQLite said: \(error.message ?? "\(error.resultCode)")"
+            }
+            return ConcordError(.storage, "could not \(what): \(advice); nothing was changed")
+        }
+        return ConcordError(.storage, "could not \(what): \(error)")
+    }
+
+    // MARK: Clock and context
+
+    func tick(_ db: Database) throws -> Stamp {
+        var clock = HybridLogicalClock(latest: UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'hlc'") ?? 0))
+        // The clock also passes every own dot already recorded.
+        let own = try Int64.fetchOne(db, sql: "SELECT hlc FROM concord_context WHERE replica = ?", arguments: [Rows.replicaBlob(replicaID)]) ?? 0
+        clock.observe(UInt64(bitPattern: own))
+        let hlc = clock.tick(clock: configuration.clock)
+        try saveClock(db, hlc)
+        try SlotIO.setContext(db, replicaID, hlc)
+        return Stamp(hlc: hlc, replica: replicaID)
+    }
+
+    func observe(_ db: Database, _ hlc: UInt64) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO concord_meta (key, value) VALUES ('hlc', ?)
+            ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)
+            """).execute(arguments: [Rows.hlc(hlc)])
+    }
+
+    private func saveClock(_ db: Database, _ hlc: UInt64) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES ('hlc', ?)", arguments: [Rows.hlc(hlc)])
+    }
+
+    func meta(_ db: Database, _ key: String) throws -> UInt64 {
+        UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = ?", arguments: [key]) ?? 0)
+    }
+
+    func setMeta(_ db: Database, _ key: String, _ value: UInt64) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES (?, ?)", arguments: [key, Rows.hlc(value)])
+    }
+
+    /// The version vector of everything this store has applied, its own writes included.
+    public func versionVector() throws(ConcordError) -> VersionVector {
+        try read { db in try SlotIO.context(db) }
+    }
+
+    /// The greatest HLC value this store has issued or observed.
+    public func clockValue() throws(ConcordError) -> UInt64 {
+        try read { db in try meta(db, "hlc") }
+    }
+}

@@ -1,0 +1,317 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+
+/// The writes of one ``Store/write(_:)`` call: one SQLite transaction and one stamp.
+///
+/// The mutations mean exactly what ``ConcordCore/Replica``'s do (DESIGN.md §2): the store's
+/// tests run the same operations through both and compare their deltas and dumps. All the
+/// writes of one transaction share its stamp, so they are one write: they become visible
+/// together, locally and on every replica.
+public final class WriteTransaction {
+    let db: Database
+    let store: Store
+    let now: UInt64
+    private var stamp: Stamp?
+    /// Records whose liveness this transaction already set to its stamp.
+    private var begun: Set<RecordRef> = []
+    /// Records that had no rows when this transaction first wrote them, and still have no
+    /// set elements: nothing of theirs needs clearing.
+    private var fresh: Set<RecordRef> = []
+    /// What changed, for change events.
+    private(set) var changed: [RecordRef: Set<String>] = [:]
+
+    init(db: Database, store: Store) {
+        self.db = db
+        self.store = store
+        self.now = store.configuration.clock.millisecondsSinceEpoch()
+    }
+
+    /// This transaction's stamp, taken from the clock at its first write.
+    func dot() throws -> Stamp {
+        if let stamp { return stamp }
+        let next = try store.tick(db)
+        stamp = next
+        return next
+    }
+
+    // MARK: Writes
+
+    /// Sets fields of a record, creating it if it is not visible (rules 1, 2 and 5).
+    public func put(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
+        try run {
+            let dot = try beginWrite(ref)
+            for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                try apply(fields[name]!, to: name, of: ref, dot: dot)
+            }
+        }
+    }
+
+    /// Sets one scalar field.
+    public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
+        try put(ref, [field: .scalar(value)])
+    }
+
+    /// Sets one file field to content already in the blob directory (rule 6).
+    public func setFile(_ ref: RecordRef, _ field: String, _ file: FileRef) throws(ConcordError) {
+        guard store.blobs.contains(file.hash) else {
+            throw ConcordError(.missingBlob, "file \(file.hash.hex) is not in the store's blob directory; attach it first")
+        }
+        try put(ref, [field: .file(file)])
+    }
+
+    /// Stores the file at `path` in the blob directory and sets the field to it.
+    @discardableResult
+    public func attachFile(_ ref: RecordRef, _ field: String, path: String, mediaType: String? = nil) throws(ConcordError) -> FileRef {
+        let file = try store.blobs.add(contentsOf: path, mediaType: mediaType)
+        try setFile(ref, field, file)
+        return file
+    }
+
+    /// Stores `bytes` in the blob directory and sets the field to them.
+    @discardableResult
+    public func attachFile(_ ref: RecordRef, _ field: String, bytes: [UInt8], mediaType: String? = nil) throws(ConcordError) -> FileRef {
+        let file = try store.blobs.add(bytes: bytes, mediaType: mediaType)
+        try setFile(ref, field, file)
+        return file
+    }
+
+    /// Resolves a file fork by keeping the version with content `hash` (rule 6): a write
+    /// that observed every version, so it supersedes them all.
+    public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
+        let entries = try run { try SlotIO.entries(db, ref, .field(field)) }
+        guard case let .file(file)? = entries.last(where: {
+            if case let .file(candidate) = $0.payload { candidate.hash == hash } else { false }
+        })?.payload else {
+            throw ConcordError(.notFound, "\(ref) has no version of \(field) with content \(hash.hex); `concord conflicts` lists the versions")
+        }
+        try put(ref, [field: .file(file)])
+    }
+
+    /// Adds an element to a set field (rule 3).
+    public func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
+        try run {
+            let dot = try beginWrite(ref)
+            try clearRegister(field, of: ref)
+            try replace(ref, .element(field, element), with: [Entry(dot: dot, payload: .marker)])
+            fresh.remove(ref)
+        }
+    }
+
+    /// Removes the adds of an element this replica has seen (rule 3).
+    public func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
+        try run {
+            _ = try beginWrite(ref)
+            try replace(ref, .element(field, element), with: [])
+        }
+    }
+
+    /// Creates (or replaces) a record with exactly `fields`, clearing every field entry and
+    /// tombstone this replica has seen (rule 5).
+    public func create(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
+        try run {
+            let dot = try dot()
+            try clearRecord(ref, keepingLiveness: false)
+            try replace(ref, .liveness, with: [Entry(dot: dot, payload: .marker)])
+            begun.insert(ref)
+            fresh.insert(ref)
+            for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                try apply(fields[name]!, to: name, of: ref, dot: dot)
+            }
+        }
+    }
+
+    /// Deletes a record: removes the liveness dots and tombstones this replica has seen and
+    /// leaves a tombstone of its own (rule 4). Fields are kept: a concurrent update brings
+    /// the record back whole.
+    public func delete(_ ref: RecordRef) throws(ConcordError) {
+        try run {
+            let dot = try dot()
+            try replace(ref, .liveness, with: [])
+            try replace(ref, .tombstones, with: [Entry(dot: dot, payload: .marker)])
+            begun.remove(ref)
+            fresh.remove(ref)
+        }
+    }
+
+    /// Acknowledges a `deleteUpdate` conflict by keeping the record (rule 4).
+    public func keepRecord(_ ref: RecordRef) throws(ConcordError) {
+        try run {
+            _ = try beginWrite(ref)
+            try replace(ref, .tombstones, with: [])
+        }
+    }
+
+    // MARK: Slot updates (as Replica's)
+
+    private func run<T>(_ body: () throws -> T) throws(ConcordError) -> T {
+        do {
+            return try body()
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "write to \(store.path)")
+        }
+    }
+
+    private func beginWrite(_ ref: RecordRef) throws -> Stamp {
+        let dot = try dot()
+        if begun.contains(ref) { return dot }
+        let liveness = try SlotIO.entries(db, ref, .liveness)
+        if liveness.isEmpty {
+            if try SlotIO.exists(db, ref) {
+                try clearRecord(ref, keepingLiveness: true)
+            } else {
+                fresh.insert(ref)
+            }
+        }
+        try replace(ref, .liveness, with: liveness.filter { $0.dot.replica != store.replicaID } + [Entry(dot: dot, payload: .marker)])
+        begun.insert(ref)
+        return dot
+    }
+
+    private func apply(_ write: FieldWrite, to name: String, of ref: RecordRef, dot: Stamp) throws {
+        switch write {
+        case let .scalar(value):
+            try clearElements(name, of: ref)
+            try setRegister(ref, name, Entry(dot: dot, payload: .scalar(value)))
+        case let .file(file):
+            try clearElements(name, of: ref)
+            try setRegister(ref, name, Entry(dot: dot, payload: .file(file)))
+        case let .set(elements):
+            try clearRegister(name, of: ref)
+            try clearElements(name, of: ref)
+            for element in Set(elements) {
+                try replace(ref, .element(name, element), with: [Entry(dot: dot, payload: .marker)])
+            }
+            fresh.remove(ref)
+        }
+    }
+
+    /// Replaces a register with one entry: one upsert when it holds at most one entry and
+    /// no file (whose superseded version history must keep).
+    private func setRegister(_ ref: RecordRef, _ name: String, _ entry: Entry) throws {
+        changed[ref, default: []].insert(name)
+        let columns = Rows.columns(entry.payload)
+        try db.cachedStatement(sql: """
+            INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 1)
+            ON CONFLICT (collection, id, field) DO UPDATE SET
+                kind = ?4, value = ?5, file_size = ?6, media_type = ?7, hlc = ?8, replica = ?9, dirty = 1
+            WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
+            """).execute(arguments: [
+                ref.collection, ref.id, name, columns.kind, columns.value, columns.size, columns.type,
+                Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica),
+            ])
+        if db.changesCount == 0 {
+            try replace(ref, .field(name), with: [entry])
+        }
+    }
+
+    private func clearRegister(_ name: String, of ref: RecordRef) throws {
+        if fresh.contains(ref) { return }
+        let exists = try Bool.fetchOne(db, sql: """
+            SELECT EXISTS (SELECT 1 FROM concord_fields WHERE collection = ? AND id = ? AND field = ?)
+            """, arguments: [ref.collection, ref.id, name]) ?? false
+        if exists { try replace(ref, .field(name), with: []) }
+    }
+
+    private func clearElements(_ name: String, of ref: RecordRef) throws {
+        if fresh.contains(ref) { return }
+        let removed = try Data.fetchAll(db.cachedStatement(sql: """
+            DELETE FROM concord_elements WHERE collection = ? AND id = ? AND field = ? RETURNING element
+            """), arguments: [ref.collection, ref.id, name])
+        for element in Set(removed) {
+            try SlotIO.markOutbox(db, ref, kind: Rows.slotElement, field: name, element: element)
+            changed[ref, default: []].insert(name)
+        }
+    }
+
+    private func clearRecord(_ ref: RecordRef, keepingLiveness: Bool) throws {
+        for key in try SlotIO.slotKeys(db, ref) where !(keepingLiveness && key == .liveness) {
+            try replace(ref, key, with: [])
+        }
+    }
+
+    /// Replaces a slot's entries (every current entry was observed), keeping superseded
+    /// file versions in history, and marks the slot in the outbox.
+    private func replace(_ ref: RecordRef, _ key: SlotKey, with entries: [Entry]) throws {
+        if case let .field(name) = key {
+            let old = try SlotIO.entries(db, ref, key)
+            try History.record(db, ref, name, superseded: old, by: entries, at: now)
+        }
+        try SlotIO.replace(db, ref, key, with: entries, dirty: true)
+        // Liveness and tombstone changes register the record with no field names.
+        changed[ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
+    }
+}
+
+extension Store {
+    /// Runs `body` as one write: one SQLite transaction, one stamp. Either every change in
+    /// it is stored — values, metadata and outbox together — or none is.
+    @discardableResult
+    public func write<T>(_ body: (WriteTransaction) throws(ConcordError) -> T) throws(ConcordError) -> T {
+        var changes: [RecordRef: Set<String>] = [:]
+        let result: T = try writeDatabase { db in
+            let transaction = WriteTransaction(db: db, store: self)
+            let value = try body(transaction)
+            changes = transaction.changed
+            return value
+        }
+        events.publish(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        return result
+    }
+
+    /// Sets fields of a record in one write.
+    public func put(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.put(ref, fields) }
+    }
+
+    /// Sets one scalar field in one write.
+    public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.set(ref, field, value) }
+    }
+
+    /// Adds a set element in one write.
+    public func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.add(ref, field, element) }
+    }
+
+    /// Removes a set element in one write.
+    public func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.remove(ref, field, element) }
+    }
+
+    /// Creates or replaces a record in one write.
+    public func create(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.create(ref, fields) }
+    }
+
+    /// Deletes a record in one write.
+    public func delete(_ ref: RecordRef) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.delete(ref) }
+    }
+
+    /// Keeps a record whose delete was concurrent with an update, in one write.
+    public func keepRecord(_ ref: RecordRef) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.keepRecord(ref) }
+    }
+
+    /// Attaches the file at `path` to a file field in one write.
+    @discardableResult
+    public func attachFile(_ ref: RecordRef, _ field: String, path: String, mediaType: String? = nil) throws(ConcordError) -> FileRef {
+        try write { tx throws(ConcordError) in try tx.attachFile(ref, field, path: path, mediaType: mediaType) }
+    }
+
+    /// Attaches `bytes` as a file to a file field in one write.
+    @discardableResult
+    public func attachFile(_ ref: RecordRef, _ field: String, bytes: [UInt8], mediaType: String? = nil) throws(ConcordError) -> FileRef {
+        try write { tx throws(ConcordError) in try tx.attachFile(ref, field, bytes: bytes, mediaType: mediaType) }
+    }
+
+    /// Resolves a file fork by keeping one version, in one write.
+    public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
+        try write { tx throws(ConcordError) in try tx.keepVersion(ref, field, hash: hash) }
+    }
+}
