@@ -1,0 +1,81 @@
+import ConcordCore
+
+/// Sealed objects: how batches, manifests and snapshots are stored remotely (DESIGN.md §5).
+///
+/// Layout of a sealed object (all lengths in bytes):
+///
+/// | offset | length | content |
+/// |---|---|---|
+/// | 0 | 3 | magic `"CNC"` (`43 4E 43`) |
+/// | 3 | 1 | format version, `01` |
+/// | 4 | 24 | random nonce |
+/// | 28 | n + 16 | XChaCha20-Poly1305-IETF ciphertext of the n plaintext bytes, then the tag |
+///
+/// The associated data is the 4 bytes of magic and version followed by the UTF-8 bytes of
+/// the object's remote path (e.g. `replicas/3f…/deltas/000000000000002a`). So an object
+/// copied, moved or replayed under another name fails to open, exactly as a modified or
+/// truncated one does: with `authenticationFailed` and a message naming the path.
+///
+/// Rule: seal each object with the sub-key of its kind (``KeyPurpose/batches``,
+/// ``KeyPurpose/manifests``, ``KeyPurpose/snapshots``) and its final remote path; open it
+/// with the same. The nonce is random (192 bits), so sealing the same bytes twice gives
+/// different objects and nonces never repeat in practice.
+public enum SealedObject {
+    /// The 4 bytes every sealed object starts with: magic `"CNC"` and format version 1.
+    public static let prefix: [UInt8] = [0x43, 0x4E, 0x43, formatVersion]
+    /// The sealed-object format version this release writes and reads.
+    public static let formatVersion: UInt8 = 1
+    /// Bytes before the ciphertext: prefix and nonce.
+    public static let headerByteCount = 4 + XChaCha20Poly1305.nonceByteCount
+    /// How many bytes sealing adds to a plaintext: header and tag.
+    public static let overheadByteCount = headerByteCount + XChaCha20Poly1305.tagByteCount
+
+    /// Seals `plaintext` for storage at `path`, with a fresh random nonce.
+    public static func seal(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
+        seal(plaintext, path: path, key: key, nonce: Sodium.randomBytes(XChaCha20Poly1305.nonceByteCount))
+    }
+
+    /// Seals with a given nonce: for fixtures inside this package only. Never reuse a nonce.
+    package static func seal(_ plaintext: some Collection<UInt8>, path: String, key: SubKey, nonce: [UInt8]) -> [UInt8] {
+        precondition(nonce.count == XChaCha20Poly1305.nonceByteCount)
+        let body = key.secret.withKeyPointer { keyPointer in
+            XChaCha20Poly1305.seal(key: keyPointer, nonce: nonce, plaintext: plaintext, ad: associatedData(path: path))
+        }
+        var sealed = prefix
+        sealed.reserveCapacity(headerByteCount + body.count)
+        sealed += nonce
+        sealed += body
+        return sealed
+    }
+
+    /// Opens an object read from `path`, returning its plaintext.
+    ///
+    /// - Throws: `authenticationFailed` (naming `path`) when the bytes were modified,
+    ///   truncated, sealed for another path, or under another key — never a crash, and no
+    ///   plaintext is returned. `unsupportedVersion` when the magic is right but the format
+    ///   version is one this release cannot read.
+    public static func open(_ sealed: some Collection<UInt8>, path: String, key: SubKey) throws(ConcordError) -> [UInt8] {
+        let bytes = Array(sealed)
+        guard bytes.count >= overheadByteCount else {
+            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it is \(bytes.count) bytes, shorter than any sealed object (\(overheadByteCount)); it was truncated or is not a Concord object; run `concord doctor`")
+        }
+        guard bytes[0..<3].elementsEqual(prefix[0..<3]) else {
+            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it does not start with a Concord sealed-object header; it was modified or is not a Concord object; run `concord doctor`")
+        }
+        guard bytes[3] == formatVersion else {
+            throw ConcordError(.unsupportedVersion, "remote object \(path) uses sealed-object format version \(bytes[3]), which this release cannot read (it reads version \(formatVersion)): upgrade Concord; if no newer client writes to this store, the object was damaged; run `concord doctor`")
+        }
+        let nonce = Array(bytes[4..<headerByteCount])
+        let opened = key.secret.withKeyPointer { keyPointer in
+            XChaCha20Poly1305.open(key: keyPointer, nonce: nonce, ciphertext: bytes[headerByteCount...], ad: associatedData(path: path))
+        }
+        guard let opened else {
+            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it was modified or truncated, or it was written under another name or for another store; run `concord doctor`")
+        }
+        return opened
+    }
+
+    static func associatedData(path: String) -> [UInt8] {
+        prefix + Array(path.utf8)
+    }
+}
