@@ -41,6 +41,11 @@ let package = Package(
             name: "ConcordCLI",
             dependencies: ["Concord", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // A child process for the store's crash and disk tests; not a product.
+        .executableTarget(
+            name: "ConcordTorture",
+            dependencies: ["ConcordStore", "ConcordCore", "ConcordTesting"]
+        ),
         .testTarget(
             name: "ConcordCoreTests",
             dependencies: [

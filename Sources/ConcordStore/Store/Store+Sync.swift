@@ -53,6 +53,13 @@ extension Store {
         try read { db in try meta(db, "sealed_seq") }
     }
 
+    /// The slots changed locally since the last seal: the outbox.
+    public func pendingSlots() throws(ConcordError) -> Set<SlotRef> {
+        try read { db in
+            Set(try SlotIO.outbox(db).flatMap { ref, keys in keys.map { SlotRef(record: ref, key: $0) } })
+        }
+    }
+
     /// How many slots changed locally since the last seal.
     public func pendingChangeCount() throws(ConcordError) -> Int {
         try read { db in try SlotIO.outbox(db).values.reduce(0) { $0 + $1.count } }
@@ -94,6 +101,19 @@ extension Store {
         }
         events.publish(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .remote(delta.origin)) })
         return result
+    }
+
+    /// Decodes and applies an encoded delta (docs/FORMAT.md). Malformed, truncated or
+    /// newer-format bytes yield the codec's typed error and change nothing.
+    @discardableResult
+    public func apply(encoded bytes: [UInt8]) throws(ConcordError) -> StoreApplyResult {
+        try apply(try DeltaCodec.decode(bytes))
+    }
+
+    /// Decodes and joins an encoded snapshot.
+    @discardableResult
+    public func join(encodedSnapshot bytes: [UInt8]) throws(ConcordError) -> StoreApplyResult {
+        try join(snapshot: try SnapshotCodec.decode(bytes))
     }
 
     private func applySlots(_ db: Database, _ delta: Delta, context: CausalContext) throws -> [RecordRef: Set<String>] {

@@ -2,6 +2,9 @@ import ConcordCodec
 import ConcordCore
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The system clock: milliseconds since the epoch.
 public struct SystemClock: PhysicalClock {
@@ -79,6 +82,9 @@ public final class Store: Sendable {
         } catch let error as ConcordError {
             throw error
         } catch {
+            if Store.isOnReadOnlyFileSystem(path) {
+                throw ConcordError(.storage, "could not open \(path): the disk is read-only (a store needs to write its journal); remount it writable or copy the store elsewhere")
+            }
             throw Store.storageError(error, doing: "open \(path)")
         }
         blobs = BlobStore(directory: configuration.blobDirectory ?? path + ".blobs")
@@ -120,6 +126,12 @@ public final class Store: Sendable {
         } catch {
             throw Store.storageError(error, doing: "write \(path)")
         }
+    }
+
+    static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
+        var info = statvfs()
+        let directory = (path as NSString).deletingLastPathComponent
+        return statvfs(directory.isEmpty ? "." : directory, &info) == 0 && info.f_flag & UInt(ST_RDONLY) != 0
     }
 
     static func storageError(_ error: any Error, doing what: String) -> ConcordError {

@@ -1,0 +1,132 @@
+// A child process for the store's crash and disk tests (Tests/ConcordStoreTests). Not a
+// product: it runs a store until it is killed or the disk fails, logging progress with
+// unbuffered writes so the parent knows which transaction was interrupted.
+//
+//   ConcordTorture crash STORE LOG SEED STEPS   run a TortureScript, logging "begin k"/"done k"
+//   ConcordTorture full STORE LOG BYTES         write until a file-size limit of BYTES is hit
+//   ConcordTorture tmpfs DIR LOG                in a private mount namespace: fill a 1 MiB tmpfs,
+//                                               remount it read-only, then writable again
+import ConcordCore
+import ConcordStore
+import ConcordTesting
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 4 else {
+    FileHandle.standardError.write("usage: ConcordTorture crash|full|readonly …\n".data(using: .utf8)!)
+    exit(2)
+}
+let log = open(arguments[3], O_WRONLY | O_CREAT | O_APPEND, 0o644)
+
+func say(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(log, $0.baseAddress, $0.count) }
+}
+
+func fail(_ message: String) -> Never {
+    say("error \(message)")
+    exit(1)
+}
+
+do {
+    switch arguments[1] {
+    case "crash":
+        let seed = UInt64(arguments[4])!
+        let script = TortureScript(seed: seed, count: Int(arguments[5])!)
+        let clock = ManualClock(millis: TortureScript.baseMillis)
+        let store = try Store(path: arguments[2], configuration: .init(clock: clock))
+        say("replica \(store.replicaID)")
+        for (index, step) in script.steps.enumerated() {
+            let k = index + 1
+            clock.set(TortureScript.now(step: k))
+            say("begin \(k)")
+            switch step {
+            case let .set(ref, field, value): try store.set(ref, field, value)
+            case let .put(ref, fields): try store.put(ref, fields)
+            case let .add(ref, field, value): try store.add(ref, field, value)
+            case let .remove(ref, field, value): try store.remove(ref, field, value)
+            case let .delete(ref): try store.delete(ref)
+            case .seal: _ = try store.seal()
+            case let .apply(delta): try store.apply(delta)
+            }
+            say("done \(k)")
+        }
+        say("finished")
+    case "full":
+        var limit = rlimit(rlim_cur: rlim_t(arguments[4])!, rlim_max: rlim_t.max)
+        signal(SIGXFSZ, SIG_IGN)
+        let store = try Store(path: arguments[2])
+        guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("setrlimit failed") }
+        var written = 0
+        let payload = String(repeating: "x", count: 2_000)
+        do {
+            while written < 1_000_000 {
+                try store.set(RecordRef(collection: "big", id: "r\(written)"), "payload", .string(payload))
+                written += 1
+            }
+            fail("the size limit was never hit")
+        } catch {
+            say("failed \(error.code) \(written) \(error.message)")
+        }
+        // A file too large for the limit fails the same way, and leaves no partial blob.
+        do {
+            _ = try store.blobs.add(bytes: [UInt8](repeating: 7, count: 4 << 20))
+            fail("the blob write never hit the limit")
+        } catch {
+            say("blob \(error.code) \(error.message)")
+        }
+        limit.rlim_cur = rlim_t.max
+        _ = setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+        say("acknowledged \(written)")
+    case "tmpfs":
+        // A real small disk: fill it, then make it read-only, then writable again.
+        let directory = arguments[2]
+        guard mount("tmpfs", directory, "tmpfs", 0, "size=1m") == 0 else { fail("mount: \(String(cString: strerror(errno)))") }
+        let path = directory + "/store.db"
+        var written = 0
+        do {
+            let store = try Store(path: path)
+            _ = try store.blobs.add(bytes: Array("kept file".utf8))
+            let payload = String(repeating: "y", count: 4_000)
+            do {
+                while written < 100_000 {
+                    try store.set(RecordRef(collection: "c", id: "r\(written)"), "v", .string(payload))
+                    written += 1
+                }
+                fail("the disk never filled")
+            } catch {
+                say("full \(error.code) \(written) \(error.message)")
+            }
+            say("dump \(try store.canonicalDump().utf8.count) \(try store.records(in: "c").count)")
+        }
+        guard mount("tmpfs", directory, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), "size=1m") == 0 else {
+            fail("remount: \(String(cString: strerror(errno)))")
+        }
+        do {
+            // SQLite may open an existing store for reading; writing must then fail.
+            let store = try Store(path: path)
+            do {
+                try store.set(RecordRef(collection: "c", id: "lost"), "v", .int(1))
+                fail("a write to a read-only disk succeeded")
+            } catch {
+                say("readonly \(error.code) \(error.message)")
+            }
+            say("dump \(try store.canonicalDump().utf8.count) \(try store.records(in: "c").count)")
+        } catch {
+            say("readonly \(error.code) \(error.message)")
+        }
+        guard mount("tmpfs", directory, "tmpfs", UInt(MS_REMOUNT), "size=2m") == 0 else {
+            fail("remount rw: \(String(cString: strerror(errno)))")
+        }
+        let store = try Store(path: path)
+        say("dump \(try store.canonicalDump().utf8.count) \(try store.records(in: "c").count)")
+        say("blobs \(try store.blobs.all().count)")
+    default:
+        fail("unknown mode \(arguments[1])")
+    }
+} catch {
+    fail("\(error)")
+}
