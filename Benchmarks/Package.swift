@@ -9,6 +9,7 @@ let package = Package(
     dependencies: [
         .package(name: "Concord", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
     ],
     targets: [
         .executableTarget(
@@ -20,6 +21,18 @@ let package = Package(
                 .product(name: "ConcordTesting", package: "Concord"),
             ],
             path: "CoreBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "StoreBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordStore", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "StoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],

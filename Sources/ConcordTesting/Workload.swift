@@ -15,12 +15,14 @@ public enum Workload {
             let ref = RecordRef(collection: "items", id: "item\(record)")
             for field in 0..<fields {
                 if (record * fields + field) % 10 == 0 { now += 1 }
-                let value: ScalarValue = field % 2 == 0
-                    ? .int(Int64(record * 7 + field + round))
-                    : .string("v\(record % 1_000)-\(round)")
-                writer.set(ref, names[field], value, now: now)
+                writer.set(ref, names[field], value(record: record, field: field, round: round), now: now)
             }
         }
         return writer.seal()!
+    }
+
+    /// The value the workload writes to `field` of `record` in `round`.
+    public static func value(record: Int, field: Int, round: Int) -> ScalarValue {
+        field % 2 == 0 ? .int(Int64(record * 7 + field + round)) : .string("v\(record % 1_000)-\(round)")
     }
 }

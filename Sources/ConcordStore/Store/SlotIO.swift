@@ -15,53 +15,85 @@ enum SlotIO {
         var entries: [Entry] = []
         switch key {
         case .liveness, .tombstones:
-            let rows = try Row.fetchCursor(db, sql: """
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT hlc, replica FROM concord_dots WHERE collection = ? AND id = ? AND kind = ?
-                """, arguments: [ref.collection, ref.id, key == .liveness ? Rows.slotLiveness : Rows.slotTombstones])
+                """), arguments: [ref.collection, ref.id, key == .liveness ? Rows.slotLiveness : Rows.slotTombstones])
             while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: .marker)) }
         case let .field(name):
-            let rows = try Row.fetchCursor(db, sql: """
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT hlc, replica, kind, value, file_size, media_type FROM concord_fields
                     WHERE collection = ? AND id = ? AND field = ?
                 UNION ALL
                 SELECT hlc, replica, kind, value, file_size, media_type FROM concord_field_versions
                     WHERE collection = ? AND id = ? AND field = ?
-                """, arguments: [ref.collection, ref.id, name, ref.collection, ref.id, name])
+                """), arguments: [ref.collection, ref.id, name, ref.collection, ref.id, name])
             while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row))) }
         case let .element(name, element):
-            let rows = try Row.fetchCursor(db, sql: """
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT hlc, replica FROM concord_elements WHERE collection = ? AND id = ? AND field = ? AND element = ?
-                """, arguments: [ref.collection, ref.id, name, Data(ScalarCodec.encode(element))])
+                """), arguments: [ref.collection, ref.id, name, Data(ScalarCodec.encode(element))])
             while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: .marker)) }
         }
         entries.sort { $0.dot < $1.dot }
         return entries
     }
 
-    /// Every slot of one record, or nil if it has none.
+    /// Every slot of one record, or nil if it has none: one cached query over the three
+    /// tables that hold a record's entries.
     static func record(_ db: Database, _ ref: RecordRef) throws -> ConcordCore.Record? {
-        var slots: [SlotKey: ConcordCore.Slot] = [:]
-        func add(_ key: SlotKey, _ entry: Entry) {
-            slots[key, default: ConcordCore.Slot()].entries.append(entry)
-        }
-        for row in try Row.fetchAll(db, sql: "SELECT kind, hlc, replica FROM concord_dots WHERE collection = ? AND id = ?",
-                                    arguments: [ref.collection, ref.id]) {
-            add((row["kind"] as Int64) == Rows.slotLiveness ? .liveness : .tombstones, Entry(dot: try Rows.stamp(row), payload: .marker))
-        }
-        for row in try Row.fetchAll(db, sql: """
-            SELECT field, hlc, replica, kind, value, file_size, media_type FROM concord_fields WHERE collection = ? AND id = ?
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT 0 AS source, kind, hlc, replica, NULL AS field, NULL AS value, NULL AS file_size, NULL AS media_type, NULL AS element
+                FROM concord_dots WHERE collection = ?1 AND id = ?2
             UNION ALL
-            SELECT field, hlc, replica, kind, value, file_size, media_type FROM concord_field_versions WHERE collection = ? AND id = ?
-            """, arguments: [ref.collection, ref.id, ref.collection, ref.id]) {
-            add(.field(row["field"]), Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row)))
-        }
-        for row in try Row.fetchAll(db, sql: "SELECT field, element, hlc, replica FROM concord_elements WHERE collection = ? AND id = ?",
-                                    arguments: [ref.collection, ref.id]) {
-            add(.element(row["field"], try element(row["element"])), Entry(dot: try Rows.stamp(row), payload: .marker))
+            SELECT 1, kind, hlc, replica, field, value, file_size, media_type, NULL FROM concord_fields WHERE collection = ?1 AND id = ?2
+            UNION ALL
+            SELECT 1, kind, hlc, replica, field, value, file_size, media_type, NULL FROM concord_field_versions WHERE collection = ?1 AND id = ?2
+            UNION ALL
+            SELECT 2, 0, hlc, replica, field, NULL, NULL, NULL, element FROM concord_elements WHERE collection = ?1 AND id = ?2
+            """), arguments: [ref.collection, ref.id])
+        var slots: [SlotKey: ConcordCore.Slot] = [:]
+        while let row = try rows.next() {
+            let key: SlotKey
+            let payload: Payload
+            switch row["source"] as Int64 {
+            case 0:
+                key = (row["kind"] as Int64) == Rows.slotLiveness ? .liveness : .tombstones
+                payload = .marker
+            case 1:
+                key = .field(row["field"])
+                payload = try Rows.payload(row)
+            default:
+                key = .element(row["field"], try element(row["element"]))
+                payload = .marker
+            }
+            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try Rows.stamp(row), payload: payload))
         }
         guard !slots.isEmpty else { return nil }
-        for key in slots.keys { slots[key]!.entries.sort { $0.dot < $1.dot } }
+        for key in slots.keys where slots[key]!.entries.count > 1 { slots[key]!.entries.sort { $0.dot < $1.dot } }
         return ConcordCore.Record(slots: slots)
+    }
+
+    /// The record's liveness entries, and whether it has any slot at all: what every first
+    /// write to a record in a transaction needs to know, in one query.
+    static func livenessAndExistence(_ db: Database, _ ref: RecordRef) throws -> (liveness: [Entry], exists: Bool) {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0
+            UNION ALL
+            SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
+                OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
+                OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
+            """), arguments: [ref.collection, ref.id])
+        var liveness: [Entry] = []
+        var exists = false
+        while let row = try rows.next() {
+            if row["hlc"] == nil {
+                exists = true
+            } else {
+                liveness.append(Entry(dot: try Rows.stamp(row), payload: .marker))
+            }
+        }
+        liveness.sort { $0.dot < $1.dot }
+        return (liveness, exists)
     }
 
     static func element(_ data: Data) throws -> ScalarValue {
@@ -70,15 +102,6 @@ enum SlotIO {
         } catch {
             throw ConcordError(.corrupt, "a set element is stored in an unreadable form: \(error.message)")
         }
-    }
-
-    /// Whether the record has any slot at all.
-    static func exists(_ db: Database, _ ref: RecordRef) throws -> Bool {
-        try Bool.fetchOne(db, sql: """
-            SELECT EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
-                OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
-                OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
-            """, arguments: [ref.collection, ref.id]) ?? false
     }
 
     // MARK: Writing
@@ -156,10 +179,10 @@ enum SlotIO {
     /// The slots touched locally since the last seal.
     static func outbox(_ db: Database) throws -> [RecordRef: Set<SlotKey>] {
         var slots: [RecordRef: Set<SlotKey>] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT collection, id, field FROM concord_fields WHERE dirty = 1") {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, field FROM concord_fields WHERE dirty = 1")) {
             slots[RecordRef(collection: row["collection"], id: row["id"]), default: []].insert(.field(row["field"]))
         }
-        for row in try Row.fetchAll(db, sql: "SELECT collection, id, kind, field, element FROM concord_outbox") {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, kind, field, element FROM concord_outbox")) {
             let ref = RecordRef(collection: row["collection"], id: row["id"])
             let key: SlotKey
             switch row["kind"] as Int64 {
@@ -180,22 +203,22 @@ enum SlotIO {
         func add(_ ref: RecordRef, _ key: SlotKey, _ entry: Entry) {
             records[ref, default: ConcordCore.Record()].slots[key, default: ConcordCore.Slot()].entries.append(entry)
         }
-        let dots = try Row.fetchCursor(db, sql: "SELECT collection, id, kind, hlc, replica FROM concord_dots")
+        let dots = try Row.fetchCursor(db.cachedStatement(sql: "SELECT collection, id, kind, hlc, replica FROM concord_dots"))
         while let row = try dots.next() {
             add(RecordRef(collection: row["collection"], id: row["id"]),
                 (row["kind"] as Int64) == Rows.slotLiveness ? .liveness : .tombstones,
                 Entry(dot: try Rows.stamp(row), payload: .marker))
         }
-        let fields = try Row.fetchCursor(db, sql: """
+        let fields = try Row.fetchCursor(db.cachedStatement(sql: """
             SELECT collection, id, field, hlc, replica, kind, value, file_size, media_type FROM concord_fields
             UNION ALL
             SELECT collection, id, field, hlc, replica, kind, value, file_size, media_type FROM concord_field_versions
-            """)
+            """))
         while let row = try fields.next() {
             add(RecordRef(collection: row["collection"], id: row["id"]), .field(row["field"]),
                 Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row)))
         }
-        let elements = try Row.fetchCursor(db, sql: "SELECT collection, id, field, element, hlc, replica FROM concord_elements")
+        let elements = try Row.fetchCursor(db.cachedStatement(sql: "SELECT collection, id, field, element, hlc, replica FROM concord_elements"))
         while let row = try elements.next() {
             add(RecordRef(collection: row["collection"], id: row["id"]), .element(row["field"], try element(row["element"])),
                 Entry(dot: try Rows.stamp(row), payload: .marker))
@@ -209,7 +232,7 @@ enum SlotIO {
     /// The version vector of everything applied.
     static func context(_ db: Database) throws -> VersionVector {
         var vector = VersionVector()
-        for row in try Row.fetchAll(db, sql: "SELECT replica, hlc FROM concord_context") {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT replica, hlc FROM concord_context")) {
             vector[try Rows.replica(row["replica"])] = UInt64(bitPattern: row["hlc"])
         }
         return vector

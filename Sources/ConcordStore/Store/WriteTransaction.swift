@@ -158,9 +158,9 @@ public final class WriteTransaction {
     private func beginWrite(_ ref: RecordRef) throws -> Stamp {
         let dot = try dot()
         if begun.contains(ref) { return dot }
-        let liveness = try SlotIO.entries(db, ref, .liveness)
+        let (liveness, exists) = try SlotIO.livenessAndExistence(db, ref)
         if liveness.isEmpty {
-            if try SlotIO.exists(db, ref) {
+            if exists {
                 try clearRecord(ref, keepingLiveness: true)
             } else {
                 fresh.insert(ref)

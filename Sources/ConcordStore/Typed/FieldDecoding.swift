@@ -1,0 +1,160 @@
+import ConcordCore
+import Foundation
+
+/// Decodes a `Codable` value from a record's fields (the inverse of ``FieldEncoder``).
+enum FieldDecoder {
+    static func decode<T: Decodable>(_ type: T.Type, from fields: [(name: String, value: FieldValue)]) throws(ConcordError) -> T {
+        do {
+            return try T(from: TopDecoder(fields: Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })))
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw ConcordError(.invalidOperation, "the record cannot be read as \(T.self): \(error)")
+        }
+    }
+
+    /// Decodes one property from its field value (nil: the field is not set).
+    static func value<T: Decodable>(_ type: T.Type, from field: FieldValue?, codingPath: [any CodingKey]) throws -> T {
+        if T.self == FileRef.self {
+            guard case let .file(file)? = field else { throw mismatch(T.self, field, codingPath) }
+            return file as! T
+        }
+        if T.self == Data.self {
+            guard case let .scalar(.bytes(bytes))? = field else { throw mismatch(T.self, field, codingPath) }
+            return Data(bytes) as! T
+        }
+        do {
+            return try T(from: ValueDecoder(value: field ?? .set([]), codingPath: codingPath))
+        } catch is NeedsJSON {
+            // Stored as JSON (a nested value).
+            guard case let .scalar(.string(json))? = field else { throw mismatch(T.self, field, codingPath) }
+            return try JSONDecoder().decode(T.self, from: Data(json.utf8))
+        }
+    }
+
+    static func mismatch(_ type: Any.Type, _ field: FieldValue?, _ path: [any CodingKey]) -> DecodingError {
+        DecodingError.typeMismatch(type, .init(codingPath: path, debugDescription: "field holds \(field.map { "\($0)" } ?? "nothing")"))
+    }
+}
+
+/// Signals a value stored as JSON.
+struct NeedsJSON: Error {}
+
+struct TopDecoder: Decoder {
+    let fields: [String: FieldValue]
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(Fields<Key>(fields: fields))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { throw NeedsJSON() }
+
+    struct Fields<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let fields: [String: FieldValue]
+        var codingPath: [any CodingKey] { [] }
+        var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
+
+        func contains(_ key: Key) -> Bool { fields[key.stringValue] != nil }
+
+        func decodeNil(forKey key: Key) throws -> Bool {
+            switch fields[key.stringValue] {
+            case nil, .scalar(.null)?: true
+            default: false
+            }
+        }
+
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+            try FieldDecoder.value(T.self, from: fields[key.stringValue], codingPath: [key])
+        }
+
+        func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+            try decodeNil(forKey: key) ? nil : decode(T.self, forKey: key)
+        }
+
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+            throw NeedsJSON()
+        }
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
+        func superDecoder() throws -> any Decoder { TopDecoder(fields: fields) }
+        func superDecoder(forKey key: Key) throws -> any Decoder { TopDecoder(fields: fields) }
+    }
+}
+
+/// Decodes one field value: a scalar through a single-value container, a set's elements
+/// through an unkeyed one; anything keyed was stored as JSON.
+struct ValueDecoder: Decoder {
+    let value: FieldValue
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> { throw NeedsJSON() }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard case let .set(elements) = value else { throw NeedsJSON() }
+        return Elements(elements: elements, codingPath: codingPath)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        guard case let .scalar(scalar) = value else {
+            throw DecodingError.typeMismatch(Any.self, .init(codingPath: codingPath, debugDescription: "field holds \(value)"))
+        }
+        return Single(scalar: scalar, codingPath: codingPath)
+    }
+
+    struct Single: SingleValueDecodingContainer {
+        let scalar: ScalarValue
+        let codingPath: [any CodingKey]
+
+        func decodeNil() -> Bool { scalar == .null }
+
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            switch (scalar, T.self) {
+            case let (.bool(value), is Bool.Type): return value as! T
+            case let (.string(value), is String.Type): return value as! T
+            case let (.double(value), is Double.Type): return value as! T
+            case let (.double(value), is Float.Type): return Float(value) as! T
+            case let (.int(value), is Double.Type): return Double(value) as! T
+            case let (.int(value), _):
+                if let integer = T.self as? any FixedWidthInteger.Type, let exact = integer.init(exactly: value) {
+                    return exact as! T
+                }
+            default:
+                break
+            }
+            if T.self is any FixedWidthInteger.Type || T.self == Bool.self || T.self == String.self || T.self == Double.self || T.self == Float.self {
+                throw DecodingError.typeMismatch(T.self, .init(codingPath: codingPath, debugDescription: "field holds \(scalar)"))
+            }
+            return try T(from: ValueDecoder(value: .scalar(scalar), codingPath: codingPath))
+        }
+    }
+
+    struct Elements: UnkeyedDecodingContainer {
+        let elements: [ScalarValue]
+        let codingPath: [any CodingKey]
+        var currentIndex = 0
+        var count: Int? { elements.count }
+        var isAtEnd: Bool { currentIndex >= elements.count }
+
+        mutating func decodeNil() throws -> Bool {
+            guard !isAtEnd, elements[currentIndex] == .null else { return false }
+            currentIndex += 1
+            return true
+        }
+
+        mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            guard !isAtEnd else {
+                throw DecodingError.valueNotFound(T.self, .init(codingPath: codingPath, debugDescription: "no more elements"))
+            }
+            let element = elements[currentIndex]
+            currentIndex += 1
+            return try Single(scalar: element, codingPath: codingPath).decode(T.self)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> { throw NeedsJSON() }
+        mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
+        mutating func superDecoder() throws -> any Decoder { ValueDecoder(value: .set(elements), codingPath: codingPath) }
+    }
+}

@@ -1,0 +1,61 @@
+import ConcordCore
+import Foundation
+
+/// A `Codable` type stored as records of one collection (DESIGN.md §3, the typed layer).
+///
+/// Each top-level property is a field: `Bool`, integers, `Double`/`Float`, `String` and
+/// `Data` are scalars; `nil` is `null`; a `Set` or `Array` of scalars is a set field (an
+/// add-wins set: order and duplicates are not kept); ``FileRef`` is a file field; any other
+/// nested value is stored as a JSON string. The `id` property is the record's id, not a
+/// field. ``Store/save(_:)`` writes only the fields whose
+/// value differs from what the store holds, so concurrent edits of different properties on
+/// two devices both survive.
+public protocol StoredRecord: Codable {
+    /// The collection the type's records live in.
+    static var collection: String { get }
+    /// The record's id.
+    var id: String { get }
+}
+
+extension Store {
+    /// Saves `value`: one write of the fields that changed. Returns the names written.
+    @discardableResult
+    public func save<T: StoredRecord>(_ value: T) throws(ConcordError) -> [String] {
+        let ref = RecordRef(collection: T.collection, id: value.id)
+        var fields = try FieldEncoder.encode(value)
+        fields["id"] = nil  // the record's id; supplied again on load
+        return try write { tx throws(ConcordError) -> [String] in
+            let current = try tx.fields(of: ref)
+            let changed = fields.filter { name, write in !FieldEncoder.matches(write, current?[name]) }
+            if !changed.isEmpty || current == nil { try tx.put(ref, changed) }
+            return changed.keys.sorted()
+        }
+    }
+
+    /// Loads the record `id` as a `T`, or nil if it is not visible.
+    public func load<T: StoredRecord>(_ type: T.Type, id: String) throws(ConcordError) -> T? {
+        guard let fields = try record(RecordRef(collection: T.collection, id: id)) else { return nil }
+        return try FieldDecoder.decode(T.self, from: fields + [(name: "id", value: .scalar(.string(id)))])
+    }
+
+    /// Every visible record of `T`'s collection, sorted by id.
+    public func loadAll<T: StoredRecord>(_ type: T.Type) throws(ConcordError) -> [T] {
+        try records(in: T.collection).map { (record) throws(ConcordError) -> T in
+            try FieldDecoder.decode(T.self, from: record.fields + [(name: "id", value: .scalar(.string(record.id)))])
+        }
+    }
+}
+
+extension WriteTransaction {
+    /// The visible fields of a record inside this transaction, or nil if it is not visible.
+    public func fields(of ref: RecordRef) throws(ConcordError) -> [String: FieldValue]? {
+        do {
+            guard let record = try SlotIO.record(db, ref), record.isVisible else { return nil }
+            return record.fields
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "read \(ref)")
+        }
+    }
+}

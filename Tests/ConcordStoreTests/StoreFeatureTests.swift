@@ -1,0 +1,123 @@
+import ConcordCodec
+import ConcordCore
+import ConcordStore
+import ConcordTesting
+import Foundation
+import GRDB
+import Testing
+
+struct Game: StoredRecord, Equatable {
+    static let collection = "games"
+    var id: String
+    var title: String
+    var level: Int
+    var rating: Double?
+    var tags: Set<String>
+    var cover: FileRef?
+    var notes: [String: Int]
+}
+
+@Suite struct StoreFeatureTests {
+    let directory = TemporaryDirectory("features")
+
+    @Test func codableRecordsRoundTripAndSaveOnlyChangedFields() throws {
+        let clock = ManualClock()
+        let laptop = try Store.temporary(directory, "laptop", clock: clock)
+        let phone = try Store.temporary(directory, "phone", clock: clock)
+        let cover = try laptop.blobs.add(bytes: Array("png".utf8), mediaType: "image/png")
+        _ = try phone.blobs.add(bytes: Array("png".utf8))
+        var game = Game(id: "zelda", title: "Zelda", level: 1, rating: nil, tags: ["rpg", "classic"], cover: cover, notes: ["a": 1])
+        #expect(try laptop.save(game) == ["cover", "level", "notes", "rating", "tags", "title"])
+        #expect(try laptop.load(Game.self, id: "zelda") == game)
+        // Saving unchanged writes nothing; one changed property writes one field.
+        #expect(try laptop.save(game).isEmpty)
+        try exchange([laptop, phone])
+        game.level = 2
+        #expect(try laptop.save(game) == ["level"])
+        // Meanwhile the phone edits another property: both edits survive the merge.
+        var onPhone = try #require(try phone.load(Game.self, id: "zelda"))
+        onPhone.rating = 4.5
+        #expect(try phone.save(onPhone) == ["rating"])
+        try exchange([laptop, phone])
+        let merged = try #require(try laptop.load(Game.self, id: "zelda"))
+        #expect(merged.level == 2 && merged.rating == 4.5)
+        #expect(try phone.loadAll(Game.self) == [merged])
+        // Clearing an optional reaches the other device as null.
+        var cleared = merged
+        cleared.rating = nil
+        #expect(try phone.save(cleared) == ["rating"])
+        try exchange([laptop, phone])
+        #expect(try laptop.load(Game.self, id: "zelda")?.rating == nil)
+        // The fields sit in plain tables an app can query with SQL.
+        let title = try DatabaseQueue(path: directory.file("laptop.db")).read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM concord_fields WHERE collection = 'games' AND id = 'zelda' AND field = 'title'")
+        }
+        #expect(title == "Zelda")
+    }
+
+    @Test func changeEventsCoverLocalAndRemoteChanges() async throws {
+        let clock = ManualClock()
+        let a = try Store.temporary(directory, "a", clock: clock)
+        let b = try Store.temporary(directory, "b", clock: clock)
+        let events = b.changes()
+        let ref = RecordRef(collection: "c", id: "x")
+        try b.set(ref, "local", .int(1))
+        try a.put(ref, ["remote": .scalar(.int(2)), "other": .scalar(.int(3))])
+        try b.apply(try #require(try a.seal()))
+        try b.delete(ref)
+        var received: [ChangeEvent] = []
+        for await event in events {
+            received.append(event)
+            if received.count == 3 { break }
+        }
+        #expect(received[0] == ChangeEvent(ref: ref, fields: ["local"], origin: .local))
+        #expect(received[1] == ChangeEvent(ref: ref, fields: ["other", "remote"], origin: .remote(a.replicaID)))
+        #expect(received[2] == ChangeEvent(ref: ref, fields: [], origin: .local))
+    }
+
+    @Test func historyKeepsSupersededFilesForTheRetentionWindow() throws {
+        let clock = ManualClock()
+        let store = try Store(path: directory.file("h.db"), configuration: .init(clock: clock, historyRetention: 1_000))
+        let ref = RecordRef(collection: "c", id: "x")
+        let first = try store.attachFile(ref, "doc", bytes: Array("first".utf8))
+        clock.advance(by: 10)
+        let second = try store.attachFile(ref, "doc", bytes: Array("second".utf8))
+        #expect(try store.versions(ref, "doc").map(\.file) == [first])
+        #expect(try store.collectGarbage().isEmpty)  // the window keeps it
+        try store.restore(ref, "doc", hash: first.hash)
+        #expect(try store.record(ref)?.first?.value == .file(first))
+        #expect(try store.versions(ref, "doc").map(\.file.hash).contains(second.hash))
+        #expect(throws: ConcordError.self) { try store.restore(ref, "doc", hash: ContentHash(bytes: [UInt8](repeating: 9, count: 32))!) }
+        // After the window, history goes and unreferenced files with it.
+        clock.advance(by: 2_000)
+        #expect(try store.versions(ref, "doc").isEmpty)
+        #expect(try store.collectGarbage() == [second.hash])
+        #expect(store.blobs.contains(first.hash))
+        #expect(!store.blobs.contains(second.hash))
+    }
+
+    @Test func storeWrittenByANewerReleaseIsRefused() throws {
+        let path = directory.file("newer.db")
+        _ = try Store(path: path)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+        }
+        do {
+            _ = try Store(path: path)
+            Issue.record("a newer store opened")
+        } catch {
+            #expect(error.code == .newerSchema, "\(error)")
+        }
+    }
+
+    @Test func storeReopensWithItsIdentityAndWAL() throws {
+        let path = directory.file("w.db")
+        let id = try Store(path: path).replicaID
+        let store = try Store(path: path)
+        #expect(store.replicaID == id)
+        try store.setName("laptop")
+        #expect(try store.name() == "laptop")
+        let mode = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        #expect(mode == "wal")
+    }
+}
