@@ -164,6 +164,11 @@ enum SlotIO {
         }
     }
 
+    static func insertDot(_ db: Database, _ ref: RecordRef, kind: Int64, _ dot: Stamp, replica: Data) throws {
+        try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [ref.collection, ref.id, kind, Rows.hlc(dot.hlc), replica])
+    }
+
     static func markOutbox(_ db: Database, _ ref: RecordRef, kind: Int64, field: String, element: Data) throws {
         try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO concord_outbox (collection, id, kind, field, element) VALUES (?, ?, ?, ?, ?)

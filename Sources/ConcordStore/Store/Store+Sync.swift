@@ -155,6 +155,12 @@ extension Store {
                         continue
                     }
                 }
+                if slot.key == .liveness || slot.key == .tombstones {
+                    if try joinDots(db, change.ref, slot.key, slot.entries, context: context) {
+                        changes[change.ref, default: []].formUnion([])
+                    }
+                    continue
+                }
                 let old = try SlotIO.entries(db, change.ref, slot.key)
                 let merged = DotStore.join(
                     old, seenBy: { context.contains($0) },
@@ -168,6 +174,30 @@ extension Store {
             }
         }
         return changes
+    }
+
+    /// The dot-store join for a liveness or tombstone slot, in SQL: delete the local dots the
+    /// delta's origin had observed, then insert those the delta still holds and those this
+    /// store has not seen. Equal to `DotStore.join` (local ∩ delta, local unobserved, delta
+    /// unseen) with no read first. Returns whether the slot changed.
+    private func joinDots(_ db: Database, _ ref: RecordRef, _ key: SlotKey, _ entries: [Entry], context: CausalContext) throws -> Bool {
+        let kind = key == .liveness ? Rows.slotLiveness : Rows.slotTombstones
+        var removed: Set<Stamp> = []
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            DELETE FROM concord_dots WHERE collection = ? AND id = ? AND kind = ?
+                AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), 0)
+            RETURNING hlc, replica
+            """), arguments: [ref.collection, ref.id, kind])
+        while let row = try rows.next() { removed.insert(try Rows.stamp(row)) }
+        var kept = 0
+        var added = 0
+        for entry in entries {
+            let wasHere = removed.contains(entry.dot)
+            guard wasHere || !context.contains(entry.dot) else { continue }
+            try SlotIO.insertDot(db, ref, kind: kind, entry.dot, replica: Rows.replicaBlob(entry.dot.replica))
+            if wasHere { kept += 1 } else { added += 1 }
+        }
+        return added > 0 || kept < removed.count
     }
 
     /// The files that entries new to this store refer to and the blob directory lacks.

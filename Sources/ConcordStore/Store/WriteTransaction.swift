@@ -21,6 +21,16 @@ public final class WriteTransaction {
     private var fresh: Set<RecordRef> = []
     /// What changed, for change events.
     private(set) var changed: [RecordRef: Set<String>] = [:]
+    /// This replica's id as stored (its stamp's replica column).
+    private lazy var ownReplica = Rows.replicaBlob(store.replicaID)
+    /// The common write, prepared once per transaction.
+    private lazy var registerUpsert: Statement? = try? db.makeStatement(sql: """
+        INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 1)
+        ON CONFLICT (collection, id, field) DO UPDATE SET
+            kind = ?4, value = ?5, file_size = ?6, media_type = ?7, hlc = ?8, replica = ?9, dirty = 1
+        WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
+        """)
 
     init(db: Database, store: Store) {
         self.db = db
@@ -50,7 +60,10 @@ public final class WriteTransaction {
 
     /// Sets one scalar field.
     public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
-        try put(ref, [field: .scalar(value)])
+        try run {
+            let dot = try beginWrite(ref)
+            try apply(.scalar(value), to: field, of: ref, dot: dot)
+        }
     }
 
     /// Sets one file field to content already in the blob directory (rule 6).
@@ -159,15 +172,17 @@ public final class WriteTransaction {
         let dot = try dot()
         if begun.contains(ref) { return dot }
         let (liveness, exists) = try SlotIO.livenessAndExistence(db, ref)
-        if liveness.isEmpty {
-            if exists {
-                try clearRecord(ref, keepingLiveness: true)
-            } else {
-                fresh.insert(ref)
-            }
-        }
-        try replace(ref, .liveness, with: liveness.filter { $0.dot.replica != store.replicaID } + [Entry(dot: dot, payload: .marker)])
         begun.insert(ref)
+        if !exists {
+            // A new record: nothing to clear, and its liveness is just this write's dot.
+            fresh.insert(ref)
+            try SlotIO.insertDot(db, ref, kind: Rows.slotLiveness, dot, replica: ownReplica)
+            try SlotIO.markOutbox(db, ref, kind: Rows.slotLiveness, field: "", element: Data())
+            changed[ref, default: []].formUnion([])
+            return dot
+        }
+        if liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
+        try replace(ref, .liveness, with: liveness.filter { $0.dot.replica != store.replicaID } + [Entry(dot: dot, payload: .marker)])
         return dot
     }
 
@@ -194,16 +209,11 @@ public final class WriteTransaction {
     private func setRegister(_ ref: RecordRef, _ name: String, _ entry: Entry) throws {
         changed[ref, default: []].insert(name)
         let columns = Rows.columns(entry.payload)
-        try db.cachedStatement(sql: """
-            INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 1)
-            ON CONFLICT (collection, id, field) DO UPDATE SET
-                kind = ?4, value = ?5, file_size = ?6, media_type = ?7, hlc = ?8, replica = ?9, dirty = 1
-            WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
-            """).execute(arguments: [
-                ref.collection, ref.id, name, columns.kind, columns.value, columns.size, columns.type,
-                Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica),
-            ])
+        guard let upsert = registerUpsert else { throw ConcordError(.storage, "could not prepare the field upsert") }
+        try upsert.execute(arguments: [
+            ref.collection, ref.id, name, columns.kind, columns.value, columns.size, columns.type,
+            Rows.hlc(entry.dot.hlc), entry.dot.replica == store.replicaID ? ownReplica : Rows.replicaBlob(entry.dot.replica),
+        ])
         if db.changesCount == 0 {
             try replace(ref, .field(name), with: [entry])
         }
