@@ -35,7 +35,7 @@ let package = Package(
         // Public test kit: seeded generator, manual clock, law checkers, simulator.
         .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec"]),
         // The umbrella module an app imports.
-        .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec"]),
+        .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore"]),
         // The `concord` command-line tool.
         .executableTarget(
             name: "ConcordCLI",

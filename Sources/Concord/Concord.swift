@@ -1,4 +1,6 @@
-// The module an app imports. It re-exports the layers that exist so far; each later layer
-// (store, remotes, sync) joins this list as it lands (DESIGN.md §1).
+// The module an app imports: the layers that exist so far (DESIGN.md §1). The remotes and
+// the sync engine join this list as they land.
 @_exported import ConcordCodec
 @_exported import ConcordCore
+@_exported import ConcordCrypto
+@_exported import ConcordStore

@@ -121,3 +121,20 @@ struct Game: StoredRecord, Equatable {
         #expect(mode == "wal")
     }
 }
+
+@Suite struct ObservationTests {
+    @Test(.timeLimit(.minutes(1)))
+    func appsObserveCurrentValuesWithGRDB() async throws {
+        let directory = TemporaryDirectory("observe")
+        let store = try Store(path: directory.file("o.db"))
+        let titles = ValueObservation.tracking { db in
+            try String.fetchAll(db, sql: "SELECT value FROM concord_fields WHERE field = 'title' ORDER BY id")
+        }
+        let values = titles.removeDuplicates().values(in: store.reader)
+        var iterator = values.makeAsyncIterator()
+        #expect(try await iterator.next() == [])
+        try store.set(RecordRef(collection: "c", id: "x"), "title", .string("Zelda"))
+        let next = try await iterator.next()
+        #expect(next == ["Zelda"], "\(String(describing: next))")
+    }
+}

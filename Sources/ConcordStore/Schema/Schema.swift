@@ -14,6 +14,10 @@ import GRDB
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
 /// - `concord_history`: superseded file versions, kept for the retention window.
+///
+/// The tables apps read (`concord_fields`, `concord_elements`, `concord_dots`) are rowid
+/// tables: SQLite does not report changes to WITHOUT ROWID tables to its update hook, and
+/// GRDB's observation needs those reports.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
     static let version = 1
@@ -33,7 +37,7 @@ enum Schema {
                     versions INTEGER NOT NULL DEFAULT 1,
                     dirty INTEGER NOT NULL DEFAULT 0,
                     PRIMARY KEY (collection, id, field)
-                ) STRICT, WITHOUT ROWID;
+                ) STRICT;
                 CREATE INDEX concord_fields_dirty ON concord_fields (collection, id, field) WHERE dirty = 1;
                 CREATE TABLE concord_field_versions (
                     collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
@@ -46,12 +50,12 @@ enum Schema {
                     element BLOB NOT NULL,          -- canonical encoding (docs/FORMAT.md §4.5)
                     hlc INTEGER NOT NULL, replica BLOB NOT NULL,
                     PRIMARY KEY (collection, id, field, element, hlc, replica)
-                ) STRICT, WITHOUT ROWID;
+                ) STRICT;
                 CREATE TABLE concord_dots (
                     collection TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL,
                     hlc INTEGER NOT NULL, replica BLOB NOT NULL,
                     PRIMARY KEY (collection, id, kind, hlc, replica)
-                ) STRICT, WITHOUT ROWID;
+                ) STRICT;
                 CREATE TABLE concord_outbox (
                     collection TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL,
                     field TEXT NOT NULL, element BLOB NOT NULL,

@@ -95,6 +95,11 @@ public final class Store: Sendable {
         }
     }
 
+    /// Read access for apps: query the `concord_` tables with SQL, or observe them with
+    /// GRDB's `ValueObservation`. Write only through the store's own API, which keeps values,
+    /// metadata and the outbox together.
+    public var reader: any DatabaseReader { database }
+
     /// The device name shown in replica listings.
     public func name() throws(ConcordError) -> String? {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'name'") }
