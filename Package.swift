@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "ConcordCodec", targets: ["ConcordCodec"]),
         .library(name: "ConcordCrypto", targets: ["ConcordCrypto"]),
         .library(name: "ConcordStore", targets: ["ConcordStore"]),
+        .library(name: "ConcordRemote", targets: ["ConcordRemote"]),
         .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
         .executable(name: "concord", targets: ["ConcordCLI"]),
     ],
@@ -32,10 +33,13 @@ let package = Package(
             name: "ConcordStore",
             dependencies: ["ConcordCore", "ConcordCodec", "CSodium", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        // Public test kit: seeded generator, manual clock, law checkers, simulator.
-        .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec"]),
+        // The Remote contract (put, get, list, delete) and FolderRemote.
+        .target(name: "ConcordRemote", dependencies: ["ConcordCore"]),
+        // Public test kit: seeded generator, manual clock, law checkers, simulator,
+        // FaultyRemote and the remote conformance suite.
+        .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec", "ConcordRemote"]),
         // The umbrella module an app imports.
-        .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore"]),
+        .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote"]),
         // The `concord` command-line tool.
         .executableTarget(
             name: "ConcordCLI",
@@ -61,6 +65,10 @@ let package = Package(
             name: "ConcordStoreTests",
             dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordTesting",
                            .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "ConcordRemoteTests",
+            dependencies: ["ConcordRemote", "ConcordCore", "ConcordTesting"]
         ),
         .testTarget(
             name: "ConcordCodecTests",

@@ -1,0 +1,42 @@
+import ConcordCore
+
+/// One object in a listing.
+public struct RemoteObject: Hashable, Sendable {
+    /// The object's path below the store's root, e.g. `heads/<replica>-<seq>`.
+    public let path: String
+    /// Its size in bytes.
+    public let size: UInt64
+    /// When it was last written, in milliseconds since the epoch, if the remote knows.
+    public let modified: UInt64?
+
+    public init(path: String, size: UInt64, modified: UInt64?) {
+        self.path = path
+        self.size = size
+        self.modified = modified
+    }
+}
+
+/// Dumb storage (DESIGN.md §4): put a whole object, get it, list a prefix, delete.
+///
+/// What a remote promises, and what it may fail to promise:
+/// - `put` replaces the whole object or fails; a reader never sees a mix of two writes
+///   *that the remote acknowledged* — but a torn (partial) object may appear after a crash
+///   or from a misbehaving sync client, and callers must authenticate what they read.
+/// - `list` may be stale, incomplete or duplicated; names the store did not write are
+///   ignored.
+/// - Every failure is a `ConcordError` (code `remote` for transport failures).
+public protocol Remote: Sendable {
+    /// Stores `bytes` at `path`, replacing any object there.
+    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError)
+    /// The object at `path`, or nil if there is none.
+    func get(_ path: String) async throws(ConcordError) -> [UInt8]?
+    /// The objects whose path starts with `prefix`, in no particular order.
+    func list(prefix: String) async throws(ConcordError) -> [RemoteObject]
+    /// Deletes the object at `path`; deleting a missing object succeeds.
+    func delete(_ path: String) async throws(ConcordError)
+    /// Stores an object streamed in chunks from `read` (which returns an empty array at the
+    /// end), in constant memory.
+    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError)
+    /// Streams the object at `path` to `write` in chunks; false if there is no object.
+    func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool
+}

@@ -1,0 +1,2 @@
+// Placeholder until the remote tests land.
+import Testing
