@@ -131,3 +131,20 @@ import Testing
         "434e4301a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7"
         + "53e7e20d6ae0beb7abbffe2aed22290b7f72070b42eaf9ed791cbf58e470"
 }
+
+@Suite struct DeterministicSealTests {
+    @Test func sameInputsGiveSameBytesAndOpenNormally() throws {
+        let key = StoreKey.random().subkey(for: .batches)
+        let plaintext = Array("a delta".utf8)
+        let once = SealedObject.sealDeterministically(plaintext, path: "replicas/a/deltas/1", key: key)
+        let again = SealedObject.sealDeterministically(plaintext, path: "replicas/a/deltas/1", key: key)
+        #expect(once == again)
+        #expect(try SealedObject.open(once, path: "replicas/a/deltas/1", key: key) == plaintext)
+        // Another path or plaintext gives another nonce.
+        let otherPath = SealedObject.sealDeterministically(plaintext, path: "replicas/a/deltas/2", key: key)
+        let otherText = SealedObject.sealDeterministically(Array("b delta".utf8), path: "replicas/a/deltas/1", key: key)
+        #expect(Array(once[4..<28]) != Array(otherPath[4..<28]))
+        #expect(Array(once[4..<28]) != Array(otherText[4..<28]))
+        #expect(throws: ConcordError.self) { try SealedObject.open(once, path: "replicas/a/deltas/2", key: key) }
+    }
+}

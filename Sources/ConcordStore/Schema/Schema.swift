@@ -14,6 +14,8 @@ import GRDB
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
 /// - `concord_history`: superseded file versions, kept for the retention window.
+/// - `concord_origins`: per remote replica, the seq of its newest delta applied here.
+/// - `concord_sync`: the sync engine's own state (remote store id, uploaded files, …).
 ///
 /// The tables apps read (`concord_fields`, `concord_elements`, `concord_dots`) are rowid
 /// tables: SQLite does not report changes to WITHOUT ROWID tables to its update hook, and
@@ -69,6 +71,8 @@ enum Schema {
                     superseded_at INTEGER NOT NULL, -- local milliseconds since the epoch
                     PRIMARY KEY (collection, id, field, hlc, replica)
                 ) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_origins (replica BLOB PRIMARY KEY NOT NULL, seq INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_sync (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT, WITHOUT ROWID;
                 CREATE VIEW concord_records AS
                     SELECT DISTINCT collection, id FROM concord_dots WHERE kind = 0;
                 """)

@@ -96,6 +96,7 @@ extension Store {
                 changes = try applySlots(db, delta, context: context)
             }
             try SlotIO.setContext(db, delta.origin, delta.upTo)
+            try setAppliedSeq(db, delta.origin, delta.seq)
             try observe(db, max(delta.upTo, delta.dependencies.maxHLC))
             return .applied
         }
@@ -200,6 +201,41 @@ extension Store {
         return added > 0 || kept < removed.count
     }
 
+    func setAppliedSeq(_ db: Database, _ origin: ReplicaID, _ seq: UInt64) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO concord_origins (replica, seq) VALUES (?, ?)
+            ON CONFLICT (replica) DO UPDATE SET seq = max(seq, excluded.seq)
+            """).execute(arguments: [Rows.replicaBlob(origin), Int64(seq)])
+    }
+
+    /// Per remote replica, the seq of its newest delta this store has applied (directly or
+    /// through a snapshot).
+    public func appliedSeqs() throws(ConcordError) -> [ReplicaID: UInt64] {
+        try read { db in
+            var seqs: [ReplicaID: UInt64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT replica, seq FROM concord_origins") {
+                seqs[try Rows.replica(row["replica"])] = UInt64(row["seq"] as Int64)
+            }
+            return seqs
+        }
+    }
+
+    /// A value of the sync engine's own state, or nil.
+    public func syncValue(_ key: String) throws(ConcordError) -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT value FROM concord_sync WHERE key = ?", arguments: [key]) }
+    }
+
+    /// Sets (or, with nil, removes) a value of the sync engine's own state.
+    public func setSyncValue(_ key: String, _ value: String?) throws(ConcordError) {
+        try writeDatabase { db in
+            if let value {
+                try db.execute(sql: "INSERT OR REPLACE INTO concord_sync (key, value) VALUES (?, ?)", arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM concord_sync WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
     /// The files that entries new to this store refer to and the blob directory lacks.
     func missingFiles(in entries: [Entry], seen context: CausalContext) -> [ContentHash] {
         var missing: Set<ContentHash> = []
@@ -251,9 +287,10 @@ extension Store {
     }
 
     /// Joins a snapshot (a full state) in one transaction. Local unsealed changes stay in
-    /// the outbox.
+    /// the outbox. `appliedSeqs` — per origin, the seq of the newest delta the snapshot
+    /// contains — lets a later pull continue after them.
     @discardableResult
-    public func join(snapshot: StoreState) throws(ConcordError) -> StoreApplyResult {
+    public func join(snapshot: StoreState, appliedSeqs: [ReplicaID: UInt64] = [:]) throws(ConcordError) -> StoreApplyResult {
         guard snapshot.context.versionVector != nil, !snapshot.hasScopes else {
             throw ConcordError(.malformed, "only a replica's full state can be joined as a snapshot")
         }
@@ -266,6 +303,7 @@ extension Store {
             if !missing.isEmpty { return .heldBack(missingFiles: missing) }
             let new = old.joined(snapshot)
             changes = try rewrite(db, from: old, to: new)
+            for (origin, seq) in appliedSeqs where origin != replicaID { try setAppliedSeq(db, origin, seq) }
             try observe(db, snapshot.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
             return .applied
         }
