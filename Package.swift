@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "ConcordCrypto", targets: ["ConcordCrypto"]),
         .library(name: "ConcordStore", targets: ["ConcordStore"]),
         .library(name: "ConcordRemote", targets: ["ConcordRemote"]),
+        .library(name: "ConcordSync", targets: ["ConcordSync"]),
         .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
         .executable(name: "concord", targets: ["ConcordCLI"]),
     ],
@@ -35,11 +36,13 @@ let package = Package(
         ),
         // The Remote contract (put, get, list, delete) and FolderRemote.
         .target(name: "ConcordRemote", dependencies: ["ConcordCore"]),
+        // Seal, push, pull, bootstrap: replicas converge through a Remote (DESIGN.md §4–§5).
+        .target(name: "ConcordSync", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote"]),
         // Public test kit: seeded generator, manual clock, law checkers, simulator,
         // FaultyRemote and the remote conformance suite.
         .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec", "ConcordRemote"]),
         // The umbrella module an app imports.
-        .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote"]),
+        .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote", "ConcordSync"]),
         // The `concord` command-line tool.
         .executableTarget(
             name: "ConcordCLI",
@@ -69,6 +72,10 @@ let package = Package(
         .testTarget(
             name: "ConcordRemoteTests",
             dependencies: ["ConcordRemote", "ConcordCore", "ConcordTesting"]
+        ),
+        .testTarget(
+            name: "ConcordSyncTests",
+            dependencies: ["ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordRemote", "ConcordCore", "ConcordCodec", "ConcordTesting"]
         ),
         .testTarget(
             name: "ConcordCodecTests",

@@ -1,0 +1,248 @@
+import ConcordCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A ``Remote`` over a plain folder: a Dropbox, iCloud Drive or Syncthing folder, an NFS
+/// mount, a USB drive. The folder is the store's root; objects are files at their layout
+/// paths (``RemoteLayout``) below it.
+///
+/// Guarantees, and why:
+/// - **A put replaces the whole file or nothing.** Bytes go to a temporary file in the
+///   destination folder (`.concord-tmp-<random>`, a name ``RemoteLayout/parse(_:)``
+///   rejects), which is fsynced, renamed over the destination, and the folder fsynced.
+///   A crash leaves the old object or the new one, never a mix, and at worst a stray
+///   temporary file that listings ignore (``sweepTemporaryFiles(olderThan:now:)`` removes
+///   it). A sync client copying the folder can still deliver a torn file to *another*
+///   device; readers authenticate everything they read.
+/// - **Listings show only layout names** and descend only into layout folders
+///   (``RemoteLayout/isStoreFolder(_:)``): conflict copies, temporaries, `.DS_Store`,
+///   `.stversions` and a user's own files are never listed or read.
+/// - **A missing root is an error, never an empty store.** If the folder is gone — an
+///   unmounted drive, a sync client that has not created it yet — every call throws
+///   ``ConcordError/Code/remote`` rather than answering "nothing there", so a replica never
+///   mistakes an absent folder for an empty store and starts a new one. Operations create
+///   the layout's folders below the root but never the root itself.
+/// - **Streams use constant memory**: 64 KiB chunks (``chunkSize``).
+/// - Every failure is a ``ConcordError``: ``ConcordError/Code/invalidRemotePath`` for a
+///   path outside the layout (nothing touched), ``ConcordError/Code/remote`` for the file
+///   system, with the object, the folder and what to do in the message.
+///
+/// Calls do blocking file I/O on the calling task; they are short except for streams.
+public struct FolderRemote: Remote {
+    /// The store's root folder, absolute, without a trailing slash.
+    public let root: String
+
+    /// The size of the chunks ``getStream(_:write:)`` delivers: 64 KiB.
+    public static let chunkSize = 64 * 1024
+
+    /// The prefix of every temporary file a put writes; ``RemoteLayout/parse(_:)`` rejects
+    /// such names, so a put interrupted by a crash is never listed.
+    public static let temporaryPrefix = ".concord-tmp-"
+
+    /// A remote over the folder at `root` (absolute, or relative to the current folder).
+    ///
+    /// Throws ``ConcordError/Code/remote`` if `root` is not an existing folder — unless
+    /// `createIfMissing` is true, in which case it and its parents are created. Create the
+    /// root only when a person has just chosen it (setting up a new store); on later launches
+    /// a missing root means an unmounted drive or an unsynced folder, and must be reported.
+    public init(root: String, createIfMissing: Bool = false) throws(ConcordError) {
+        guard !root.isEmpty, !root.utf8.contains(0) else {
+            throw ConcordError(.invalidRemotePath, "the store folder path is empty or contains a NUL byte; choose a folder")
+        }
+        var absolute = root
+        if !absolute.hasPrefix("/") {
+            guard let current = POSIX.currentFolder() else {
+                throw ConcordError(.remote, "could not resolve the relative store folder \(root): the current folder is unknown; pass an absolute path")
+            }
+            absolute = current + "/" + absolute
+        }
+        while absolute.count > 1 && absolute.hasSuffix("/") { absolute.removeLast() }
+        self.root = absolute
+        if createIfMissing { try createRoot() }
+        try checkRoot()
+    }
+
+    // MARK: Remote
+
+    /// Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over `path`
+    /// and fsyncs the folder, creating the layout's folders as needed.
+    public func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) {
+        try RemoteLayout.validateObjectPath(path)
+        let writer = try ObjectWriter(remote: self, path: path)
+        do throws(ConcordError) {
+            try writer.append(bytes)
+            try writer.commit()
+        } catch {
+            writer.discard()
+            throw error
+        }
+    }
+
+    /// The file's bytes, or nil if there is no file at `path` (and the root exists).
+    public func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
+        try RemoteLayout.validateObjectPath(path)
+        var out: [UInt8] = []
+        let found = try read(path) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in out.append(contentsOf: chunk) }
+        return found ? out : nil
+    }
+
+    /// The layout objects whose path starts with `prefix`, sorted by path, with their sizes
+    /// and modification times; everything else in the folder is skipped.
+    public func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {
+        try RemoteLayout.validatePrefix(prefix)
+        return try listObjects(prefix: prefix)
+    }
+
+    /// Removes the file; a missing file is fine, a missing root is not. The folder is not
+    /// fsynced: a delete undone by a crash only leaves an object the store deletes again.
+    public func delete(_ path: String) async throws(ConcordError) {
+        try RemoteLayout.validateObjectPath(path)
+        guard let error = POSIX.unlink(location(path)) else { return }
+        switch error.code {
+        case ENOENT, ENOTDIR:
+            try checkRoot()  // a missing object is fine; a missing store folder is not
+        default:
+            throw failure("delete", path, error)
+        }
+    }
+
+    /// Like ``put(_:_:)``, writing each chunk as `read` yields it; if `read` throws, the
+    /// temporary file is removed, the previous object stays, and the error is rethrown.
+    public func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
+        try RemoteLayout.validateObjectPath(path)
+        let writer = try ObjectWriter(remote: self, path: path)
+        do throws(ConcordError) {
+            while true {
+                let chunk = try read()
+                if chunk.isEmpty { break }
+                try writer.append(chunk)
+            }
+            try writer.commit()
+        } catch {
+            writer.discard()
+            throw error
+        }
+    }
+
+    /// Reads the file in ``chunkSize`` chunks; false if there is no file at `path`.
+    public func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try RemoteLayout.validateObjectPath(path)
+        return try read(path) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in try write(Array(chunk)) }
+    }
+
+    // MARK: Maintenance
+
+    /// Deletes temporary files (``temporaryPrefix``) in the layout's folders last modified
+    /// before `now - age` (milliseconds since the epoch), and returns how many it deleted.
+    ///
+    /// Such files are left by puts interrupted by a crash or a full disk; sync clients copy
+    /// them to every device. Choose an `age` far longer than any upload (an hour or more):
+    /// a younger temporary file may be another device's upload in progress. Time is a
+    /// parameter, so callers and tests decide what "now" is.
+    @discardableResult
+    public func sweepTemporaryFiles(olderThan age: UInt64, now: UInt64) throws(ConcordError) -> Int {
+        try checkRoot()
+        var deleted = 0
+        var folders = [""]
+        while let folder = folders.popLast() {
+            let absolute = folder.isEmpty ? root : root + "/" + folder
+            guard case let .success(names) = POSIX.entries(absolute) else { continue }
+            for name in names {
+                let child = folder.isEmpty ? name : folder + "/" + name
+                if name.hasPrefix(Self.temporaryPrefix) {
+                    guard case let .success(info) = POSIX.status(root + "/" + child), POSIX.isRegularFile(info) else { continue }
+                    if now > age, POSIX.modifiedMilliseconds(info) < now - age, POSIX.unlink(root + "/" + child) == nil { deleted += 1 }
+                } else if RemoteLayout.isStoreFolder(child) {
+                    folders.append(child)
+                }
+            }
+        }
+        return deleted
+    }
+
+    // MARK: Internals
+
+    /// The file system path of the object at `path`.
+    func location(_ path: String) -> String { path.isEmpty ? root : root + "/" + path }
+
+    /// Throws unless the root is an existing folder.
+    func checkRoot() throws(ConcordError) {
+        switch POSIX.status(root) {
+        case let .success(info) where POSIX.isFolder(info):
+            return
+        case .success:
+            throw ConcordError(.remote, "the store folder \(root) is a file, not a folder; choose the store's folder")
+        case let .failure(error) where error.code == ENOENT || error.code == ENOTDIR:
+            throw ConcordError(
+                .remote,
+                "the store folder \(root) does not exist: check that its drive is mounted and its sync client is running; "
+                    + "Concord does not re-create a missing store folder, so that it never starts a new store in an unmounted place"
+            )
+        case let .failure(error):
+            throw ConcordError(.remote, "could not open the store folder \(root): \(error.description); \(Self.advice(error))")
+        }
+    }
+
+    private func createRoot() throws(ConcordError) {
+        var path = ""
+        for component in root.split(separator: "/") {
+            path += "/" + component
+            if case let .failure(error) = POSIX.makeFolder(path) {
+                throw ConcordError(.remote, "could not create the store folder \(path): \(error.description); \(Self.advice(error))")
+            }
+        }
+    }
+
+    /// Streams the file at `path` to `chunk` in ``chunkSize`` pieces; false if it is missing.
+    private func read(_ path: String, chunk: (UnsafeRawBufferPointer) throws(ConcordError) -> Void) throws(ConcordError) -> Bool {
+        let descriptor: Int32
+        switch POSIX.open(location(path), O_RDONLY) {
+        case let .success(opened):
+            descriptor = opened
+        case let .failure(error) where error.code == ENOENT || error.code == ENOTDIR:
+            try checkRoot()
+            return false
+        case let .failure(error):
+            throw failure("read", path, error)
+        }
+        defer { POSIX.close(descriptor) }
+        if case let .success(info) = POSIX.status(descriptor), !POSIX.isRegularFile(info) {
+            throw failure("read", path, POSIX.Errno(EISDIR))
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            switch POSIX.read(descriptor, into: buffer) {
+            case let .failure(error):
+                throw failure("read", path, error)
+            case .success(0):
+                return true
+            case let .success(count):
+                try chunk(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            }
+        }
+    }
+
+    /// A file-system failure on object `path`, with what to do about it.
+    func failure(_ action: String, _ path: String, _ error: POSIX.Errno) -> ConcordError {
+        ConcordError(.remote, "could not \(action) remote object \(path) in the store folder \(root): \(error.description); \(Self.advice(error))")
+    }
+
+    static func advice(_ error: POSIX.Errno) -> String {
+        switch error.code {
+        case ENOSPC, EDQUOT: "the disk or quota is full: free space, then sync again"
+        case EACCES, EPERM: "permission denied: let this user read and write the store folder, then sync again"
+        case EROFS: "the store folder is on a read-only disk: make it writable or choose another folder"
+        case ENOTDIR, EISDIR: "a file or folder that Concord did not write is in the way: move it out of the store folder, then sync again"
+        case ENOENT: "the folder vanished while Concord used it: check that its drive is mounted, then sync again"
+        case EIO: "the disk reported an I/O error: check the disk, then sync again"
+        case EMFILE, ENFILE: "too many files are open: close other programs, then sync again"
+        default: "check the store folder, then sync again"
+        }
+    }
+}

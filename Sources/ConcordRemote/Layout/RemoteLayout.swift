@@ -1,0 +1,143 @@
+import ConcordCore
+
+/// The names of the objects a store keeps on its remote (DESIGN.md §4), relative to the
+/// store's root:
+///
+/// ```
+/// concord.json                                   the store manifest
+/// heads/<replica>-<seq>                          a replica's head
+/// replicas/<replica>/deltas/<seq>                a replica's delta batch
+/// snapshots/<replica>-<seq>                      a full-state snapshot
+/// blobs/<2 hex>/<keyed name>                     file contents
+/// ```
+///
+/// `<replica>` is 32 lowercase hex digits (``ReplicaID/description``), `<seq>` a `UInt64`
+/// as exactly 16 lowercase hex digits, `<keyed name>` 64 lowercase hex digits whose first
+/// two are the `<2 hex>` folder.
+///
+/// Rule: every name the store writes is built here, and every name read back from a
+/// listing goes through ``parse(_:)``. *Why*: the store's folder is shared with sync
+/// clients and people, who leave their own files in it — Dropbox's "conflicted copy",
+/// Syncthing's `.sync-conflict-…`, Office's `~$…`, Finder's `.DS_Store`, half-written
+/// temporaries. ``parse(_:)`` accepts exactly the names built here (one spelling per
+/// object: lowercase hex, fixed lengths), so such files are ignored instead of being
+/// mistaken for, or shadowing, the store's own objects. Pure functions: no I/O.
+public enum RemoteLayout {
+    /// The path of the store manifest.
+    public static let manifestPath = "concord.json"
+    /// The prefix under which every head lives; listing it is an idle pull's only request.
+    public static let headsPrefix = "heads/"
+    /// The prefix under which every replica's delta batches live.
+    public static let replicasPrefix = "replicas/"
+    /// The prefix under which every snapshot lives.
+    public static let snapshotsPrefix = "snapshots/"
+    /// The prefix under which every blob lives.
+    public static let blobsPrefix = "blobs/"
+
+    /// The path of `replica`'s head named by its last sealed `seq`.
+    public static func head(_ replica: ReplicaID, seq: UInt64) -> String {
+        "heads/\(replica)-\(hex(seq))"
+    }
+
+    /// The prefix under which `replica`'s delta batches live: `replicas/<replica>/deltas/`.
+    public static func deltasPrefix(_ replica: ReplicaID) -> String {
+        "replicas/\(replica)/deltas/"
+    }
+
+    /// The path of `replica`'s delta batch number `seq`.
+    public static func delta(_ replica: ReplicaID, seq: UInt64) -> String {
+        deltasPrefix(replica) + hex(seq)
+    }
+
+    /// The path of `replica`'s snapshot taken at its `seq`.
+    public static func snapshot(_ replica: ReplicaID, seq: UInt64) -> String {
+        "snapshots/\(replica)-\(hex(seq))"
+    }
+
+    /// The path of the blob whose keyed name (64 lowercase hex digits, see
+    /// `ConcordCrypto.BlobName`) is `keyedName`: `blobs/<first 2 digits>/<keyedName>`.
+    ///
+    /// - Precondition: ``isKeyedName(_:)`` holds; any other name is a programming error,
+    ///   and a blob stored under it would be invisible to every listing.
+    public static func blob(keyedName: String) -> String {
+        precondition(isKeyedName(keyedName), "a blob's keyed name is 64 lowercase hex digits, not \(keyedName)")
+        return "blobs/\(keyedName.prefix(2))/\(keyedName)"
+    }
+
+    /// Whether `name` is a well-formed keyed blob name: 64 lowercase hex digits.
+    public static func isKeyedName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        return bytes.count == 64 && LayoutHex.isLowercase(bytes[...])
+    }
+
+    /// `seq` as it appears in names: exactly 16 lowercase hex digits.
+    public static func hex(_ seq: UInt64) -> String {
+        var out = [UInt8](repeating: 0, count: 16)
+        for index in 0..<16 {
+            out[index] = LayoutHex.digits[Int((seq >> UInt64(60 - index * 4)) & 0xf)]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// One object the store writes, as ``parse(_:)`` reads it back from its path.
+    public enum Name: Hashable, Sendable, CustomStringConvertible {
+        /// `concord.json`.
+        case manifest
+        /// `heads/<replica>-<seq>`.
+        case head(replica: ReplicaID, seq: UInt64)
+        /// `replicas/<replica>/deltas/<seq>`.
+        case delta(replica: ReplicaID, seq: UInt64)
+        /// `snapshots/<replica>-<seq>`.
+        case snapshot(replica: ReplicaID, seq: UInt64)
+        /// `blobs/<2 hex>/<keyedName>`.
+        case blob(keyedName: String)
+
+        /// The object's path; `RemoteLayout.parse(name.path) == name` for every name.
+        public var path: String {
+            switch self {
+            case .manifest: RemoteLayout.manifestPath
+            case let .head(replica, seq): RemoteLayout.head(replica, seq: seq)
+            case let .delta(replica, seq): RemoteLayout.delta(replica, seq: seq)
+            case let .snapshot(replica, seq): RemoteLayout.snapshot(replica, seq: seq)
+            case let .blob(keyedName): RemoteLayout.blob(keyedName: keyedName)
+            }
+        }
+
+        public var description: String { path }
+    }
+}
+
+/// Lowercase hexadecimal, the only spelling the layout accepts.
+enum LayoutHex {
+    static let digits = Array("0123456789abcdef".utf8)
+
+    /// The value of a lowercase hex digit; nil for anything else, uppercase included.
+    static func nibble(_ byte: UInt8) -> UInt64? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt64(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt64(byte - UInt8(ascii: "a") + 10)
+        default: nil
+        }
+    }
+
+    static func isLowercase(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.allSatisfy { nibble($0) != nil }
+    }
+
+    /// Exactly 16 lowercase hex digits as a `UInt64`.
+    static func seq(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+        guard bytes.count == 16 else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes {
+            guard let nibble = nibble(byte) else { return nil }
+            value = value << 4 | nibble
+        }
+        return value
+    }
+
+    /// Exactly 32 lowercase hex digits as a replica id.
+    static func replica(_ bytes: ArraySlice<UInt8>) -> ReplicaID? {
+        guard bytes.count == 32, isLowercase(bytes) else { return nil }
+        return ReplicaID(hex: String(decoding: bytes, as: UTF8.self))
+    }
+}

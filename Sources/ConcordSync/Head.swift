@@ -1,0 +1,53 @@
+import ConcordCore
+import Foundation
+
+/// A replica's manifest on the remote, `heads/<replica>-<seq>` (DESIGN.md §4): what it has
+/// sealed and applied, when it last synced, and its device name. Sealed with the manifests
+/// sub-key; the name already says the replica's newest seq, so an idle pull needs only the
+/// listing.
+public struct Head: Codable, Hashable, Sendable {
+    /// The replica's id (32 hex digits).
+    public var replica: String
+    /// The seq of its newest pushed delta.
+    public var seq: UInt64
+    /// Its device name, if set.
+    public var device: String?
+    /// When it last synced, in milliseconds since the epoch.
+    public var syncedAt: UInt64
+    /// Per origin (32 hex), the seq of the newest delta it has applied.
+    public var applied: [String: UInt64]
+    /// The version vector of everything it has applied (origin → hlc).
+    public var vector: [String: UInt64]
+
+    func json() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array((try? encoder.encode(self)) ?? Data())
+    }
+
+    static func decode(_ bytes: [UInt8], path: String) throws(ConcordError) -> Head {
+        do {
+            return try JSONDecoder().decode(Head.self, from: Data(bytes))
+        } catch {
+            throw ConcordError(.malformed, "remote manifest \(path) does not parse: \(error); run `concord doctor`")
+        }
+    }
+}
+
+/// One replica as the remote shows it.
+public struct ReplicaInfo: Hashable, Sendable {
+    public let id: ReplicaID
+    public let deviceName: String?
+    /// When it last synced, in milliseconds since the epoch.
+    public let lastSync: UInt64
+    /// The seq of its newest pushed delta.
+    public let seq: UInt64
+}
+
+/// A replica whose stamps run ahead of this device's clock by more than the allowed drift
+/// (DESIGN.md §2, rule 7): applied anyway, and reported.
+public struct ClockSkew: Hashable, Sendable {
+    public let replica: ReplicaID
+    /// How far ahead, in milliseconds.
+    public let aheadBy: UInt64
+}

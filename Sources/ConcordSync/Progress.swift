@@ -1,0 +1,50 @@
+/// How far a sync has got.
+public struct SyncProgress: Hashable, Sendable {
+    /// What the sync is doing.
+    public enum Phase: String, Hashable, Sendable {
+        case listing, downloading, applying, fetchingFiles, uploadingFiles, pushing, done
+    }
+
+    public let phase: Phase
+    public let objectsDone: Int
+    public let objectsTotal: Int
+    public let bytesDone: UInt64
+    public let bytesTotal: UInt64
+
+    public init(phase: Phase, objectsDone: Int, objectsTotal: Int, bytesDone: UInt64, bytesTotal: UInt64) {
+        self.phase = phase
+        self.objectsDone = objectsDone
+        self.objectsTotal = objectsTotal
+        self.bytesDone = bytesDone
+        self.bytesTotal = bytesTotal
+    }
+}
+
+/// What one sync did.
+public struct SyncReport: Hashable, Sendable {
+    /// Deltas of other replicas applied.
+    public var applied = 0
+    /// Deltas of this replica pushed.
+    public var pushed = 0
+    /// Files downloaded and uploaded.
+    public var filesFetched = 0
+    public var filesUploaded = 0
+    /// Remote objects that failed authentication or were malformed: skipped, not applied.
+    public var rejected: [String] = []
+    /// Deltas seen but not yet applicable (their dependencies or files are not there yet).
+    public var waiting = 0
+    /// Replicas whose clocks run ahead.
+    public var skews: [ClockSkew] = []
+
+    public init() {}
+}
+
+/// Whether a sync sends, receives, or both.
+public enum SyncMode: String, Hashable, Sendable {
+    /// Pull then push.
+    case twoWay
+    /// Only push local changes (a backup).
+    case pushOnly
+    /// Only apply remote changes (a mirror).
+    case pullOnly
+}

@@ -1,0 +1,60 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+
+extension SyncEngine {
+    /// Seals the outbox, then pushes every sealed batch not yet confirmed on the remote:
+    /// its files, the batch, then the head; then deletes this replica's older heads. Each
+    /// step re-sends identical bytes after a crash.
+    func push(into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?) async throws(ConcordError) {
+        _ = try store.seal()
+        let sealed = try store.sealedSeq()
+        var pushed = try pushedSeq()
+        guard sealed > pushed else { return }
+        for seq in (pushed + 1)...sealed {
+            progress?(SyncProgress(phase: .pushing, objectsDone: Int(seq - pushed - 1), objectsTotal: Int(sealed - pushed), bytesDone: 0, bytesTotal: 0))
+            guard let plaintext = try store.sealedDelta(seq: seq) else {
+                throw ConcordError(.corrupt, "sealed delta \(seq) is missing from the local store")
+            }
+            let delta = try DeltaCodec.decode(plaintext)
+            // 1. The files it references (only those this replica wrote; others' files are
+            //    uploaded by their writers).
+            for hash in Set(delta.records.flatMap { $0.slots.flatMap(\.entries) }.compactMap { entry -> ContentHash? in
+                if case let .file(file) = entry.payload, entry.dot.replica == store.replicaID { file.hash } else { nil }
+            }).sorted() {
+                guard try store.syncValue("uploaded.\(hash.hex)") == nil else { continue }
+                progress?(SyncProgress(phase: .uploadingFiles, objectsDone: report.filesUploaded, objectsTotal: 0, bytesDone: 0, bytesTotal: 0))
+                let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+                _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
+                try store.setSyncValue("uploaded.\(hash.hex)", "1")
+                report.filesUploaded += 1
+            }
+            // 2. The batch.
+            let path = RemoteLayout.delta(store.replicaID, seq: seq)
+            try await remote.put(path, SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches))
+            // 3. The head naming it.
+            try await putHead(seq: seq)
+            pushed = seq
+            try store.setSyncValue("push.seq", String(seq))
+            report.pushed += 1
+        }
+        // 4. Older heads of this replica.
+        for head in try await listHeads().all where head.replica == store.replicaID && head.seq < pushed {
+            try await remote.delete(RemoteLayout.head(head.replica, seq: head.seq))
+        }
+    }
+
+    func putHead(seq: UInt64) async throws(ConcordError) {
+        var applied: [String: UInt64] = [:]
+        for (replica, appliedSeq) in try store.appliedSeqs() { applied[replica.description] = appliedSeq }
+        var vector: [String: UInt64] = [:]
+        for (replica, hlc) in try store.versionVector().entries { vector[replica.description] = hlc }
+        let head = Head(
+            replica: store.replicaID.description, seq: seq, device: try store.name(),
+            syncedAt: clock.millisecondsSinceEpoch(), applied: applied, vector: vector)
+        let path = RemoteLayout.head(store.replicaID, seq: seq)
+        try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
+    }
+}

@@ -1,0 +1,180 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import Foundation
+
+/// Replicas converge by shipping encrypted delta batches through a ``ConcordRemote/Remote``
+/// that can only put, get, list and delete whole objects (DESIGN.md §4–§5).
+///
+/// One engine per store; its methods run one at a time (an actor). Push seals the outbox,
+/// uploads the batch's files, then the batch, then the head — and after a crash re-sends
+/// exactly the same bytes. Pull lists the heads, fetches batches past what the store has
+/// applied, authenticates each, applies them in causal order one transaction each, and
+/// fetches the files they hold back. A torn, tampered or missing object is "not there yet":
+/// it applies nothing, and every other object still syncs.
+public actor SyncEngine {
+    public let store: Store
+    public let remote: any Remote
+    let clock: any PhysicalClock
+    let maxClockDrift: UInt64
+    let keys: Keys
+    let storeID: StoreID
+
+    struct Keys {
+        let batches: SubKey
+        let manifests: SubKey
+        let snapshots: SubKey
+        let blobContents: SubKey
+        let blobNames: SubKey
+
+        init(_ key: StoreKey) {
+            batches = key.subkey(for: .batches)
+            manifests = key.subkey(for: .manifests)
+            snapshots = key.subkey(for: .snapshots)
+            blobContents = key.subkey(for: .blobContents)
+            blobNames = key.subkey(for: .blobNames)
+        }
+    }
+
+    /// An engine for `store` over `remote`, whose `concord.json` `key` was unlocked with
+    /// (``unlock(_:passphrase:)``). The first sync records the remote's store id; a later
+    /// sync against a remote deleted and re-created (another id) is refused.
+    public init(
+        store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
+        clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000
+    ) {
+        self.store = store
+        self.remote = remote
+        self.keys = Keys(key)
+        self.storeID = storeID
+        self.clock = clock
+        self.maxClockDrift = maxClockDrift
+    }
+
+    // MARK: The remote store's manifest
+
+    /// Creates a remote store protected by `passphrase`: a fresh store key and
+    /// `concord.json`. Fails if the remote already holds a store.
+    public static func createRemote(
+        _ remote: any Remote, passphrase: String, limits: PasswordHashLimits = .interactive
+    ) async throws(ConcordError) -> (key: StoreKey, storeID: StoreID) {
+        if try await remote.get(RemoteLayout.manifestPath) != nil {
+            throw ConcordError(.invalidOperation, "the remote already holds a Concord store; unlock it instead of creating one")
+        }
+        let key = StoreKey.random()
+        let manifest = try StoreManifest.create(storeKey: key, passphrase: passphrase, limits: limits)
+        try await remote.put(RemoteLayout.manifestPath, manifest.jsonBytes())
+        return (key, manifest.storeID)
+    }
+
+    /// Reads `concord.json` and unlocks the store key with `passphrase`. A wrong passphrase
+    /// is reported here, before anything else is read or applied.
+    public static func unlock(_ remote: any Remote, passphrase: String) async throws(ConcordError) -> (key: StoreKey, storeID: StoreID) {
+        let manifest = try await manifest(of: remote)
+        return (try manifest.unlock(passphrase: passphrase), manifest.storeID)
+    }
+
+    /// Reads `concord.json` and checks that `key` (from a key file) is this store's key.
+    public static func unlock(_ remote: any Remote, key: StoreKey) async throws(ConcordError) -> StoreID {
+        let manifest = try await manifest(of: remote)
+        try manifest.verify(key)
+        return manifest.storeID
+    }
+
+    /// Changes the passphrase: rewraps the store key; no data is re-encrypted.
+    public static func changePassphrase(_ remote: any Remote, from old: String, to new: String) async throws(ConcordError) {
+        let manifest = try await manifest(of: remote)
+        try await remote.put(RemoteLayout.manifestPath, try manifest.changingPassphrase(from: old, to: new).jsonBytes())
+    }
+
+    static func manifest(of remote: any Remote) async throws(ConcordError) -> StoreManifest {
+        guard let bytes = try await remote.get(RemoteLayout.manifestPath) else {
+            throw ConcordError(.notFound, "the remote holds no Concord store (no concord.json); create one with `concord remote set`")
+        }
+        return try StoreManifest(json: bytes)
+    }
+
+    /// Throws unless the remote still holds the store this engine (and the local store)
+    /// synced with.
+    func checkStoreIdentity() async throws(ConcordError) {
+        let current = try await Self.manifest(of: remote).storeID
+        guard current == storeID else {
+            throw ConcordError(.storeMismatch, "the remote store was deleted and re-created (store id \(current.hex), expected \(storeID.hex)); nothing was merged — sync with a new local store, or restore the old remote")
+        }
+        if let recorded = try store.syncValue("remote.storeID"), recorded != storeID.hex {
+            throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was merged")
+        }
+        try store.setSyncValue("remote.storeID", storeID.hex)
+    }
+
+    // MARK: Sync
+
+    /// Syncs once: pull (unless push-only), then push (unless pull-only).
+    @discardableResult
+    public func sync(mode: SyncMode = .twoWay, progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(ConcordError) -> SyncReport {
+        if try store.syncValue("remote.storeID") == nil { try await checkStoreIdentity() }
+        var report = SyncReport()
+        let heads = try await listHeads()
+        // Our pushed head is missing (or unreadable): the remote may have been re-created.
+        if try pushedSeq() > 0 && heads.latest[store.replicaID] == nil { try await checkStoreIdentity() }
+        if mode != .pushOnly {
+            try await pull(heads, into: &report, progress: progress)
+        }
+        if mode != .pullOnly {
+            try await push(into: &report, progress: progress)
+        }
+        progress?(SyncProgress(phase: .done, objectsDone: 0, objectsTotal: 0, bytesDone: 0, bytesTotal: 0))
+        return report
+    }
+
+    /// The replicas the remote knows, from their heads.
+    public func replicas() async throws(ConcordError) -> [ReplicaInfo] {
+        let heads = try await listHeads()
+        var infos: [ReplicaInfo] = []
+        for (replica, seq) in heads.latest.sorted(by: { $0.key < $1.key }) {
+            let path = RemoteLayout.head(replica, seq: seq)
+            guard let sealed = try await remote.get(path),
+                  let head = try? Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path) else { continue }
+            infos.append(ReplicaInfo(id: replica, deviceName: head.device, lastSync: head.syncedAt, seq: head.seq))
+        }
+        return infos
+    }
+
+    /// Replicas seen running ahead of this device's clock (rule 7), by the largest amount seen.
+    public func clockSkews() throws(ConcordError) -> [ClockSkew] {
+        var skews: [ClockSkew] = []
+        for replica in try store.appliedSeqs().keys.sorted() {
+            if let value = try store.syncValue("skew.\(replica)"), let ahead = UInt64(value) {
+                skews.append(ClockSkew(replica: replica, aheadBy: ahead))
+            }
+        }
+        return skews
+    }
+
+    // MARK: Heads
+
+    struct Heads {
+        /// Per replica, the newest head seq listed.
+        var latest: [ReplicaID: UInt64] = [:]
+        /// All listed heads, to delete our own older ones.
+        var all: [(replica: ReplicaID, seq: UInt64)] = []
+        /// Objects that failed authentication during this sync.
+        var unreadable: [String] = []
+    }
+
+    func listHeads() async throws(ConcordError) -> Heads {
+        var heads = Heads()
+        for object in try await remote.list(prefix: "heads/") {
+            guard case let .head(replica, seq)? = RemoteLayout.parse(object.path) else { continue }
+            heads.all.append((replica, seq))
+            heads.latest[replica] = max(heads.latest[replica] ?? 0, seq)
+        }
+        return heads
+    }
+
+    func pushedSeq() throws(ConcordError) -> UInt64 {
+        UInt64(try store.syncValue("push.seq") ?? "0") ?? 0
+    }
+}

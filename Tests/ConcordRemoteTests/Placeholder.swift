@@ -1,2 +1,0 @@
-// Placeholder until the remote tests land.
-import Testing

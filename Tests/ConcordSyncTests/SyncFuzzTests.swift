@@ -1,0 +1,233 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Testing
+
+/// Convergence fuzz through FolderRemote wrapped in FaultyRemote (DESIGN.md §7): 2–6
+/// replicas run every operation, sync through failing calls, torn and lost-reply uploads,
+/// stale, incomplete, duplicated and reordered listings, crashes between push steps, clock
+/// skew of ±1 day, and replicas that bootstrap mid-run. After the faults stop, replicas
+/// sync to quiescence and must (1) print identical dumps, (2) equal the reference merge of
+/// every sealed delta, and (3) have lost no write: every entry a local operation created is
+/// in the final state or was removed by a local operation that had observed it.
+@Suite struct SyncFuzzTests {
+    static let schedules = Int(ProcessInfo.processInfo.environment["CONCORD_SYNC_SCHEDULES"] ?? "") ?? 500
+    static let firstSeed = UInt64(ProcessInfo.processInfo.environment["CONCORD_SYNC_SEED"] ?? "") ?? 1
+
+    @Test func faultySchedulesConverge() async throws {
+        let replay = ProcessInfo.processInfo.environment["CONCORD_SYNC_SEED"] != nil
+        var totals: [String: Int] = [:]
+        for seed in Self.firstSeed..<(Self.firstSeed + UInt64(replay ? 1 : Self.schedules)) {
+            let run = FuzzRun(seed: seed)
+            let failures = try await run.run()
+            for (key, value) in run.stats.snapshot() { totals[key, default: 0] += value }
+            if !failures.isEmpty {
+                Issue.record("""
+                    sync schedule \(seed) failed — replay with CONCORD_SYNC_SEED=\(seed) swift test --filter SyncFuzzTests
+                    \(failures.joined(separator: "\\n"))
+                    trace:
+                    \(run.trace.snapshot().joined(separator: "\\n"))
+                    """)
+                return
+            }
+        }
+        if !replay && Self.schedules >= 50 {
+            for kind in ["write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "applied", "rejectedOrFailed"] {
+                #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
+            }
+        }
+    }
+}
+
+/// Thread-safe counters and log for one run.
+final class Tally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [String: Int] = [:]
+    private var lines: [String] = []
+    func count(_ key: String, _ amount: Int = 1) { lock.withLock { counts[key, default: 0] += amount } }
+    func log(_ line: String) { lock.withLock { lines.append(line) } }
+    func snapshot() -> [String: Int] { lock.withLock { counts } }
+    func snapshot() -> [String] { lock.withLock { lines } }
+}
+
+final class FuzzRun {
+    let seed: UInt64
+    let stats = Tally()
+    let trace = Tally()
+    var random: SeededGenerator
+    let scratch: String
+    var folder: FolderRemote!
+    var key: StoreKey!
+    var storeID: StoreID!
+    var stores: [Store] = []
+    var remotes: [FaultyRemote] = []
+    var engines: [SyncEngine] = []
+    var clocks: [ManualClock] = []
+    var now: UInt64 = 1_767_268_800_000
+    /// Every entry a local operation created, and every one a local operation removed.
+    var created: [SlotRef: Set<Stamp>] = [:]
+    var removed: [SlotRef: Set<Stamp>] = [:]
+    static let refs = [RecordRef(collection: "c", id: "x"), RecordRef(collection: "c", id: "y"), RecordRef(collection: "d", id: "z")]
+
+    init(seed: UInt64) {
+        self.seed = seed
+        random = SeededGenerator(seed: seed)
+        // tmpfs: the same code paths, with cheap fsyncs.
+        scratch = "/dev/shm/concord-fuzz-\(seed)-\(UInt64.random(in: 0...UInt64.max))"
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: scratch) }
+
+    func addReplica() async throws {
+        let index = stores.count
+        let skew = random.pick([Int64(-86_400_000), 0, 86_400_000, Int64(random.int(-3_000...3_000))])
+        let clock = ManualClock(millis: UInt64(Int64(now) + skew))
+        let store = try Store(path: "\(scratch)/r\(index).db", configuration: .init(clock: clock))
+        let faulty = FaultyRemote(wrapping: folder, seed: seed &* 31 &+ UInt64(index), plan: FaultyRemote.Plan(
+            failure: 0.05, tornPut: 0.05, lostAcknowledgement: 0.05, staleListing: 0.15,
+            incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2))
+        stores.append(store)
+        remotes.append(faulty)
+        clocks.append(clock)
+        engines.append(SyncEngine(store: store, remote: faulty, key: key, storeID: storeID, clock: clock))
+    }
+
+    func run() async throws -> [String] {
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        folder = try FolderRemote(root: scratch + "/remote", createIfMissing: true)
+        (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "fuzz", limits: .minimum)
+        for _ in 0..<random.int(2...4) { try await addReplica() }
+        let files = (1...3).map { Array("file content \($0) of \(seed)".utf8) }
+
+        for step in 0..<40 {
+            now += UInt64(random.int(1...500))
+            for (index, clock) in clocks.enumerated() { clock.advance(by: Int64(random.int(0...500))); _ = index }
+            let r = random.int(0...(stores.count - 1))
+            let store = stores[r]
+            let ref = random.pick(Self.refs)
+            let field = random.pick(["a", "b"])
+            switch random.int(0...19) {
+            case 0...5:
+                try local(r, ref, "write \(ref) \(field)") { try store.set(ref, field, .int(Int64(step))) }
+            case 6:
+                try local(r, ref, "add \(ref)") { try store.add(ref, "s", .int(Int64(step % 3))) }
+            case 7:
+                try local(r, ref, "remove \(ref)") { try store.remove(ref, "s", .int(Int64(step % 3))) }
+            case 8, 9:
+                try local(r, ref, "file \(ref)", kind: "file") { _ = try store.attachFile(ref, "doc", bytes: random.pick(files)) }
+            case 10:
+                try local(r, ref, "delete \(ref)", kind: "delete") { try store.delete(ref) }
+            case 11:
+                try local(r, ref, "create \(ref)", kind: "create") { try store.create(ref, ["a": .scalar(.string("new"))]) }
+            case 12:
+                if let conflict = try store.conflicts().first {
+                    if conflict.kind == .fileFork, let version = conflict.versions.first {
+                        try local(r, conflict.ref, "keep \(conflict.ref)", kind: "resolve") {
+                            try store.keepVersion(conflict.ref, conflict.field!, hash: version.file.hash)
+                        }
+                    } else {
+                        try local(r, conflict.ref, "keepRecord \(conflict.ref)", kind: "resolve") { try store.keepRecord(conflict.ref) }
+                    }
+                }
+            case 13:
+                // A crash between two steps of a push, then a restart.
+                remotes[r].crash(afterMutations: random.int(0...3))
+                await sync(r, note: "crashing sync")
+                remotes[r].restart()
+                stats.count("crash")
+            case 14:
+                if stores.count < 6 {
+                    try await addReplica()
+                    trace.log("bootstrap r\(stores.count - 1)")
+                    stats.count("bootstrap")
+                    await sync(stores.count - 1, note: "bootstrap sync")
+                }
+            default:
+                await sync(r, note: "sync")
+            }
+        }
+
+        // Faults stop: sync to quiescence.
+        for remote in remotes { remote.faultsOff() }
+        var failures: [String] = []
+        var quiet = false
+        for _ in 0..<8 where !quiet {
+            quiet = true
+            for index in engines.indices {
+                do {
+                    let report = try await engines[index].sync()
+                    if report.applied > 0 || report.pushed > 0 || report.waiting > 0 { quiet = false }
+                } catch {
+                    failures.append("fault-free sync of r\(index) failed: \(error)")
+                    quiet = false
+                }
+            }
+        }
+        if !quiet { failures.append("replicas did not reach quiescence in 8 rounds") }
+
+        // (1) identical dumps, (2) equal to the reference merge of every sealed delta.
+        let dumps = try stores.map { try $0.canonicalDump() }
+        if Set(dumps).count != 1 { failures.append("dumps differ:\n" + dumps.joined(separator: "\n")) }
+        var reference = StoreState()
+        for store in stores {
+            let sealed = try store.sealedSeq()
+            guard sealed > 0 else { continue }
+            for seq in 1...sealed { reference.join(try DeltaCodec.decode(try #require(try store.sealedDelta(seq: seq))).state) }
+        }
+        let final = try stores[0].state()
+        if CanonicalDump.json(of: reference) != dumps[0] {
+            failures.append("the dumps differ from the reference merge:\n\(CanonicalDump.json(of: reference))")
+        }
+        if final.records != reference.records { failures.append("stored entries differ from the reference merge") }
+        // (3) no lost write.
+        var present: [SlotRef: Set<Stamp>] = [:]
+        for (ref, record) in final.records {
+            for (key, slot) in record.slots { present[SlotRef(record: ref, key: key)] = Set(slot.entries.map(\.dot)) }
+        }
+        for (slot, dots) in created {
+            for dot in dots where !(present[slot]?.contains(dot) ?? false) && !(removed[slot]?.contains(dot) ?? false) {
+                failures.append("lost write: \(slot.record) \(slot.key) \(dot) vanished without an observing removal")
+            }
+        }
+        for (slot, dots) in present {
+            for dot in dots where !(created[slot]?.contains(dot) ?? false) {
+                failures.append("phantom entry: \(slot.record) \(slot.key) \(dot) was never written")
+            }
+        }
+        return failures
+    }
+
+    /// Runs a local operation, recording the entries it created and removed.
+    func local(_ r: Int, _ ref: RecordRef, _ description: String, kind: String = "write", _ body: () throws -> Void) throws {
+        let before = try stores[r].rawRecord(ref)?.slots ?? [:]
+        try body()
+        let after = try stores[r].rawRecord(ref)?.slots ?? [:]
+        for key in Set(before.keys).union(after.keys) {
+            let old = Set(before[key]?.entries.map(\.dot) ?? [])
+            let new = Set(after[key]?.entries.map(\.dot) ?? [])
+            let slot = SlotRef(record: ref, key: key)
+            created[slot, default: []].formUnion(new.subtracting(old))
+            removed[slot, default: []].formUnion(old.subtracting(new))
+        }
+        trace.log("r\(r) \(description)")
+        stats.count(kind)
+    }
+
+    func sync(_ r: Int, note: String) async {
+        do {
+            let report = try await engines[r].sync()
+            trace.log("r\(r) \(note): applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting), rejected \(report.rejected.count)")
+            stats.count("sync")
+            stats.count("applied", report.applied)
+            stats.count("rejectedOrFailed", report.rejected.count)
+        } catch {
+            trace.log("r\(r) \(note) failed: \(error.code)")
+            stats.count("rejectedOrFailed")
+        }
+    }
+}

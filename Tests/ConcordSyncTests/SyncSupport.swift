@@ -1,0 +1,60 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+
+/// A temporary directory removed when the value is released.
+final class Scratch {
+    let path: String
+
+    init(_ name: String = "sync") {
+        path = NSTemporaryDirectory() + "concord-\(name)-\(UInt64.random(in: 0...UInt64.max))"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+/// Replicas syncing through one folder remote with a passphrase.
+struct Fleet {
+    let scratch = Scratch()
+    let remote: any Remote
+    let key: StoreKey
+    let storeID: StoreID
+    var stores: [Store] = []
+    var engines: [SyncEngine] = []
+    let clock: ManualClock
+
+    static let passphrase = "correct horse battery staple"
+
+    init(count: Int, clock: ManualClock = ManualClock(), remote wrap: ((FolderRemote) -> any Remote)? = nil) async throws {
+        self.clock = clock
+        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
+        remote = wrap?(folder) ?? folder
+        (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: Self.passphrase, limits: .minimum)
+        for index in 0..<count { try await add(name: "device\(index)") }
+    }
+
+    /// Adds a replica: a fresh store that unlocks the remote with the passphrase.
+    mutating func add(name: String) async throws {
+        let store = try Store(path: scratch.file("\(name).db"), configuration: .init(clock: clock))
+        try store.setName(name)
+        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Self.passphrase)
+        stores.append(store)
+        engines.append(SyncEngine(store: store, remote: remote, key: key, storeID: storeID, clock: clock))
+    }
+
+    /// Syncs every replica, `rounds` times.
+    func syncAll(rounds: Int = 2) async throws {
+        for _ in 0..<rounds {
+            for engine in engines { try await engine.sync() }
+        }
+    }
+
+    func dumps() throws -> Set<String> { Set(try stores.map { try $0.canonicalDump() }) }
+}

@@ -1,0 +1,165 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Testing
+
+@Suite struct SyncTests {
+    let note = RecordRef(collection: "notes", id: "n1")
+
+    @Test func threeReplicasConvergeThroughAFolder() async throws {
+        let fleet = try await Fleet(count: 3)
+        let (a, b, c) = (fleet.stores[0], fleet.stores[1], fleet.stores[2])
+        try a.put(note, ["title": .scalar(.string("Zelda")), "level": .scalar(.int(1))])
+        try await fleet.syncAll()
+        try a.set(note, "level", .int(2))
+        try b.set(note, "level", .int(3))
+        try b.add(note, "tags", .string("classic"))
+        try c.delete(RecordRef(collection: "notes", id: "gone"))
+        let file = try c.attachFile(note, "cover", bytes: Array("cover image".utf8), mediaType: "image/png")
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+        #expect(try a.record(note)?.first { $0.name == "cover" }?.value == .file(file))
+        #expect(try a.blobs.bytes(file.hash) == Array("cover image".utf8))
+        // Nothing left to send: an idle sync changes nothing.
+        let report = try await fleet.engines[0].sync()
+        #expect(report.applied == 0 && report.pushed == 0)
+        let replicas = try await fleet.engines[1].replicas()
+        #expect(Set(replicas.compactMap(\.deviceName)) == ["device0", "device1", "device2"])
+    }
+
+    @Test func wrongPassphraseIsReportedBeforeAnythingIsRead() async throws {
+        let scratch = Scratch()
+        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
+        _ = try await SyncEngine.createRemote(folder, passphrase: "right", limits: .minimum)
+        let counting = FaultyRemote(wrapping: folder, seed: 1)
+        do {
+            _ = try await SyncEngine.unlock(counting, passphrase: "wrong")
+            Issue.record("a wrong passphrase unlocked the store")
+        } catch {
+            #expect(error.code == .wrongKey, "\(error)")
+        }
+        #expect(counting.counts.gets == 1 && counting.counts.lists == 0 && counting.counts.puts == 0)
+        // A changed passphrase opens the same store; the old one no longer does.
+        try await SyncEngine.changePassphrase(folder, from: "right", to: "new")
+        _ = try await SyncEngine.unlock(folder, passphrase: "new")
+        await #expect(throws: ConcordError.self) { try await SyncEngine.unlock(folder, passphrase: "right") }
+    }
+
+    @Test func recreatedRemoteIsReportedNotMerged() async throws {
+        let fleet = try await Fleet(count: 1)
+        try fleet.stores[0].set(note, "title", .string("mine"))
+        try await fleet.syncAll(rounds: 1)
+        // The remote is deleted and a new store created in its place.
+        try FileManager.default.removeItem(atPath: fleet.scratch.file("remote"))
+        let folder = try FolderRemote(root: fleet.scratch.file("remote"), createIfMissing: true)
+        _ = try await SyncEngine.createRemote(folder, passphrase: Fleet.passphrase, limits: .minimum)
+        do {
+            try await fleet.engines[0].sync()
+            Issue.record("a re-created remote was synced")
+        } catch {
+            #expect(error.code == .storeMismatch, "\(error)")
+        }
+    }
+
+    @Test func remoteHoldsOnlyCiphertext() async throws {
+        let fleet = try await Fleet(count: 2)
+        let secrets = ["zelda-secret-id", "secret_field_name", "a very secret value", "secret file content"]
+        try fleet.stores[0].put(RecordRef(collection: "games", id: secrets[0]), [secrets[1]: .scalar(.string(secrets[2]))])
+        try fleet.stores[0].attachFile(RecordRef(collection: "games", id: secrets[0]), "file", bytes: Array(secrets[3].utf8))
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+        let objects = try await fleet.remote.list(prefix: "")
+        // concord.json, the batch, its head and the file.
+        #expect(objects.count == 4)
+        #expect(objects.contains { $0.path.hasPrefix("blobs/") })
+        for object in objects {
+            let bytes = try #require(try await fleet.remote.get(object.path))
+            for secret in secrets + ["games"] {
+                #expect(bytes.firstRange(of: Array(secret.utf8)) == nil, "\(object.path) contains \(secret) in plaintext")
+            }
+        }
+    }
+
+    @Test func tamperedTruncatedSwappedAndReplayedObjectsApplyNothing() async throws {
+        let fleet = try await Fleet(count: 3)
+        let (a, b, c) = (fleet.stores[0], fleet.stores[1], fleet.stores[2])
+        // Two independent batches: b pushes without having seen a's.
+        try a.set(note, "from", .string("a"))
+        try await fleet.engines[0].sync(mode: .pushOnly)
+        try b.set(RecordRef(collection: "notes", id: "b"), "from", .string("b"))
+        try await fleet.engines[1].sync(mode: .pushOnly)
+        let aDelta = RemoteLayout.delta(a.replicaID, seq: 1)
+        let bDelta = RemoteLayout.delta(b.replicaID, seq: 1)
+        let original = try #require(try await fleet.remote.get(aDelta))
+        for damaged in [
+            Array(original.dropLast(5)),  // truncated
+            original.enumerated().map { $0.offset == 40 ? $0.element ^ 1 : $0.element },  // tampered
+            try #require(try await fleet.remote.get(bDelta)),  // swapped: b's batch under a's name
+        ] {
+            try await fleet.remote.put(aDelta, damaged)
+            let report = try await fleet.engines[2].sync(mode: .pullOnly)
+            #expect(report.rejected.contains { $0.hasPrefix(aDelta) }, "\(report.rejected)")
+            // Nothing of a's batch applied; b's batch still syncs.
+            #expect(try c.record(note) == nil)
+            #expect(try c.record(RecordRef(collection: "notes", id: "b")) != nil)
+        }
+        // Restored, it applies; replaying it again changes nothing.
+        try await fleet.remote.put(aDelta, original)
+        try await fleet.engines[2].sync(mode: .pullOnly)
+        #expect(try c.record(note)?.first?.value == .scalar(.string("a")))
+        let dump = try c.canonicalDump()
+        try await fleet.engines[2].sync(mode: .pullOnly)
+        #expect(try c.canonicalDump() == dump)
+    }
+
+    @Test func pushOnlyAndPullOnly() async throws {
+        let fleet = try await Fleet(count: 2)
+        try fleet.stores[0].set(note, "x", .int(1))
+        try fleet.stores[1].set(note, "y", .int(2))
+        try await fleet.engines[0].sync(mode: .pushOnly)
+        try await fleet.engines[1].sync(mode: .pullOnly)
+        #expect(try fleet.stores[1].record(note)?.map(\.name) == ["x", "y"])
+        #expect(try fleet.stores[1].pendingChangeCount() > 0)  // pull-only pushed nothing
+        try await fleet.engines[0].sync(mode: .pullOnly)
+        #expect(try fleet.stores[0].record(note)?.map(\.name) == ["x"])
+    }
+
+    @Test func clockSkewIsAppliedAndReported() async throws {
+        let fleet = try await Fleet(count: 1)
+        let ahead = ManualClock(millis: fleet.clock.millisecondsSinceEpoch() + 86_400_000)
+        let store = try Store(path: fleet.scratch.file("ahead.db"), configuration: .init(clock: ahead))
+        let (key, id) = try await SyncEngine.unlock(fleet.remote, passphrase: Fleet.passphrase)
+        let engine = SyncEngine(store: store, remote: fleet.remote, key: key, storeID: id, clock: ahead)
+        try store.set(note, "from", .string("the future"))
+        try await engine.sync()
+        let report = try await fleet.engines[0].sync()
+        #expect(report.skews.map(\.replica) == [store.replicaID])
+        #expect(report.skews.first.map { $0.aheadBy >= 86_000_000 } == true)
+        #expect(try await fleet.engines[0].clockSkews().map(\.replica) == [store.replicaID])
+        #expect(try fleet.stores[0].record(note)?.first?.value == .scalar(.string("the future")))
+    }
+
+    @Test func progressIsReported() async throws {
+        let fleet = try await Fleet(count: 2)
+        for index in 0..<5 { try fleet.stores[0].set(RecordRef(collection: "c", id: "\(index)"), "v", .int(Int64(index))) }
+        _ = try fleet.stores[0].seal()
+        try fleet.stores[0].set(note, "v", .int(1))
+        try await fleet.engines[0].sync()
+        let phases = PhaseLog()
+        try await fleet.engines[1].sync { phases.append($0.phase) }
+        let seen = phases.values
+        #expect(seen.contains(.downloading) && seen.contains(.applying) && seen.last == .done)
+    }
+}
+
+final class PhaseLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var phases: [SyncProgress.Phase] = []
+    func append(_ phase: SyncProgress.Phase) { lock.withLock { phases.append(phase) } }
+    var values: [SyncProgress.Phase] { lock.withLock { phases } }
+}
