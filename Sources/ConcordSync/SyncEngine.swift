@@ -21,6 +21,13 @@ public actor SyncEngine {
     let maxClockDrift: UInt64
     let keys: Keys
     let storeID: StoreID
+    let updates = ProgressBroadcaster()
+
+    /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
+    /// total); ends when the engine goes away.
+    public nonisolated func progressUpdates() -> AsyncStream<SyncProgress> {
+        updates.subscribe()
+    }
 
     struct Keys {
         let batches: SubKey
@@ -119,13 +126,18 @@ public actor SyncEngine {
         let heads = try await listHeads()
         // Our pushed head is missing (or unreadable): the remote may have been re-created.
         if try pushedSeq() > 0 && heads.latest[store.replicaID] == nil { try await checkStoreIdentity() }
+        let emit = { @Sendable (update: SyncProgress) in
+            progress?(update)
+            self.updates.publish(update)
+        }
         if mode != .pushOnly {
-            try await pull(heads, into: &report, progress: progress)
+            try await bootstrapIfNew(into: &report)
+            try await pull(heads, into: &report, progress: emit)
         }
         if mode != .pullOnly {
-            try await push(into: &report, progress: progress)
+            try await push(into: &report, progress: emit)
         }
-        progress?(SyncProgress(phase: .done, objectsDone: 0, objectsTotal: 0, bytesDone: 0, bytesTotal: 0))
+        emit(SyncProgress(phase: .done, objectsDone: 0, objectsTotal: 0, bytesDone: 0, bytesTotal: 0))
         return report
     }
 

@@ -20,7 +20,10 @@ import Testing
     static let firstSeed = UInt64(ProcessInfo.processInfo.environment["CONCORD_SYNC_SEED"] ?? "") ?? 1
 
     @Test func faultySchedulesConverge() async throws {
-        let replay = ProcessInfo.processInfo.environment["CONCORD_SYNC_SEED"] != nil
+        // CONCORD_SYNC_SEED alone replays one schedule; with CONCORD_SYNC_SCHEDULES it is
+        // where a longer run starts.
+        let environment = ProcessInfo.processInfo.environment
+        let replay = environment["CONCORD_SYNC_SEED"] != nil && environment["CONCORD_SYNC_SCHEDULES"] == nil
         var totals: [String: Int] = [:]
         for seed in Self.firstSeed..<(Self.firstSeed + UInt64(replay ? 1 : Self.schedules)) {
             let run = FuzzRun(seed: seed)
@@ -37,7 +40,7 @@ import Testing
             }
         }
         if !replay && Self.schedules >= 50 {
-            for kind in ["write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "applied", "rejectedOrFailed"] {
+            for kind in ["write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "applied", "rejectedOrFailed"] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
         }
@@ -72,7 +75,11 @@ final class FuzzRun {
     /// Every entry a local operation created, and every one a local operation removed.
     var created: [SlotRef: Set<Stamp>] = [:]
     var removed: [SlotRef: Set<Stamp>] = [:]
-    static let refs = [RecordRef(collection: "c", id: "x"), RecordRef(collection: "c", id: "y"), RecordRef(collection: "d", id: "z")]
+    // Distinctive names and values, so the final scan can look for them in the remote's bytes.
+    static let refs = [RecordRef(collection: "fuzzcoll-one", id: "fuzzrecord-x"), RecordRef(collection: "fuzzcoll-one", id: "fuzzrecord-y"),
+                       RecordRef(collection: "fuzzcoll-two", id: "fuzzrecord-z")]
+    static let secrets = ["fuzzcoll-one", "fuzzcoll-two", "fuzzrecord-x", "fuzzrecord-y", "fuzzrecord-z", "fuzzfield-a",
+                          "fuzzfield-b", "fuzzset-s", "fuzzvalue-", "file content "]
 
     init(seed: UInt64) {
         self.seed = seed
@@ -110,20 +117,21 @@ final class FuzzRun {
             let r = random.int(0...(stores.count - 1))
             let store = stores[r]
             let ref = random.pick(Self.refs)
-            let field = random.pick(["a", "b"])
+            let field = random.pick(["fuzzfield-a", "fuzzfield-b"])
             switch random.int(0...19) {
             case 0...5:
-                try local(r, ref, "write \(ref) \(field)") { try store.set(ref, field, .int(Int64(step))) }
+                let value: ScalarValue = random.chance(0.5) ? .int(Int64(step)) : .string("fuzzvalue-\(step)")
+                try local(r, ref, "write \(ref) \(field)") { try store.set(ref, field, value) }
             case 6:
-                try local(r, ref, "add \(ref)") { try store.add(ref, "s", .int(Int64(step % 3))) }
+                try local(r, ref, "add \(ref)") { try store.add(ref, "fuzzset-s", .string("fuzzvalue-e\(step % 3)")) }
             case 7:
-                try local(r, ref, "remove \(ref)") { try store.remove(ref, "s", .int(Int64(step % 3))) }
+                try local(r, ref, "remove \(ref)") { try store.remove(ref, "fuzzset-s", .string("fuzzvalue-e\(step % 3)")) }
             case 8, 9:
                 try local(r, ref, "file \(ref)", kind: "file") { _ = try store.attachFile(ref, "doc", bytes: random.pick(files)) }
             case 10:
                 try local(r, ref, "delete \(ref)", kind: "delete") { try store.delete(ref) }
             case 11:
-                try local(r, ref, "create \(ref)", kind: "create") { try store.create(ref, ["a": .scalar(.string("new"))]) }
+                try local(r, ref, "create \(ref)", kind: "create") { try store.create(ref, ["fuzzfield-a": .scalar(.string("fuzzvalue-new"))]) }
             case 12:
                 if let conflict = try store.conflicts().first {
                     if conflict.kind == .fileFork, let version = conflict.versions.first {
@@ -140,6 +148,14 @@ final class FuzzRun {
                 await sync(r, note: "crashing sync")
                 remotes[r].restart()
                 stats.count("crash")
+            case 15 where random.chance(0.5):
+                do {
+                    try await engines[r].writeSnapshot()
+                    trace.log("r\(r) snapshot")
+                    stats.count("snapshot")
+                } catch {
+                    trace.log("r\(r) snapshot failed: \(error.code)")
+                }
             case 14:
                 if stores.count < 6 {
                     try await addReplica()
@@ -197,6 +213,13 @@ final class FuzzRun {
         for (slot, dots) in present {
             for dot in dots where !(created[slot]?.contains(dot) ?? false) {
                 failures.append("phantom entry: \(slot.record) \(slot.key) \(dot) was never written")
+            }
+        }
+        // (4) The remote holds only ciphertext: no id, name, value or file content in the clear.
+        for object in try await folder.list(prefix: "") {
+            guard let bytes = try await folder.get(object.path) else { continue }
+            for secret in Self.secrets where bytes.firstRange(of: Array(secret.utf8)) != nil {
+                failures.append("\(object.path) contains \"\(secret)\" in plaintext")
             }
         }
         return failures

@@ -163,3 +163,36 @@ final class PhaseLog: @unchecked Sendable {
     func append(_ phase: SyncProgress.Phase) { lock.withLock { phases.append(phase) } }
     var values: [SyncProgress.Phase] { lock.withLock { phases } }
 }
+
+@Suite struct SnapshotTests {
+    @Test func newReplicaBootstrapsFromTheNewestSnapshotThenPulls() async throws {
+        var fleet = try await Fleet(count: 2)
+        let note = RecordRef(collection: "notes", id: "n")
+        try fleet.stores[0].put(note, ["title": .scalar(.string("before the snapshot"))])
+        try fleet.stores[0].attachFile(note, "doc", bytes: Array("a file in the snapshot".utf8))
+        try await fleet.syncAll()
+        let path = try await fleet.engines[1].writeSnapshot()
+        #expect(path.hasPrefix("snapshots/"))
+        try fleet.stores[0].set(note, "after", .int(1))
+        try await fleet.engines[0].sync()
+        try await fleet.add(name: "newcomer")
+        let progress = fleet.engines[2].progressUpdates()
+        let report = try await fleet.engines[2].sync()
+        #expect(report.bootstrapped == path)
+        #expect(report.applied == 1)  // only the batch written after the snapshot
+        #expect(try fleet.dumps().count == 1)
+        var phases: [SyncProgress.Phase] = []
+        for await update in progress {
+            phases.append(update.phase)
+            if update.phase == .done { break }
+        }
+        #expect(phases.contains(.applying))
+        // Older snapshots of a replica are deleted; the newest two stay.
+        for _ in 0..<3 {
+            try fleet.stores[1].set(note, "n", .int(Int64.random(in: 0...9)))
+            try await fleet.engines[1].writeSnapshot()
+        }
+        let snapshots = try await fleet.remote.list(prefix: "snapshots/")
+        #expect(snapshots.count == 2)
+    }
+}

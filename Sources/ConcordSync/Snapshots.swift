@@ -1,0 +1,92 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import Foundation
+
+/// A snapshot object's plaintext: per origin the seq of the newest delta it contains, then
+/// the state (docs/FORMAT.md §4.4).
+///
+/// `u32 count` (big-endian), `count × (16-byte replica id, u64 seq big-endian)`, then the
+/// snapshot encoding.
+enum SnapshotObject {
+    static func encode(state: StoreState, appliedSeqs: [ReplicaID: UInt64]) throws(ConcordError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        let sorted = appliedSeqs.sorted { $0.key < $1.key }
+        bytes += withUnsafeBytes(of: UInt32(sorted.count).bigEndian, Array.init)
+        for (replica, seq) in sorted {
+            bytes += replica.bytes
+            bytes += withUnsafeBytes(of: seq.bigEndian, Array.init)
+        }
+        return bytes + (try SnapshotCodec.encode(state))
+    }
+
+    static func decode(_ bytes: [UInt8], path: String) throws(ConcordError) -> (state: StoreState, appliedSeqs: [ReplicaID: UInt64]) {
+        guard bytes.count >= 4 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
+        let count = Int(bytes[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        guard count <= (bytes.count - 4) / 24 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
+        var seqs: [ReplicaID: UInt64] = [:]
+        var offset = 4
+        for _ in 0..<count {
+            let replica = ReplicaID(bytes: bytes[offset..<offset + 16])!
+            seqs[replica] = bytes[offset + 16..<offset + 24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            offset += 24
+        }
+        return (try SnapshotCodec.decode(Array(bytes[offset...])), seqs)
+    }
+}
+
+extension SyncEngine {
+    /// Pushes pending changes, then uploads this replica's full state as a snapshot
+    /// (`snapshots/<replica>-<seq>`), keeping its two newest. A new replica joins the
+    /// newest snapshot instead of replaying every batch.
+    @discardableResult
+    public func writeSnapshot() async throws(ConcordError) -> String {
+        var report = SyncReport()
+        try await push(into: &report, progress: nil)
+        let state = try store.exportSnapshot()
+        var seqs = try store.appliedSeqs()
+        let seq = try pushedSeq()
+        seqs[store.replicaID] = seq
+        let path = RemoteLayout.snapshot(store.replicaID, seq: seq)
+        let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
+        try await remote.put(path, SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots))
+        let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
+            if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { seq } else { nil }
+        }.sorted()
+        for old in mine.dropLast(2) where old < seq {
+            try await remote.delete(RemoteLayout.snapshot(store.replicaID, seq: old))
+        }
+        return path
+    }
+
+    /// A replica that has applied nothing joins the newest readable snapshot first.
+    func bootstrapIfNew(into report: inout SyncReport) async throws(ConcordError) {
+        guard try store.appliedSeqs().isEmpty, try store.sealedSeq() == 0 else { return }
+        let candidates = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).filter {
+            if case .snapshot? = RemoteLayout.parse($0.path) { true } else { false }
+        }.sorted { ($0.modified ?? 0, $0.path) > ($1.modified ?? 0, $1.path) }
+        for candidate in candidates {
+            guard let sealed = try await remote.get(candidate.path) else { continue }
+            let snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64])
+            do {
+                snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: candidate.path, key: keys.snapshots), path: candidate.path)
+            } catch {
+                report.rejected.append("\(candidate.path): \(error.message)")
+                continue
+            }
+            var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
+            if case let .heldBack(missing) = result {
+                for hash in missing {
+                    let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+                    _ = try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: path, key: keys.blobContents)
+                    report.filesFetched += 1
+                }
+                result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
+            }
+            if result == .applied { report.bootstrapped = candidate.path }
+            return
+        }
+    }
+}
