@@ -35,9 +35,11 @@ proofs:
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
-# Long convergence runs: the simulator with SOAK_SCHEDULES schedules, release build.
+# Long convergence runs (release build): SOAK_SCHEDULES simulator schedules, then as many
+# faulty sync schedules through a folder remote. Hours, not minutes.
 soak: deps
 	CONCORD_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConvergenceTests
+	CONCORD_SYNC_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter SyncFuzzTests
 
 clean:
 	rm -rf .build Benchmarks/.build
