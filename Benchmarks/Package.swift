@@ -35,6 +35,23 @@ let package = Package(
             path: "StoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // libsodium for the raw baseline (named apart from the package's own CSodium).
+        .systemLibrary(name: "CSodiumBench", path: "CSodiumBench", pkgConfig: "libsodium"),
+        .executableTarget(
+            name: "SyncBenchmarks",
+            dependencies: [
+                "CSodiumBench",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordCrypto", package: "Concord"),
+                .product(name: "ConcordStore", package: "Concord"),
+                .product(name: "ConcordRemote", package: "Concord"),
+                .product(name: "ConcordSync", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+            ],
+            path: "SyncBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,45 +15,60 @@ extension SyncEngine {
             if latest > have { wanted += (have + 1...latest).map { (replica, $0) } }
         }
         guard !wanted.isEmpty else { return }
-        // Per origin, fetch in seq order; a batch not there yet (or unreadable) stops that
-        // origin for this sync — later batches could not be applied before it anyway.
-        var pending: [ReplicaID: [Delta]] = [:]
-        var blocked: Set<ReplicaID> = []
-        var bytes: UInt64 = 0
-        for (index, item) in wanted.enumerated() where !blocked.contains(item.replica) {
-            progress?(SyncProgress(phase: .downloading, objectsDone: index, objectsTotal: wanted.count, bytesDone: bytes, bytesTotal: 0))
-            let path = RemoteLayout.delta(item.replica, seq: item.seq)
-            guard let sealed = try await remote.get(path) else {
-                blocked.insert(item.replica)
-                continue
-            }
-            bytes += UInt64(sealed.count)
-            do throws(ConcordError) {
-                let delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
-                guard delta.origin == item.replica, delta.seq == item.seq else {
-                    throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
-                }
-                pending[item.replica, default: []].append(delta)
-            } catch {
-                report.rejected.append("\(path): \(error.message)")
-                blocked.insert(item.replica)
-            }
+        // Per origin, fetch in seq order and apply as we go; an origin whose next batch cannot
+        // apply yet (its dependencies are another origin's later batches) waits, holding just
+        // that one batch, while the others advance. Memory stays at one batch per origin.
+        var next: [ReplicaID: UInt64] = [:]
+        var last: [ReplicaID: UInt64] = [:]
+        for item in wanted {
+            next[item.replica] = min(next[item.replica] ?? .max, item.seq)
+            last[item.replica] = max(last[item.replica] ?? 0, item.seq)
         }
-        // Apply in causal order: repeat over the origins until nothing more applies.
+        var waiting: [ReplicaID: Delta] = [:]
+        var stopped: Set<ReplicaID> = []
+        var bytes: UInt64 = 0
+        var done = 0
         var progressMade = true
-        let total = pending.values.reduce(0) { $0 + $1.count }
         while progressMade {
             progressMade = false
-            for replica in pending.keys.sorted() {
-                while let delta = pending[replica]?.first {
-                    progress?(SyncProgress(phase: .applying, objectsDone: report.applied, objectsTotal: total, bytesDone: bytes, bytesTotal: bytes))
-                    guard try await apply(delta, into: &report) else { break }
-                    pending[replica]!.removeFirst()
+            for replica in next.keys.sorted() where !stopped.contains(replica) {
+                while next[replica]! <= last[replica]! {
+                    let delta: Delta
+                    if let held = waiting[replica] {
+                        delta = held
+                    } else {
+                        let seq = next[replica]!
+                        progress?(SyncProgress(phase: .downloading, objectsDone: done, objectsTotal: wanted.count, bytesDone: bytes, bytesTotal: 0))
+                        let path = RemoteLayout.delta(replica, seq: seq)
+                        guard let sealed = try await remote.get(path) else {
+                            stopped.insert(replica)  // not there yet
+                            break
+                        }
+                        bytes += UInt64(sealed.count)
+                        do throws(ConcordError) {
+                            delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
+                            guard delta.origin == replica, delta.seq == seq else {
+                                throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
+                            }
+                        } catch {
+                            report.rejected.append("\(path): \(error.message)")
+                            stopped.insert(replica)
+                            break
+                        }
+                    }
+                    progress?(SyncProgress(phase: .applying, objectsDone: done, objectsTotal: wanted.count, bytesDone: bytes, bytesTotal: 0))
+                    guard try await apply(delta, into: &report) else {
+                        waiting[replica] = delta
+                        break
+                    }
+                    waiting[replica] = nil
+                    next[replica]! += 1
+                    done += 1
                     progressMade = true
                 }
             }
         }
-        report.waiting = pending.values.reduce(0) { $0 + $1.count }
+        report.waiting = waiting.count
     }
 
     /// Applies one delta, fetching the files it needs first. False when it must wait.

@@ -5,11 +5,16 @@ import ConcordRemote
 import ConcordStore
 
 extension SyncEngine {
+    /// The most slots one pushed batch carries (more only when one write touched more).
+    static let maxSlotsPerBatch = 50_000
+
     /// Seals the outbox, then pushes every sealed batch not yet confirmed on the remote:
     /// its files, the batch, then the head; then deletes this replica's older heads. Each
     /// step re-sends identical bytes after a crash.
     func push(into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?) async throws(ConcordError) {
-        _ = try store.seal()
+        // Bounded batches: a large backlog becomes several deltas, so neither this replica
+        // nor any receiver holds more than one batch's worth of changes in memory.
+        while try store.seal(maxSlots: Self.maxSlotsPerBatch) != nil {}
         let sealed = try store.sealedSeq()
         var pushed = try pushedSeq()
         guard sealed > pushed else { return }

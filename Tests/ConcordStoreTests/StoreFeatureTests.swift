@@ -138,3 +138,40 @@ struct Game: StoredRecord, Equatable {
         #expect(next == ["Zelda"], "\(String(describing: next))")
     }
 }
+
+@Suite struct BoundedSealTests {
+    @Test func largeBacklogsSealInBoundedBatchesThatApplyToTheSameState() throws {
+        let directory = TemporaryDirectory("bounded")
+        let clock = ManualClock()
+        let writer = try Store.temporary(directory, "w", clock: clock)
+        let whole = try Store.temporary(directory, "whole", clock: clock)
+        let parts = try Store.temporary(directory, "parts", clock: clock)
+        // 40 writes (transactions) of 10 fields each, then deletes and set changes.
+        for batch in 0..<40 {
+            clock.advance(by: 1)
+            try writer.write { tx throws(ConcordError) in
+                for field in 0..<10 { try tx.set(RecordRef(collection: "c", id: "r\(batch % 7)"), "f\(field)", .int(Int64(batch))) }
+            }
+        }
+        try writer.delete(RecordRef(collection: "c", id: "r3"))
+        try writer.add(RecordRef(collection: "c", id: "r4"), "tags", .string("t"))
+        // The same outbox sealed whole (on a copy of the writer) and in parts of ≤ 25 slots.
+        let copyPath = directory.file("copy.db")
+        try FileManager.default.copyItem(atPath: directory.file("w.db"), toPath: copyPath)
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: directory.file("w.db") + suffix) {
+            try FileManager.default.copyItem(atPath: directory.file("w.db") + suffix, toPath: copyPath + suffix)
+        }
+        let copy = try Store(path: copyPath, configuration: .init(clock: clock))
+        try whole.apply(try #require(try copy.seal()))
+        var deltas: [Delta] = []
+        while let delta = try writer.seal(maxSlots: 25) { deltas.append(delta) }
+        #expect(deltas.count > 2)
+        for delta in deltas {
+            #expect(delta.records.reduce(0) { $0 + $1.slots.count } <= 25)
+            try parts.apply(delta)
+        }
+        #expect(try writer.pendingChangeCount() == 0)
+        #expect(try parts.state() == whole.state())
+        #expect(try parts.canonicalDump() == writer.canonicalDump())
+    }
+}

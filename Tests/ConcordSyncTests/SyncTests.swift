@@ -180,6 +180,8 @@ final class PhaseLog: @unchecked Sendable {
         let report = try await fleet.engines[2].sync()
         #expect(report.bootstrapped == path)
         #expect(report.applied == 1)  // only the batch written after the snapshot
+        #expect(try fleet.stores[2].canonicalDump() == fleet.stores[0].canonicalDump())
+        try await fleet.syncAll()
         #expect(try fleet.dumps().count == 1)
         var phases: [SyncProgress.Phase] = []
         for await update in progress {

@@ -10,7 +10,9 @@ import GRDB
 /// - `concord_elements`: one row per surviving add of a set element.
 /// - `concord_dots`: liveness dots (kind 0) and tombstones (kind 1) of records.
 /// - `concord_outbox`: slots changed locally since the last seal (field rows carry a
-///   `dirty` flag instead, so the common write needs no second row).
+///   `dirty` column instead, so the common write needs no second row). Both record the hlc
+///   of the local write that last touched the slot (0: clean), so the outbox can be sealed
+///   in bounded batches in write order.
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
 /// - `concord_history`: superseded file versions, kept for the retention window.
@@ -40,7 +42,7 @@ enum Schema {
                     dirty INTEGER NOT NULL DEFAULT 0,
                     PRIMARY KEY (collection, id, field)
                 ) STRICT;
-                CREATE INDEX concord_fields_dirty ON concord_fields (collection, id, field) WHERE dirty = 1;
+                CREATE INDEX concord_fields_dirty ON concord_fields (dirty) WHERE dirty > 0;
                 CREATE TABLE concord_field_versions (
                     collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
                     hlc INTEGER NOT NULL, replica BLOB NOT NULL,
@@ -60,7 +62,7 @@ enum Schema {
                 ) STRICT;
                 CREATE TABLE concord_outbox (
                     collection TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL,
-                    field TEXT NOT NULL, element BLOB NOT NULL,
+                    field TEXT NOT NULL, element BLOB NOT NULL, hlc INTEGER NOT NULL,
                     PRIMARY KEY (collection, id, kind, field, element)
                 ) STRICT, WITHOUT ROWID;
                 CREATE TABLE concord_sealed (seq INTEGER PRIMARY KEY NOT NULL, bytes BLOB NOT NULL) STRICT;

@@ -106,9 +106,9 @@ enum SlotIO {
 
     // MARK: Writing
 
-    /// Replaces a slot's entries. `dirty` marks it in the outbox (local writes); remote
-    /// changes pass false and leave an existing mark as it is.
-    static func replace(_ db: Database, _ ref: RecordRef, _ key: SlotKey, with entries: [Entry], dirty: Bool) throws {
+    /// Replaces a slot's entries. A local write passes its hlc as `dirty`, marking the slot
+    /// in the outbox; remote changes pass 0 and leave an existing mark as it is.
+    static func replace(_ db: Database, _ ref: RecordRef, _ key: SlotKey, with entries: [Entry], dirty: UInt64) throws {
         switch key {
         case .liveness, .tombstones:
             let kind = key == .liveness ? Rows.slotLiveness : Rows.slotTombstones
@@ -118,7 +118,7 @@ enum SlotIO {
             for entry in entries {
                 try insert.execute(arguments: [ref.collection, ref.id, kind, Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica)])
             }
-            if dirty { try markOutbox(db, ref, kind: kind, field: "", element: Data()) }
+            if dirty > 0 { try markOutbox(db, ref, kind: kind, field: "", element: Data(), hlc: dirty) }
         case let .element(name, element):
             let encoded = Data(ScalarCodec.encode(element))
             try db.cachedStatement(sql: "DELETE FROM concord_elements WHERE collection = ? AND id = ? AND field = ? AND element = ?")
@@ -129,14 +129,14 @@ enum SlotIO {
             for entry in entries {
                 try insert.execute(arguments: [ref.collection, ref.id, name, encoded, Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica)])
             }
-            if dirty { try markOutbox(db, ref, kind: Rows.slotElement, field: name, element: encoded) }
+            if dirty > 0 { try markOutbox(db, ref, kind: Rows.slotElement, field: name, element: encoded, hlc: dirty) }
         case let .field(name):
             try db.cachedStatement(sql: "DELETE FROM concord_field_versions WHERE collection = ? AND id = ? AND field = ?")
                 .execute(arguments: [ref.collection, ref.id, name])
             guard let winner = entries.last else {
                 try db.cachedStatement(sql: "DELETE FROM concord_fields WHERE collection = ? AND id = ? AND field = ?")
                     .execute(arguments: [ref.collection, ref.id, name])
-                if dirty { try markOutbox(db, ref, kind: Rows.slotField, field: name, element: Data()) }
+                if dirty > 0 { try markOutbox(db, ref, kind: Rows.slotField, field: name, element: Data(), hlc: dirty) }
                 return
             }
             let columns = Rows.columns(winner.payload)
@@ -148,7 +148,7 @@ enum SlotIO {
                     dirty = max(concord_fields.dirty, ?11)
                 """).execute(arguments: [
                     ref.collection, ref.id, name, columns.kind, columns.value, columns.size, columns.type,
-                    Rows.hlc(winner.dot.hlc), Rows.replicaBlob(winner.dot.replica), entries.count, dirty ? 1 : 0,
+                    Rows.hlc(winner.dot.hlc), Rows.replicaBlob(winner.dot.replica), entries.count, Rows.hlc(dirty),
                 ])
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO concord_field_versions (collection, id, field, hlc, replica, kind, value, file_size, media_type)
@@ -169,10 +169,11 @@ enum SlotIO {
             .execute(arguments: [ref.collection, ref.id, kind, Rows.hlc(dot.hlc), replica])
     }
 
-    static func markOutbox(_ db: Database, _ ref: RecordRef, kind: Int64, field: String, element: Data) throws {
+    static func markOutbox(_ db: Database, _ ref: RecordRef, kind: Int64, field: String, element: Data, hlc: UInt64) throws {
         try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO concord_outbox (collection, id, kind, field, element) VALUES (?, ?, ?, ?, ?)
-            """).execute(arguments: [ref.collection, ref.id, kind, field, element])
+            INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)
+            """).execute(arguments: [ref.collection, ref.id, kind, field, element, Rows.hlc(hlc)])
     }
 
     /// Every slot key of a record.
@@ -181,13 +182,17 @@ enum SlotIO {
         return Array(record.slots.keys)
     }
 
-    /// The slots touched locally since the last seal.
-    static func outbox(_ db: Database) throws -> [RecordRef: Set<SlotKey>] {
+    /// The slots touched locally since the last seal — with `upTo`, only those whose last
+    /// local write has hlc ≤ `upTo`.
+    static func outbox(_ db: Database, upTo: UInt64 = .max) throws -> [RecordRef: Set<SlotKey>] {
         var slots: [RecordRef: Set<SlotKey>] = [:]
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, field FROM concord_fields WHERE dirty = 1")) {
+        let limit = Rows.hlc(min(upTo, UInt64(Int64.max)))
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, field FROM concord_fields WHERE dirty > 0 AND dirty <= ?"),
+                                    arguments: [limit]) {
             slots[RecordRef(collection: row["collection"], id: row["id"]), default: []].insert(.field(row["field"]))
         }
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, kind, field, element FROM concord_outbox")) {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, kind, field, element FROM concord_outbox WHERE hlc <= ?"),
+                                    arguments: [limit]) {
             let ref = RecordRef(collection: row["collection"], id: row["id"])
             let key: SlotKey
             switch row["kind"] as Int64 {

@@ -19,13 +19,22 @@ extension Store {
     // MARK: Outbox
 
     /// Seals the outbox into the next delta, stores its bytes (so a retried push sends the
-    /// same bytes) and clears the outbox, in one transaction. Nil when nothing changed.
-    public func seal() throws(ConcordError) -> Delta? {
+    /// same bytes) and clears the sealed part of the outbox, in one transaction. Nil when
+    /// nothing changed.
+    ///
+    /// With `maxSlots`, seals only the oldest writes — every slot whose last local write is
+    /// at or before a cut chosen so the delta carries at most `maxSlots` slots (more only
+    /// when a single write touched more) — so memory stays bounded however large the
+    /// backlog. Call again for the rest. This is exact: a write replaces its own earlier
+    /// entries in every slot it touches, so every own dot up to the cut lives in a sealed
+    /// slot.
+    public func seal(maxSlots: Int? = nil) throws(ConcordError) -> Delta? {
         try writeDatabase { db -> Delta? in
-            let outbox = try SlotIO.outbox(db)
-            guard !outbox.isEmpty else { return nil }
             var dependencies = try SlotIO.context(db)
-            let upTo = dependencies[replicaID]
+            var upTo = dependencies[replicaID]
+            if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
+            let outbox = try SlotIO.outbox(db, upTo: upTo)
+            guard !outbox.isEmpty else { return nil }
             dependencies[replicaID] = try meta(db, "sealed_up_to")
             let seq = try meta(db, "sealed_seq") + 1
             var records: [Delta.RecordChange] = []
@@ -34,13 +43,33 @@ extension Store {
                 records.append(Delta.RecordChange(ref: ref, slots: try keys.map { (key: $0, entries: try SlotIO.entries(db, ref, $0)) }))
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
-            try db.execute(sql: "UPDATE concord_fields SET dirty = 0 WHERE dirty = 1")
-            try db.execute(sql: "DELETE FROM concord_outbox")
+            let cut = Rows.hlc(min(upTo, UInt64(Int64.max)))
+            try db.execute(sql: "UPDATE concord_fields SET dirty = 0 WHERE dirty > 0 AND dirty <= ?", arguments: [cut])
+            try db.execute(sql: "DELETE FROM concord_outbox WHERE hlc <= ?", arguments: [cut])
             try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
             try setMeta(db, "sealed_seq", seq)
             try setMeta(db, "sealed_up_to", upTo)
             return delta
         }
+    }
+
+    /// The greatest write hlc such that the slots last written at or before it number at
+    /// most `maxSlots` (or the first write's hlc, if that write alone touched more).
+    private func outboxCut(_ db: Database, maxSlots: Int) throws -> UInt64? {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT hlc, sum(n) OVER (ORDER BY hlc) AS running FROM (
+                SELECT dirty AS hlc, count(*) AS n FROM concord_fields WHERE dirty > 0 GROUP BY dirty
+                UNION ALL
+                SELECT hlc, count(*) FROM concord_outbox GROUP BY hlc)
+            ORDER BY hlc
+            """)
+        var cut: UInt64?
+        for row in rows {
+            let hlc = UInt64(row["hlc"] as Int64)
+            let running = row["running"] as Int64
+            if cut == nil || running <= Int64(maxSlots) { cut = hlc } else { break }
+        }
+        return cut
     }
 
     /// The bytes of a sealed delta of this replica, exactly as first sealed.
@@ -170,7 +199,7 @@ extension Store {
                 if case let .field(name) = slot.key {
                     try History.record(db, change.ref, name, superseded: old, by: merged, at: now)
                 }
-                try SlotIO.replace(db, change.ref, slot.key, with: merged, dirty: false)
+                try SlotIO.replace(db, change.ref, slot.key, with: merged, dirty: 0)
                 changes[change.ref, default: []].formUnion(slot.key.fieldName.map { [$0] } ?? [])
             }
         }
@@ -260,7 +289,7 @@ extension Store {
                 if case let .field(name) = key {
                     try History.record(db, ref, name, superseded: oldEntries, by: newEntries, at: now)
                 }
-                try SlotIO.replace(db, ref, key, with: newEntries, dirty: false)
+                try SlotIO.replace(db, ref, key, with: newEntries, dirty: 0)
                 changes[ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
             }
         }

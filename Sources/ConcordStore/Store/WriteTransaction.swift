@@ -26,9 +26,9 @@ public final class WriteTransaction {
     /// The common write, prepared once per transaction.
     private lazy var registerUpsert: Statement? = try? db.makeStatement(sql: """
         INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, 1)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10)
         ON CONFLICT (collection, id, field) DO UPDATE SET
-            kind = ?4, value = ?5, file_size = ?6, media_type = ?7, hlc = ?8, replica = ?9, dirty = 1
+            kind = ?4, value = ?5, file_size = ?6, media_type = ?7, hlc = ?8, replica = ?9, dirty = ?10
         WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
         """)
 
@@ -177,7 +177,7 @@ public final class WriteTransaction {
             // A new record: nothing to clear, and its liveness is just this write's dot.
             fresh.insert(ref)
             try SlotIO.insertDot(db, ref, kind: Rows.slotLiveness, dot, replica: ownReplica)
-            try SlotIO.markOutbox(db, ref, kind: Rows.slotLiveness, field: "", element: Data())
+            try SlotIO.markOutbox(db, ref, kind: Rows.slotLiveness, field: "", element: Data(), hlc: dot.hlc)
             changed[ref, default: []].formUnion([])
             return dot
         }
@@ -213,6 +213,7 @@ public final class WriteTransaction {
         try upsert.execute(arguments: [
             ref.collection, ref.id, name, columns.kind, columns.value, columns.size, columns.type,
             Rows.hlc(entry.dot.hlc), entry.dot.replica == store.replicaID ? ownReplica : Rows.replicaBlob(entry.dot.replica),
+            Rows.hlc(try dot().hlc),
         ])
         if db.changesCount == 0 {
             try replace(ref, .field(name), with: [entry])
@@ -233,7 +234,7 @@ public final class WriteTransaction {
             DELETE FROM concord_elements WHERE collection = ? AND id = ? AND field = ? RETURNING element
             """), arguments: [ref.collection, ref.id, name])
         for element in Set(removed) {
-            try SlotIO.markOutbox(db, ref, kind: Rows.slotElement, field: name, element: element)
+            try SlotIO.markOutbox(db, ref, kind: Rows.slotElement, field: name, element: element, hlc: try dot().hlc)
             changed[ref, default: []].insert(name)
         }
     }
@@ -251,7 +252,7 @@ public final class WriteTransaction {
             let old = try SlotIO.entries(db, ref, key)
             try History.record(db, ref, name, superseded: old, by: entries, at: now)
         }
-        try SlotIO.replace(db, ref, key, with: entries, dirty: true)
+        try SlotIO.replace(db, ref, key, with: entries, dirty: try dot().hlc)
         // Liveness and tombstone changes register the record with no field names.
         changed[ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
     }
