@@ -175,3 +175,28 @@ struct Game: StoredRecord, Equatable {
         #expect(try parts.canonicalDump() == writer.canonicalDump())
     }
 }
+
+@Suite struct StreamAttachTests {
+    @Test func filesAttachFromAByteStreamAndDeduplicate() throws {
+        let directory = TemporaryDirectory("stream")
+        let store = try Store(path: directory.file("s.db"))
+        let ref = RecordRef(collection: "c", id: "x")
+        // 3 MiB produced 10 KiB at a time, never held whole.
+        var produced = 0
+        let file = try store.write { tx throws(ConcordError) -> FileRef in
+            try tx.attachFile(ref, "data", mediaType: "application/octet-stream") { (buffer: UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int in
+                let count = min(10_240, buffer.count, (3 << 20) - produced)
+                for index in 0..<count { buffer[index] = UInt8(truncatingIfNeeded: produced + index) }
+                produced += count
+                return count
+            }
+        }
+        #expect(file.size == 3 << 20)
+        let bytes = try store.blobs.bytes(file.hash)
+        #expect(bytes.count == 3 << 20 && bytes[1_000_000] == UInt8(truncatingIfNeeded: 1_000_000))
+        // The same content attached again is stored once.
+        let again = try store.attachFile(RecordRef(collection: "c", id: "y"), "data", bytes: bytes)
+        #expect(again.hash == file.hash)
+        #expect(try store.blobs.all() == [file.hash])
+    }
+}

@@ -90,6 +90,19 @@ public final class WriteTransaction {
         return file
     }
 
+    /// Streams a file's content from `read` (which fills the buffer and returns how many
+    /// bytes it wrote, 0 at the end) into the blob directory, in constant memory, and sets
+    /// the field to it.
+    @discardableResult
+    public func attachFile(
+        _ ref: RecordRef, _ field: String, mediaType: String? = nil,
+        read: (UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int
+    ) throws(ConcordError) -> FileRef {
+        let file = try store.blobs.add(mediaType: mediaType, expected: nil, read: read)
+        try setFile(ref, field, file)
+        return file
+    }
+
     /// Resolves a file fork by keeping the version with content `hash` (rule 6): a write
     /// that observed every version, so it supersedes them all.
     public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
