@@ -15,7 +15,7 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# A real run of three replicas converging (until the store and sync land: in memory).
+# Three replicas (laptop, phone, tablet) converging through an encrypted folder remote.
 demo: deps
 	$(SWIFT) build --product concord
 	$(SWIFT) run --skip-build concord demo

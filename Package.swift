@@ -46,7 +46,7 @@ let package = Package(
         // The `concord` command-line tool.
         .executableTarget(
             name: "ConcordCLI",
-            dependencies: ["Concord", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Concord", "ConcordRemote", "ConcordSync", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // A child process for the store's crash and disk tests; not a product.
         .executableTarget(
@@ -76,6 +76,11 @@ let package = Package(
         .testTarget(
             name: "ConcordSyncTests",
             dependencies: ["ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordRemote", "ConcordCore", "ConcordCodec", "ConcordTesting"]
+        ),
+        // End-to-end tests of the built `concord` binary (run next to the test bundle).
+        .testTarget(
+            name: "ConcordCLITests",
+            dependencies: ["ConcordCore", "ConcordTesting"]
         ),
         .testTarget(
             name: "ConcordCodecTests",

@@ -1,6 +1,7 @@
-// The module an app imports: the layers that exist so far (DESIGN.md §1). The remotes and
-// the sync engine join this list as they land.
+// The module an app imports: every layer of DESIGN.md §1.
 @_exported import ConcordCodec
 @_exported import ConcordCore
 @_exported import ConcordCrypto
+@_exported import ConcordRemote
 @_exported import ConcordStore
+@_exported import ConcordSync

@@ -1,0 +1,173 @@
+import ArgumentParser
+import Concord
+import Foundation
+
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create a replica store.")
+
+    @Option(name: .long, help: "The device name other replicas see.")
+    var name: String?
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let path = options.storePath
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw CLIError("exists", "a store already exists at \(path): use it, or choose another path with --store")
+        }
+        let folder = (path as NSString).deletingLastPathComponent
+        guard FileManager.default.fileExists(atPath: folder) else {
+            throw CLIError("noFolder", "the folder \(folder) does not exist: create it first, or choose another --store path")
+        }
+        let store = try Store(path: path)
+        let deviceName = name ?? ProcessInfo.processInfo.hostName
+        try store.setName(deviceName)
+        options.emit(
+            .object([("store", .string(path)), ("replica", .string(store.replicaID.description)), ("name", .string(deviceName))]),
+            "created store \(path)\n  replica \(store.replicaID) (\(deviceName))\n  next: `concord remote set file:///path/to/shared/folder`, then `concord sync`")
+    }
+}
+
+struct Put: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set fields of a record (creating it if needed).",
+        discussion: """
+            VALUE is JSON: level=3 (int), ratio=0.5 (double), done=true, note=null, \
+            title='"Zelda"' (string), tags='["a","b"]' (a set). A bare word is a string: title=Zelda.
+            """)
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The record id.") var id: String
+    @Argument(help: ArgumentHelp("Fields to set.", valueName: "field=value")) var assignments: [String] = []
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        guard !assignments.isEmpty else { throw ValidationError("give at least one FIELD=VALUE (for example level=3)") }
+        _ = try writes()
+    }
+
+    func writes() throws -> [String: FieldWrite] {
+        var fields: [String: FieldWrite] = [:]
+        for argument in assignments {
+            let (field, write) = try ValueParser.assignment(argument)
+            guard fields[field] == nil else { throw ValidationError("field \(field) is given twice") }
+            fields[field] = write
+        }
+        return fields
+    }
+
+    func run() throws {
+        let ref = try recordRef(collection, id)
+        let store = try options.openStore()
+        try store.put(ref, try writes())
+        let fields = try store.record(ref) ?? []
+        options.emit(.record(ref, fields), Format.record(ref, fields))
+    }
+}
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a record.")
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The record id.") var id: String
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let ref = try recordRef(collection, id)
+        let store = try options.openStore()
+        guard let fields = try store.record(ref) else {
+            throw CLIError("notFound", "no record \(ref) in \(store.path): `concord list \(collection)` lists the records")
+        }
+        options.emit(.record(ref, fields), Format.record(ref, fields))
+    }
+}
+
+struct ListRecords: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "Print the records of a collection, sorted by id.")
+
+    @Argument(help: "The collection.") var collection: String
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let store = try options.openStore()
+        let records = try store.records(in: collection)
+        let refs = records.map { (ref: RecordRef(collection: collection, id: $0.id), fields: $0.fields) }
+        options.emit(
+            .object([("records", .array(refs.map { .record($0.ref, $0.fields) }))]),
+            refs.isEmpty ? "no records in \(collection)" : refs.map { Format.record($0.ref, $0.fields) }.joined(separator: "\n"))
+    }
+}
+
+struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete a record (a concurrent update keeps it alive; see `conflicts`).")
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The record id.") var id: String
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let ref = try recordRef(collection, id)
+        let store = try options.openStore()
+        guard try store.record(ref) != nil else {
+            throw CLIError("notFound", "no record \(ref) in \(store.path): nothing was deleted")
+        }
+        try store.delete(ref)
+        options.emit(.object([("collection", .string(collection)), ("id", .string(id)), ("deleted", .bool(true))]), "deleted \(ref)")
+    }
+}
+
+struct Add: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Add an element to a set field.")
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The record id.") var id: String
+    @Argument(help: "The set field.") var field: String
+    @Argument(help: "The element (JSON, or a bare word for a string).") var value: String
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws { _ = try ValueParser.scalar(value, field: field) }
+
+    func run() throws {
+        let ref = try recordRef(collection, id)
+        let store = try options.openStore()
+        try store.add(ref, field, try ValueParser.scalar(value, field: field))
+        let fields = try store.record(ref) ?? []
+        options.emit(.record(ref, fields), Format.record(ref, fields))
+    }
+}
+
+struct Remove: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove an element from a set field (a concurrent add wins).")
+
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The record id.") var id: String
+    @Argument(help: "The set field.") var field: String
+    @Argument(help: "The element (JSON, or a bare word for a string).") var value: String
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws { _ = try ValueParser.scalar(value, field: field) }
+
+    func run() throws {
+        let ref = try recordRef(collection, id)
+        let store = try options.openStore()
+        guard try store.record(ref) != nil else {
+            throw CLIError("notFound", "no record \(ref) in \(store.path): nothing was removed")
+        }
+        try store.remove(ref, field, try ValueParser.scalar(value, field: field))
+        let fields = try store.record(ref) ?? []
+        options.emit(.record(ref, fields), Format.record(ref, fields))
+    }
+}
+
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the canonical dump: byte-identical on converged replicas.",
+        discussion: "The output is the same JSON with or without --json.")
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let store = try options.openStore()
+        print(try store.canonicalDump())
+    }
+}

@@ -1,0 +1,256 @@
+import ArgumentParser
+import Concord
+import ConcordRemote
+import ConcordSync
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Pull other replicas' changes and push this one's.",
+        discussion: """
+            A progress bar on a terminal, plain lines otherwise, only the JSON document with --json. \
+            With --watch, syncs every --interval seconds until interrupted (Ctrl-C finishes the \
+            current sync, then stops); with --json each sync then prints one JSON line.
+            """)
+
+    @Flag(name: .customLong("push-only"), help: "Only push local changes.") var pushOnly = false
+    @Flag(name: .customLong("pull-only"), help: "Only apply remote changes.") var pullOnly = false
+    @Flag(name: .long, help: "Keep syncing until interrupted.") var watch = false
+    @Option(name: .long, help: ArgumentHelp("Seconds between syncs with --watch (default 30).", valueName: "seconds")) var interval: Double?
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        guard !(pushOnly && pullOnly) else { throw ValidationError("--push-only and --pull-only exclude each other") }
+        if let interval {
+            guard watch else { throw ValidationError("--interval applies to --watch") }
+            guard interval > 0, interval.isFinite else { throw ValidationError("--interval must be a positive number of seconds") }
+        }
+    }
+
+    var mode: SyncMode { pushOnly ? .pushOnly : pullOnly ? .pullOnly : .twoWay }
+
+    func run() async throws {
+        let store = try options.openStore()
+        let connection = try await RemoteConnection.open(store, options: options)
+        if watch {
+            try await watchLoop(store, connection)
+            return
+        }
+        let report = try await Self.syncOnce(store, connection, mode: mode, display: ProgressDisplay.make(json: options.json))
+        Self.warn(report)
+        options.emit(Self.document(report, connection), Self.summary(report, connection))
+    }
+
+    static func syncOnce(_ store: Store, _ connection: RemoteConnection, mode: SyncMode, display: ProgressDisplay?) async throws -> SyncReport {
+        let report: SyncReport
+        do {
+            var progress: (@Sendable (SyncProgress) -> Void)?
+            if let display { progress = { display.show($0) } }
+            report = try await connection.engine.sync(mode: mode, progress: progress)
+        } catch {
+            display?.finish()
+            throw error
+        }
+        display?.finish()
+        try store.setSyncValue(CLIConfig.lastSync, String(Format.now()))
+        return report
+    }
+
+    func watchLoop(_ store: Store, _ connection: RemoteConnection) async throws {
+        let interval = self.interval ?? 30
+        let stop = StopSignal()
+        options.say("watching \(connection.location.url) every \(interval) s; press Ctrl-C to stop")
+        var count = 0
+        while !stop.isSet {
+            do {
+                let report = try await Self.syncOnce(store, connection, mode: mode, display: nil)
+                count += 1
+                Self.warn(report)
+                if options.json {
+                    print(Self.document(report, connection).text)
+                } else {
+                    print("[\(Format.time(Format.now()))] \(Self.counts(report))")
+                }
+                fflush(nil)  // one line per sync, even into a pipe or a log file
+            } catch let error as ConcordError where [.wrongKey, .storeMismatch, .newerSchema, .corrupt].contains(error.code) {
+                throw error
+            } catch {
+                let message = (error as? ConcordError)?.message ?? "\(error)"
+                FileHandle.standardError.write(Data("concord: sync failed: \(Entry.oneLine(message)); retrying in \(interval) s\n".utf8))
+            }
+            let deadline = Date().addingTimeInterval(interval)
+            while !stop.isSet && Date() < deadline {
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        options.say("stopped after \(count) sync\(count == 1 ? "" : "s")")
+    }
+
+    static func counts(_ report: SyncReport) -> String {
+        var parts = ["applied \(report.applied) change\(report.applied == 1 ? "" : "s") from other replicas", "pushed \(report.pushed)"]
+        if report.filesFetched > 0 { parts.append("fetched \(report.filesFetched) file\(report.filesFetched == 1 ? "" : "s")") }
+        if report.filesUploaded > 0 { parts.append("uploaded \(report.filesUploaded) file\(report.filesUploaded == 1 ? "" : "s")") }
+        if report.waiting > 0 { parts.append("\(report.waiting) waiting") }
+        if !report.rejected.isEmpty { parts.append("\(report.rejected.count) rejected") }
+        return parts.joined(separator: ", ")
+    }
+
+    static func summary(_ report: SyncReport, _ connection: RemoteConnection) -> String {
+        "synced with \(connection.location.url): \(counts(report))"
+    }
+
+    /// Problems worth a person's attention, on stderr (they do not fail the sync).
+    static func warn(_ report: SyncReport) {
+        var lines: [String] = []
+        for rejected in report.rejected { lines.append("concord: warning: skipped \(Entry.oneLine(rejected))") }
+        if report.waiting > 0 {
+            lines.append("concord: warning: \(report.waiting) change batch\(report.waiting == 1 ? " waits" : "es wait") for objects not on the remote yet; sync again later (or run `concord doctor`)")
+        }
+        for skew in report.skews {
+            lines.append("concord: warning: replica \(skew.replica)'s clock runs \(Format.duration(skew.aheadBy)) ahead of this device's; its changes were applied anyway")
+        }
+        if !lines.isEmpty { FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8)) }
+    }
+
+    static func document(_ report: SyncReport, _ connection: RemoteConnection) -> JSON {
+        .object([
+            ("remote", .string(connection.location.url)),
+            ("applied", .int(Int64(report.applied))),
+            ("pushed", .int(Int64(report.pushed))),
+            ("filesFetched", .int(Int64(report.filesFetched))),
+            ("filesUploaded", .int(Int64(report.filesUploaded))),
+            ("waiting", .int(Int64(report.waiting))),
+            ("rejected", .array(report.rejected.map { .string($0) })),
+            ("skews", .array(report.skews.map { .object([("replica", .string($0.replica.description)), ("aheadByMs", .uint($0.aheadBy))]) })),
+        ])
+    }
+}
+
+/// Set when SIGINT or SIGTERM arrives, so `sync --watch` can finish its current sync.
+final class StopSignal {
+    final class Flag: Sendable {
+        let value = Mutex(false)
+    }
+
+    private let flag = Flag()
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        let flag = self.flag
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { flag.value.withLock { $0 = true } }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    var isSet: Bool { flag.value.withLock { $0 } }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show this replica, what is pending, the remote's replicas, clock skews and conflicts.",
+        discussion: "The remote is contacted only when it can be unlocked without asking (or on a terminal); --offline skips it.")
+
+    @Flag(name: .long, help: "Do not contact the remote.") var offline = false
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let store = try options.openStore()
+        let name = try store.name()
+        let pending = try store.pendingChangeCount()
+        let sealed = try store.sealedSeq()
+        let pushed = UInt64(try store.syncValue(CLIConfig.enginePushedSeq) ?? "0") ?? 0
+        let unpushed = sealed > pushed ? sealed - pushed : 0
+        let lastSync = try store.syncValue(CLIConfig.lastSync).flatMap { UInt64($0) }
+        let location = try RemoteLocation.configured(in: store)
+        let conflicts = try store.conflicts()
+        var skews: [(ReplicaID, UInt64)] = []
+        for replica in try store.appliedSeqs().keys.sorted() {
+            if let value = try store.syncValue("skew.\(replica)"), let ahead = UInt64(value) { skews.append((replica, ahead)) }
+        }
+        var replicas: [ReplicaInfo]?
+        var remoteError: String?
+        if location != nil, !offline {
+            do {
+                replicas = try await RemoteConnection.open(store, options: options).engine.replicas()
+            } catch let error as CLIError {
+                remoteError = "not contacted: \(error.message)"
+            } catch let error as ConcordError {
+                remoteError = "not contacted: \(error.message)"
+            }
+        }
+        var lines = [
+            "replica \(store.replicaID)\(name.map { " (\($0))" } ?? "")",
+            "  store \(store.path)",
+            "  pending: \(pending) local change\(pending == 1 ? "" : "s") not yet sealed, \(unpushed) batch\(unpushed == 1 ? "" : "es") not yet pushed",
+            "  last sync: \(lastSync.map(Format.time) ?? "never")",
+            "  remote: \(location?.url ?? "none (`concord remote set file:///path`)")",
+        ]
+        if let replicas {
+            lines.append("  remote replicas: \(replicas.count)")
+            for info in replicas {
+                let me = info.id == store.replicaID ? " (this replica)" : ""
+                lines.append("    \(info.id) \(info.deviceName ?? "(unnamed)")\(me): last sync \(Format.time(info.lastSync)), \(info.seq) batch\(info.seq == 1 ? "" : "es")")
+            }
+        } else if let remoteError {
+            lines.append("  remote replicas: \(remoteError)")
+        }
+        for (replica, ahead) in skews {
+            lines.append("  warning: replica \(replica)'s clock ran \(Format.duration(ahead)) ahead of this device's")
+        }
+        lines.append("  open conflicts: \(conflicts.count)\(conflicts.isEmpty ? "" : " (`concord conflicts` lists them)")")
+        options.emit(
+            .object([
+                ("replica", .string(store.replicaID.description)), ("name", .string(name)), ("store", .string(store.path)),
+                ("pendingChanges", .int(Int64(pending))), ("unpushedBatches", .uint(unpushed)),
+                ("lastSync", .uint(lastSync)), ("remote", .string(location?.url)),
+                ("remoteReplicas", replicas.map { .array($0.map { Replicas.document($0, self: store.replicaID) }) } ?? .null),
+                ("remoteError", .string(remoteError)),
+                ("clockSkews", .array(skews.map { .object([("replica", .string($0.0.description)), ("aheadByMs", .uint($0.1))]) })),
+                ("conflicts", .int(Int64(conflicts.count))),
+            ]),
+            lines.joined(separator: "\n"))
+    }
+}
+
+struct Replicas: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the replicas the remote knows, or forget a retired one.",
+        subcommands: [ReplicasList.self, ReplicasForget.self],
+        defaultSubcommand: ReplicasList.self)
+
+    static func document(_ info: ReplicaInfo, self own: ReplicaID) -> JSON {
+        .object([
+            ("id", .string(info.id.description)), ("name", .string(info.deviceName)), ("lastSync", .uint(info.lastSync)),
+            ("seq", .uint(info.seq)), ("self", .bool(info.id == own)),
+        ])
+    }
+}
+
+struct ReplicasList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the replicas the remote knows.")
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let store = try options.openStore()
+        let connection = try await RemoteConnection.open(store, options: options)
+        let replicas = try await connection.engine.replicas()
+        let applied = try store.appliedSeqs()
+        var lines = ["\(replicas.count) replica\(replicas.count == 1 ? "" : "s") on \(connection.location.url)"]
+        for info in replicas {
+            let me = info.id == store.replicaID ? " (this replica)" : ", applied here up to \(applied[info.id] ?? 0)"
+            lines.append("  \(info.id) \(info.deviceName ?? "(unnamed)"): last sync \(Format.time(info.lastSync)), \(info.seq) batch\(info.seq == 1 ? "" : "es")\(me)")
+        }
+        options.emit(.object([("replicas", .array(replicas.map { Replicas.document($0, self: store.replicaID) }))]), lines.joined(separator: "\n"))
+    }
+}

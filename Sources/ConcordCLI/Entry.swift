@@ -1,0 +1,80 @@
+import ArgumentParser
+import Concord
+import Foundation
+
+/// The program's entry point: runs the command and turns every failure into a one-line
+/// message on stderr and an exit code — 0 success, 1 the operation failed, 2 bad usage —
+/// instead of ArgumentParser's defaults (64 for usage) or a stack trace.
+@main
+enum Entry {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try ConcordCommand.parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            fail(error, arguments: arguments)
+        }
+    }
+
+    /// Reports `error` and exits with its status.
+    static func fail(_ error: any Error, arguments: [String]) -> Never {
+        let json = arguments.contains("--json")
+        let status: Int32
+        let code: String
+        let message: String
+        switch error {
+        case let error as CLIError:
+            (status, code, message) = (ExitStatus.failure, error.code, error.message)
+        case let error as ConcordError:
+            (status, code, message) = (ExitStatus.failure, error.code.name, error.message)
+        case let error as ExitCode:
+            exit(error.rawValue)
+        default:
+            let parserStatus = ConcordCommand.exitCode(for: error)
+            if parserStatus == .success {
+                // --help, --version: ArgumentParser's text on stdout.
+                print(ConcordCommand.fullMessage(for: error))
+                exit(ExitStatus.success)
+            }
+            let text = ConcordCommand.message(for: error)
+            if parserStatus == .validationFailure {
+                (status, code, message) = (ExitStatus.usage, "usage", usageLine(text, arguments: arguments))
+            } else {
+                (status, code, message) = (ExitStatus.failure, "failed", text)
+            }
+        }
+        let line = oneLine(message)
+        FileHandle.standardError.write(Data("concord: error: \(line)\n".utf8))
+        if json {
+            let document = JSON.object([
+                ("error", .object([("code", .string(code)), ("exitCode", .int(Int64(status))), ("message", .string(line))])),
+            ])
+            print(document.text)
+        }
+        exit(status)
+    }
+
+    /// ArgumentParser's message, pointed at the help of the command that was meant.
+    static func usageLine(_ text: String, arguments: [String]) -> String {
+        var message = text
+        if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+        var path = ["concord"]
+        var command: any ParsableCommand.Type = ConcordCommand.self
+        for argument in arguments {
+            guard let sub = command.configuration.subcommands.first(where: { $0._commandName == argument }) else { break }
+            path.append(argument)
+            command = sub
+        }
+        return "\(message) (see `\(path.joined(separator: " ")) --help`)"
+    }
+
+    /// Messages are one line: newlines become spaces.
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+    }
+}

@@ -1,0 +1,70 @@
+import ConcordSync
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Shows a sync's progress: a bar redrawn on stderr when stderr is a terminal, else one
+/// plain line on stdout each time the sync enters a new phase. Nothing with `--json`.
+final class ProgressDisplay: Sendable {
+    enum Style { case bar, lines }
+
+    private let style: Style
+    private let lastPhase = Mutex<SyncProgress.Phase?>(nil)
+    private let drawn = Mutex(false)
+
+    init(style: Style) {
+        self.style = style
+    }
+
+    /// The display for this process, or nil with `--json`.
+    static func make(json: Bool) -> ProgressDisplay? {
+        guard !json else { return nil }
+        return ProgressDisplay(style: isatty(STDERR_FILENO) == 1 ? .bar : .lines)
+    }
+
+    func show(_ progress: SyncProgress) {
+        guard progress.phase != .done else { return }
+        switch style {
+        case .lines:
+            let isNew = lastPhase.withLock { last in
+                defer { last = progress.phase }
+                return last != progress.phase
+            }
+            guard isNew else { return }
+            let total = progress.objectsTotal > 0 ? " (\(progress.objectsTotal) object\(progress.objectsTotal == 1 ? "" : "s"))" : ""
+            print("  \(Self.label(progress.phase))\(total)")
+        case .bar:
+            let width = 24
+            let fraction = progress.objectsTotal > 0 ? min(1, Double(progress.objectsDone) / Double(progress.objectsTotal)) : 0
+            let filled = Int(fraction * Double(width))
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+            let counts = progress.objectsTotal > 0 ? " \(progress.objectsDone)/\(progress.objectsTotal)" : ""
+            let label = Self.label(progress.phase).padding(toLength: 15, withPad: " ", startingAt: 0)
+            FileHandle.standardError.write(Data("\r\u{1B}[2K  \(label) [\(bar)]\(counts)".utf8))
+            drawn.withLock { $0 = true }
+        }
+    }
+
+    /// Clears the bar, if one was drawn.
+    func finish() {
+        if style == .bar, drawn.withLock({ $0 }) {
+            FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+        }
+    }
+
+    static func label(_ phase: SyncProgress.Phase) -> String {
+        switch phase {
+        case .listing: "listing"
+        case .downloading: "downloading"
+        case .applying: "applying"
+        case .fetchingFiles: "fetching files"
+        case .uploadingFiles: "uploading files"
+        case .pushing: "pushing"
+        case .done: "done"
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Concord
+import ConcordRemote
+import ConcordSync
+import Foundation
+
+/// Where a store's remote is. Only folders (`file:///path`) exist so far; WebDAV
+/// (`https://`) and S3 (`s3://`) are refused with "not supported yet".
+struct RemoteLocation: Hashable {
+    /// The folder that is the remote store's root.
+    let folder: String
+
+    /// The canonical URL stored in the store's `cli.remote` sync value.
+    var url: String { URL(fileURLWithPath: folder, isDirectory: false).absoluteString }
+
+    /// Parses what a person typed: a `file://` URL or a plain folder path.
+    init(parsing text: String) throws {
+        let lower = text.lowercased()
+        if lower.hasPrefix("https://") || lower.hasPrefix("http://") || lower.hasPrefix("webdav://") || lower.hasPrefix("davs://") {
+            throw CLIError("notSupported", "WebDAV remotes (\(text)) are not supported yet: use a folder (file:///path), for instance one your WebDAV client mounts")
+        }
+        if lower.hasPrefix("s3://") {
+            throw CLIError("notSupported", "S3 remotes (\(text)) are not supported yet: use a folder (file:///path), for instance one an S3 file system mounts")
+        }
+        if lower.hasPrefix("file://") {
+            let path: String
+            if let url = URL(string: text), url.isFileURL {
+                guard url.host == nil || url.host == "" || url.host == "localhost" else {
+                    throw ValidationError("'\(text)' names host \(url.host ?? ""); a file URL is file:///absolute/path")
+                }
+                path = url.path
+            } else {
+                path = String(text.dropFirst("file://".count))
+            }
+            guard path.hasPrefix("/") else { throw ValidationError("'\(text)' is not file:///absolute/path") }
+            folder = Paths.absolute(path)
+            return
+        }
+        if text.contains("://") {
+            throw ValidationError("'\(text)' is not a remote Concord knows: use file:///path/to/folder")
+        }
+        guard !text.isEmpty else { throw ValidationError("the remote URL is empty") }
+        folder = Paths.absolute(text)
+    }
+
+    init(folder: String) {
+        self.folder = folder
+    }
+
+    /// The store's configured remote, or nil.
+    static func configured(in store: Store) throws -> RemoteLocation? {
+        guard let url = try store.syncValue(CLIConfig.remote) else { return nil }
+        return try RemoteLocation(parsing: url)
+    }
+}
+
+/// The CLI's own settings, kept per store in its sync key-value table (never secrets).
+enum CLIConfig {
+    /// The remote URL, `file:///…`.
+    static let remote = "cli.remote"
+    /// The absolute path of the key file that unlocks the remote, if one is used.
+    static let keyFile = "cli.keyFile"
+    /// When this store last finished a sync through the CLI (ms since the epoch).
+    static let lastSync = "cli.lastSync"
+    /// The sync engine's own record of the remote store id it syncs with.
+    static let engineStoreID = "remote.storeID"
+    /// The sync engine's own record of the last pushed seq.
+    static let enginePushedSeq = "push.seq"
+}
+
+/// An unlocked remote store and a sync engine over it.
+struct RemoteConnection {
+    let location: RemoteLocation
+    let remote: FolderRemote
+    let manifest: StoreManifest
+    let key: StoreKey
+    let engine: SyncEngine
+
+    /// Connects `store` to its configured remote: opens the folder (which must exist),
+    /// reads `concord.json`, and unlocks the key with the key file or the passphrase.
+    static func open(_ store: Store, options: GlobalOptions) async throws -> RemoteConnection {
+        guard let location = try RemoteLocation.configured(in: store) else { throw CLIError.noRemote }
+        let remote = try FolderRemote(root: location.folder)
+        let manifest = try await readManifest(remote, location: location)
+        let credential = try credential(for: manifest, location: location, store: store, options: options)
+        let key = try unlock(manifest, with: credential)
+        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID)
+        return RemoteConnection(location: location, remote: remote, manifest: manifest, key: key, engine: engine)
+    }
+
+    static func readManifest(_ remote: FolderRemote, location: RemoteLocation) async throws -> StoreManifest {
+        guard let bytes = try await remote.get(RemoteLayout.manifestPath) else {
+            throw CLIError("noRemoteStore", "the folder \(location.folder) holds no Concord store (no concord.json): run `concord remote set \(location.url)` to create one there")
+        }
+        return try StoreManifest(json: bytes)
+    }
+
+    /// The key file (from --key-file, else the store's recorded one) or the passphrase.
+    static func credential(for manifest: StoreManifest, location: RemoteLocation, store: Store?, options: GlobalOptions) throws -> Secrets.Credential {
+        if let path = try options.keyFile.map(Paths.absolute) ?? store?.syncValue(CLIConfig.keyFile) {
+            return .key(try Secrets.key(file: path), file: path)
+        }
+        guard manifest.kdf != .keyFile else {
+            throw CLIError("needKeyFile", "the remote store at \(location.folder) is unlocked with a key file, not a passphrase: pass --key-file FILE")
+        }
+        return .passphrase(try Secrets.passphrase(for: "the remote store at \(location.folder)"))
+    }
+
+    static func unlock(_ manifest: StoreManifest, with credential: Secrets.Credential) throws -> StoreKey {
+        switch credential {
+        case let .passphrase(passphrase):
+            return try manifest.unlock(passphrase: passphrase)
+        case let .key(key, file):
+            do {
+                try manifest.verify(key)
+            } catch {
+                throw CLIError("wrongKey", "the key file \(file) does not unlock this remote store (\(manifest.storeID)): pass the key file written when the store was created")
+            }
+            return key
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import ConcordCore
+import Foundation
+import Testing
+
+/// Runs the built `concord` binary, found next to the test bundle, in a temporary folder.
+///
+/// Every run gets `CONCORD_KDF_LIMITS=minimum` (fast Argon2id), the folder's passphrase in
+/// `CONCORD_PASSPHRASE`, no `CONCORD_STORE`, and stdin from /dev/null (so no run ever
+/// waits at a passphrase prompt).
+struct CLI {
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+
+        /// The stdout as JSON.
+        func json() throws -> Any {
+            try JSONSerialization.jsonObject(with: Data(stdout.utf8), options: [.fragmentsAllowed])
+        }
+
+        func object() throws -> [String: Any] {
+            try #require(try json() as? [String: Any], "not a JSON object: \(stdout)")
+        }
+
+        var stderrLines: [Substring] { stderr.split(separator: "\n") }
+    }
+
+    static let binary: URL = {
+        if let path = ProcessInfo.processInfo.environment["CONCORD_BINARY"] { return URL(fileURLWithPath: path) }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("concord")
+    }()
+
+    let folder: URL
+    var passphrase = "correct horse battery staple"
+
+    /// A fresh temporary folder; delete it with ``cleanUp()``.
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("concord-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    func cleanUp() {
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
+
+    /// The remote folder's URL.
+    var remoteURL: String { "file://" + path("remote") }
+
+    @discardableResult
+    func run(_ arguments: [String], environment: [String: String?] = [:]) throws -> Result {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.binary.path), "build the concord product first: \(Self.binary.path)")
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = folder
+        var env = ProcessInfo.processInfo.environment
+        env["CONCORD_STORE"] = nil
+        env["CONCORD_NEW_PASSPHRASE"] = nil
+        env["CONCORD_KDF_LIMITS"] = "minimum"
+        env["CONCORD_PASSPHRASE"] = passphrase
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let id = UUID().uuidString
+        let outURL = folder.appendingPathComponent(".out-\(id)")
+        let errURL = folder.appendingPathComponent(".err-\(id)")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try out.close()
+        try err.close()
+        defer {
+            try? FileManager.default.removeItem(at: outURL)
+            try? FileManager.default.removeItem(at: errURL)
+        }
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    }
+
+    /// Runs a command that must succeed.
+    @discardableResult
+    func ok(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+        let result = try run(arguments)
+        #expect(result.status == 0, "concord \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    /// Runs a command on the store `name` (`<name>.db` in the folder).
+    @discardableResult
+    func on(_ name: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+        try ok(arguments + ["--store", path("\(name).db")], sourceLocation: sourceLocation)
+    }
+
+    /// Creates replicas `names`, the remote (by the first), and joins the others to it.
+    func replicas(_ names: [String]) throws {
+        for (index, name) in names.enumerated() {
+            try on(name, ["init", "--name", name])
+            try on(name, ["remote", "set", remoteURL] + (index == 0 ? ["--create"] : []))
+        }
+    }
+
+    /// Syncs every replica twice over, in order: enough for all to see every change.
+    func syncAll(_ names: [String]) throws {
+        for name in names + names { try on(name, ["sync"]) }
+    }
+
+    func dump(_ name: String) throws -> String {
+        try on(name, ["dump"]).stdout
+    }
+}
+
+/// Expects a failure with `status` and exactly one line on stderr that mentions `words`.
+func expectFailure(
+    _ result: CLI.Result, status: Int32, mentioning words: [String], sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(result.status == status, "expected exit \(status), got \(result.status): \(result.stderr)", sourceLocation: sourceLocation)
+    #expect(result.stderrLines.count == 1, "expected one line on stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    for word in words {
+        #expect(result.stderr.contains(word), "stderr does not mention \(word): \(result.stderr)", sourceLocation: sourceLocation)
+    }
+    #expect(!result.stderr.contains("Fatal error") && !result.stderr.contains("Stack dump"), sourceLocation: sourceLocation)
+}
