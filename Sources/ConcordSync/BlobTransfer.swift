@@ -6,9 +6,9 @@ import Foundation
 
 /// Moves files between the local blob directory and the remote, encrypted with
 /// `crypto_secretstream` in 64 KiB chunks: memory stays constant whatever the file's size.
-enum BlobTransfer {
+package enum BlobTransfer {
     /// Uploads the local file `hash` to `path`.
-    static func upload(_ hash: ContentHash, from blobs: BlobStore, to remote: any Remote, path: String, key: SubKey) async throws(ConcordError) -> UInt64 {
+    package static func upload(_ hash: ContentHash, from blobs: BlobStore, to remote: any Remote, path: String, key: SubKey) async throws(ConcordError) -> UInt64 {
         guard let input = FileHandle(forReadingAtPath: blobs.path(for: hash)) else {
             throw ConcordError(.missingBlob, "file \(hash.hex) is not in \(blobs.directory); it cannot be uploaded")
         }
@@ -56,7 +56,7 @@ enum BlobTransfer {
 
     /// Downloads `path` into the blob directory, checking that its content hashes to `hash`.
     /// Returns false when the remote has no such object (yet).
-    static func download(_ hash: ContentHash, into blobs: BlobStore, from remote: any Remote, path: String, key: SubKey) async throws(ConcordError) -> Bool {
+    package static func download(_ hash: ContentHash, into blobs: BlobStore, from remote: any Remote, path: String, key: SubKey) async throws(ConcordError) -> Bool {
         // The encrypted stream goes to a temporary file (constant memory), then is opened
         // frame by frame straight into the blob directory.
         let temporary = blobs.directory + "/tmp/download-\(UInt64.random(in: 0...UInt64.max))"

@@ -3,20 +3,6 @@ import ConcordStore
 import ConcordTesting
 import Foundation
 
-/// A temporary directory removed when the value is released.
-final class TemporaryDirectory {
-    let path: String
-
-    init(_ name: String = "concord") {
-        path = NSTemporaryDirectory() + "\(name)-\(UInt64.random(in: 0...UInt64.max))"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func file(_ name: String) -> String { path + "/" + name }
-}
-
 extension Store {
     /// A store in `directory` driven by `clock`.
     static func temporary(_ directory: TemporaryDirectory, _ name: String, clock: ManualClock) throws -> Store {

@@ -6,23 +6,9 @@ import ConcordSync
 import ConcordTesting
 import Foundation
 
-/// A temporary directory removed when the value is released.
-final class Scratch {
-    let path: String
-
-    init(_ name: String = "sync") {
-        path = NSTemporaryDirectory() + "concord-\(name)-\(UInt64.random(in: 0...UInt64.max))"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func file(_ name: String) -> String { path + "/" + name }
-}
-
 /// Replicas syncing through one folder remote with a passphrase.
 struct Fleet {
-    let scratch = Scratch()
+    let scratch = TemporaryDirectory("sync")
     let remote: any Remote
     let key: StoreKey
     let storeID: StoreID

@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func wrongPassphraseIsReportedBeforeAnythingIsRead() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("sync")
         let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
         _ = try await SyncEngine.createRemote(folder, passphrase: "right", limits: .minimum)
         let counting = FaultyRemote(wrapping: folder, seed: 1)

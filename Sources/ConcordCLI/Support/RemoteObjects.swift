@@ -75,12 +75,7 @@ struct RemoteObjects {
     /// Uploads the local file `hash` to its blob path, encrypted in 64 KiB chunks.
     func uploadBlob(_ hash: ContentHash, from blobs: BlobStore) async throws(ConcordError) {
         let path = BlobName.remotePath(for: hash, key: blobNames)
-        guard let input = FileHandle(forReadingAtPath: blobs.path(for: hash)) else {
-            throw ConcordError(.missingBlob, "file \(hash.hex) is not in \(blobs.directory); it cannot be uploaded")
-        }
-        defer { try? input.close() }
-        let upload = BlobUpload(input: input, key: blobContents, name: path)
-        try await remote.putStream(path) { () throws(ConcordError) -> [UInt8] in try upload.next() }
+        _ = try await BlobTransfer.upload(hash, from: blobs, to: remote, path: path, key: blobContents)
     }
 
     /// Re-seals one of this replica's delta batches exactly as push does (same bytes).
@@ -156,38 +151,5 @@ final class BlobVerifier {
         }
         try decryptor?.finish()
         return hasher.take()!.finalize()
-    }
-}
-
-/// Encrypts a local file for upload: the header, then one frame per 64 KiB chunk.
-final class BlobUpload {
-    private let input: FileHandle
-    private var encryptor: BlobEncryptor
-    private var sentHeader = false
-    private var pending: [UInt8]?
-
-    init(input: FileHandle, key: SubKey, name: String) {
-        self.input = input
-        encryptor = BlobEncryptor(key: key, name: name)
-    }
-
-    private func read() throws(ConcordError) -> [UInt8] {
-        do {
-            return Array(try input.read(upToCount: BlobStream.chunkByteCount) ?? Data())
-        } catch {
-            throw ConcordError(.storage, "could not read a local file for upload: \(error)")
-        }
-    }
-
-    func next() throws(ConcordError) -> [UInt8] {
-        if !sentHeader {
-            sentHeader = true
-            pending = try read()
-            return encryptor.header
-        }
-        guard !encryptor.isFinished, let chunk = pending else { return [] }
-        let following = chunk.count == BlobStream.chunkByteCount ? try read() : []
-        pending = following.isEmpty ? nil : following
-        return try encryptor.seal(chunk: chunk, isFinal: following.isEmpty)
     }
 }

@@ -56,11 +56,12 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 }
 
-/// Hexadecimal helpers shared by the core's printable identifiers.
-enum Hex {
+/// Lowercase hexadecimal, shared by every module of the package (printable ids, hashes,
+/// `concord.json`, key files, remote names, CLI output).
+package enum Hex {
     static let digits = Array("0123456789abcdef".utf8)
 
-    static func nibble(_ byte: UInt8) -> UInt8? {
+    package static func nibble(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
@@ -69,7 +70,7 @@ enum Hex {
         }
     }
 
-    static func encode(_ value: UInt64) -> String {
+    package static func encode(_ value: UInt64) -> String {
         var out = [UInt8](repeating: 0, count: 16)
         for index in 0..<16 {
             out[index] = digits[Int((value >> UInt64(60 - index * 4)) & 0xf)]
@@ -77,7 +78,7 @@ enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])
@@ -86,8 +87,12 @@ enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        let chars = Array(text.utf8)
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        decode(utf8: Array(text.utf8))
+    }
+
+    /// Parses ASCII hex digits (either case); nil for odd length or any other character.
+    package static func decode(utf8 chars: [UInt8]) -> [UInt8]? {
         guard chars.count % 2 == 0 else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(chars.count / 2)

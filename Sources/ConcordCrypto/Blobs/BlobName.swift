@@ -21,7 +21,7 @@ public enum BlobName {
                 _ = crypto_generichash(&out, 32, message, UInt64(count), keyPointer, SubKey.byteCount)
             }
         }
-        return CryptoHex.encode(out)
+        return Hex.encode(out)
     }
 
     /// The remote path of the blob with content hash `hash`: `blobs/<2 hex>/<keyed name>`.

@@ -13,7 +13,7 @@ extension StoreKey {
         }
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0a || $0 == 0x0d }
         let trimmed = Array(bytes.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
-        guard trimmed.count == Self.byteCount * 2, let decoded = CryptoHex.decode(utf8: trimmed) else {
+        guard trimmed.count == Self.byteCount * 2, let decoded = Hex.decode(utf8: trimmed) else {
             throw ConcordError(.invalidKey, "a key file holds exactly \(Self.byteCount) raw bytes or \(Self.byteCount * 2) hexadecimal digits; this one holds \(bytes.count) bytes that are neither: check that it is the key file `concord` wrote for this store")
         }
         try self.init(bytes: decoded)
@@ -36,6 +36,6 @@ extension StoreKey {
     /// these bytes can read the whole store: write them only to a file only the user can
     /// read.
     public var keyFileContents: [UInt8] {
-        Array((CryptoHex.encode(secret.copiedBytes) + "\n").utf8)
+        Array((Hex.encode(secret.copiedBytes) + "\n").utf8)
     }
 }

@@ -21,7 +21,7 @@ public struct StoreID: Hashable, Sendable, Codable, CustomStringConvertible {
 
     /// Parses 32 hex digits (either case); nil for anything else.
     public init?(hex: some StringProtocol) {
-        guard hex.utf8.count == 32, let bytes = CryptoHex.decode(hex) else { return nil }
+        guard hex.utf8.count == 32, let bytes = Hex.decode(hex) else { return nil }
         self.bytes = bytes
     }
 
@@ -30,7 +30,7 @@ public struct StoreID: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// 32 lowercase hex digits.
-    public var hex: String { CryptoHex.encode(bytes) }
+    public var hex: String { Hex.encode(bytes) }
     /// 32 lowercase hex digits, as ``hex``.
     public var description: String { hex }
 

@@ -17,7 +17,7 @@ extension StoreManifest: Codable {
         }
         func hex(_ key: CodingKeys) throws -> [UInt8]? {
             guard let text = try container.decodeIfPresent(String.self, forKey: key) else { return nil }
-            guard let bytes = CryptoHex.decode(text) else {
+            guard let bytes = Hex.decode(text) else {
                 throw ConcordError(.malformed, "concord.json: \(key.stringValue) is not hexadecimal; it was modified; run `concord doctor`")
             }
             return bytes
@@ -46,11 +46,11 @@ extension StoreManifest: Codable {
         try container.encode(formatVersion, forKey: .formatVersion)
         try container.encode(storeID, forKey: .storeID)
         try container.encode(kdf.name, forKey: .kdf)
-        try container.encodeIfPresent(salt.map(CryptoHex.encode), forKey: .salt)
+        try container.encodeIfPresent(salt.map(Hex.encode), forKey: .salt)
         try container.encodeIfPresent(limits?.opsLimit, forKey: .opsLimit)
         try container.encodeIfPresent(limits?.memLimit, forKey: .memLimit)
-        try container.encodeIfPresent(wrappedKey.map(CryptoHex.encode), forKey: .wrappedKey)
-        try container.encode(CryptoHex.encode(keyCheck), forKey: .keyCheck)
+        try container.encodeIfPresent(wrappedKey.map(Hex.encode), forKey: .wrappedKey)
+        try container.encode(Hex.encode(keyCheck), forKey: .keyCheck)
     }
 
     /// `concord.json` as UTF-8: pretty-printed with sorted keys, so the same manifest
