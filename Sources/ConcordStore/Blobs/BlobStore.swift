@@ -71,7 +71,7 @@ public struct BlobStore: Sendable {
         var template = Array("\(directory)/tmp/incoming-XXXXXX".utf8CString)
         let output = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard output >= 0 else { throw Self.ioError("create a temporary file in \(directory)/tmp") }
-        let temporary = String(cString: template)
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var finished = false
         defer {
             if !finished { unlink(temporary) }
