@@ -39,6 +39,10 @@ public struct SyncReport: Hashable, Sendable {
     public var skews: [ClockSkew] = []
     /// The snapshot a new replica started from, if it did in this sync.
     public var bootstrapped: String?
+    /// The snapshot this sync wrote, if the threshold was reached.
+    public var snapshot: String?
+    /// Snapshots joined to catch up past compacted batches.
+    public var joinedSnapshots: [String] = []
 
     public init() {}
 }

@@ -26,6 +26,7 @@ extension SyncEngine {
         }
         var waiting: [ReplicaID: Delta] = [:]
         var stopped: Set<ReplicaID> = []
+        var caughtUp: Set<ReplicaID> = []
         var bytes: UInt64 = 0
         var done = 0
         var progressMade = true
@@ -41,7 +42,17 @@ extension SyncEngine {
                         progress?(SyncProgress(phase: .downloading, objectsDone: done, objectsTotal: wanted.count, bytesDone: bytes, bytesTotal: 0))
                         let path = RemoteLayout.delta(replica, seq: seq)
                         guard let sealed = try await remote.get(path) else {
-                            stopped.insert(replica)  // not there yet
+                            // Not there yet — or compacted away: then a snapshot of its
+                            // origin covers it, and joining that catches up.
+                            if !caughtUp.contains(replica), try await catchUp(origin: replica, seq: seq, into: &report) {
+                                caughtUp.insert(replica)
+                                let applied = try store.appliedSeqs()
+                                for origin in next.keys { next[origin] = max(next[origin]!, (applied[origin] ?? 0) + 1) }
+                                waiting = waiting.filter { $0.value.seq >= next[$0.key]! }
+                                progressMade = true
+                                continue
+                            }
+                            stopped.insert(replica)
                             break
                         }
                         bytes += UInt64(sealed.count)

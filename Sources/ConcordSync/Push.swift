@@ -17,8 +17,7 @@ extension SyncEngine {
         while try store.seal(maxSlots: Self.maxSlotsPerBatch) != nil {}
         let sealed = try store.sealedSeq()
         var pushed = try pushedSeq()
-        guard sealed > pushed else { return }
-        for seq in (pushed + 1)...sealed {
+        for seq in (pushed + 1)..<(sealed + 1) {
             progress?(SyncProgress(phase: .pushing, objectsDone: Int(seq - pushed - 1), objectsTotal: Int(sealed - pushed), bytesDone: 0, bytesTotal: 0))
             guard let plaintext = try store.sealedDelta(seq: seq) else {
                 throw ConcordError(.corrupt, "sealed delta \(seq) is missing from the local store")
@@ -44,6 +43,16 @@ extension SyncEngine {
             pushed = seq
             try store.setSyncValue("push.seq", String(seq))
             report.pushed += 1
+        }
+        // A head also when only what this replica has applied changed (a reader that never
+        // writes still tells compaction what it has): nothing when idle.
+        let applied = try store.appliedSeqs().sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+        let advertised = "\(pushed)|\(applied)"
+        if try store.syncValue("head.advertised") != advertised {
+            if report.pushed == 0 { try await putHead(seq: pushed) }
+            try store.setSyncValue("head.advertised", advertised)
+        } else if report.pushed == 0 {
+            return
         }
         // 4. Older heads of this replica.
         for head in try await listHeads().all where head.replica == store.replicaID && head.seq < pushed {

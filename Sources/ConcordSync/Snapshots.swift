@@ -52,6 +52,7 @@ extension SyncEngine {
         let path = RemoteLayout.snapshot(store.replicaID, seq: seq)
         let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
         try await remote.put(path, SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots))
+        try store.setSyncValue("snapshot.seq", String(seq))
         let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
             if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { seq } else { nil }
         }.sorted()
@@ -76,16 +77,7 @@ extension SyncEngine {
                 report.rejected.append("\(candidate.path): \(error.message)")
                 continue
             }
-            var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
-            if case let .heldBack(missing) = result {
-                for hash in missing {
-                    let path = BlobName.remotePath(for: hash, key: keys.blobNames)
-                    _ = try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: path, key: keys.blobContents)
-                    report.filesFetched += 1
-                }
-                result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
-            }
-            if result == .applied { report.bootstrapped = candidate.path }
+            if try await join(snapshot, path: candidate.path, into: &report) { report.bootstrapped = candidate.path }
             return
         }
     }

@@ -21,6 +21,7 @@ public actor SyncEngine {
     let maxClockDrift: UInt64
     let keys: Keys
     let storeID: StoreID
+    let snapshotEvery: UInt64?
     let updates = ProgressBroadcaster()
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
@@ -48,10 +49,13 @@ public actor SyncEngine {
     /// An engine for `store` over `remote`, whose `concord.json` `key` was unlocked with
     /// (``unlock(_:passphrase:)``). The first sync records the remote's store id; a later
     /// sync against a remote deleted and re-created (another id) is refused.
+    /// `snapshotEvery`: after a push, write a snapshot once this many batches have been
+    /// pushed since the last one (nil: only when asked, or by ``compact(batchGracePeriod:)``).
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
-        clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000
+        clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64
     ) {
+        self.snapshotEvery = snapshotEvery
         self.store = store
         self.remote = remote
         self.keys = Keys(key)
@@ -136,6 +140,11 @@ public actor SyncEngine {
         }
         if mode != .pullOnly {
             try await push(into: &report, progress: emit)
+            let pushed = try pushedSeq()
+            let snapshotSeq = UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0
+            if let every = snapshotEvery, pushed >= snapshotSeq + every, try store.pendingChangeCount() == 0 {
+                report.snapshot = try await writeSnapshot()
+            }
         }
         emit(SyncProgress(phase: .done, objectsDone: 0, objectsTotal: 0, bytesDone: 0, bytesTotal: 0))
         return report

@@ -40,7 +40,7 @@ import Testing
             }
         }
         if !replay && Self.schedules >= 50 {
-            for kind in ["write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "applied", "rejectedOrFailed"] {
+            for kind in ["write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches", "caughtUp", "applied", "rejectedOrFailed"] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
         }
@@ -101,7 +101,7 @@ final class FuzzRun {
         stores.append(store)
         remotes.append(faulty)
         clocks.append(clock)
-        engines.append(SyncEngine(store: store, remote: faulty, key: key, storeID: storeID, clock: clock))
+        engines.append(SyncEngine(store: store, remote: faulty, key: key, storeID: storeID, clock: clock, snapshotEvery: 3))
     }
 
     func run() async throws -> [String] {
@@ -148,6 +148,17 @@ final class FuzzRun {
                 await sync(r, note: "crashing sync")
                 remotes[r].restart()
                 stats.count("crash")
+            case 16, 17 where random.chance(0.4):
+                // Compaction: delete own batches the newest snapshot covers and every replica
+                // with a head has applied (later bootstraps and laggards join snapshots).
+                do {
+                    let report = try await engines[r].compact()
+                    trace.log("r\(r) compact: deleted \(report.deletedBatches)")
+                    stats.count("compact")
+                    stats.count("deletedBatches", report.deletedBatches.count)
+                } catch {
+                    trace.log("r\(r) compact failed: \(error.code)")
+                }
             case 15 where random.chance(0.5):
                 do {
                     try await engines[r].writeSnapshot()
@@ -247,6 +258,7 @@ final class FuzzRun {
             trace.log("r\(r) \(note): applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting), rejected \(report.rejected.count)")
             stats.count("sync")
             stats.count("applied", report.applied)
+            stats.count("caughtUp", report.joinedSnapshots.count - (report.bootstrapped == nil ? 0 : 1))
             stats.count("rejectedOrFailed", report.rejected.count)
         } catch {
             trace.log("r\(r) \(note) failed: \(error.code)")

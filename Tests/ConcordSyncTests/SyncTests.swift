@@ -74,8 +74,8 @@ import Testing
         try await fleet.syncAll()
         #expect(try fleet.dumps().count == 1)
         let objects = try await fleet.remote.list(prefix: "")
-        // concord.json, the batch, its head and the file.
-        #expect(objects.count == 4)
+        // concord.json, the batch, its head, the file, and the reader's head.
+        #expect(objects.count == 5)
         #expect(objects.contains { $0.path.hasPrefix("blobs/") })
         for object in objects {
             let bytes = try #require(try await fleet.remote.get(object.path))
@@ -196,5 +196,40 @@ final class PhaseLog: @unchecked Sendable {
         }
         let snapshots = try await fleet.remote.list(prefix: "snapshots/")
         #expect(snapshots.count == 2)
+    }
+}
+
+@Suite struct CompactionTests {
+    @Test func compactionDeletesCoveredBatchesAndLaggardsJoinTheSnapshot() async throws {
+        var fleet = try await Fleet(count: 3)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let note = RecordRef(collection: "notes", id: "n")
+        // b syncs once, then goes quiet (a laggard); c keeps up.
+        try await fleet.engines[1].sync()
+        for round in 0..<4 {
+            try a.set(note, "round", .int(Int64(round)))
+            try await fleet.engines[0].sync()
+            try await fleet.engines[2].sync()
+        }
+        // Not everyone has applied a's batches: nothing is deleted without a grace period.
+        let cautious = try await fleet.engines[0].compact()
+        #expect(cautious.snapshot != nil)
+        #expect(cautious.deletedBatches.isEmpty)
+        // With a grace period that has passed, the covered batches go. (Object ages come
+        // from the folder's real modification times, so the clock moves to real time.)
+        fleet.clock.set(SystemClock().millisecondsSinceEpoch() + 10_000)
+        let report = try await fleet.engines[0].compact(batchGracePeriod: 1)
+        #expect(report.deletedBatches == [1, 2, 3, 4])
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(a.replicaID)).isEmpty)
+        // The laggard joins a's snapshot instead and keeps its own unpushed change.
+        try b.set(note, "mine", .string("unpushed"))
+        let caughtUp = try await fleet.engines[1].sync()
+        #expect(caughtUp.joinedSnapshots.count == 1)
+        #expect(try b.record(note)?.map(\.name) == ["mine", "round"])
+        // A new replica bootstraps from a snapshot though the batches are gone.
+        try await fleet.add(name: "late")
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+        #expect(try fleet.stores[3].record(note)?.first { $0.name == "round" }?.value == .scalar(.int(3)))
     }
 }

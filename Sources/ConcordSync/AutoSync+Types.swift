@@ -1,0 +1,157 @@
+import ConcordCore
+import Synchronization
+
+extension AutoSync {
+    /// When ``AutoSync`` syncs, and how it retries. All durations are in milliseconds of
+    /// its ``SyncScheduler``.
+    public struct Configuration: Hashable, Sendable {
+        /// What each sync does. `.pullOnly` ignores local changes (nothing is pushed);
+        /// `.pushOnly` never pulls on the interval.
+        public var mode: SyncMode
+        /// How long after a local commit the push waits (default 2 s). Each further commit
+        /// within the wait restarts it, so a burst of commits becomes one sync and one batch.
+        public var pushDebounce: UInt64
+        /// The longest a local commit waits for its push however often commits keep coming
+        /// (default 30 s), so a steady stream of writes still reaches the remote.
+        public var pushMaxDelay: UInt64
+        /// How often to pull when nothing else synced (default 60 s); nil never pulls on a
+        /// timer. Every successful sync restarts the interval. An idle pull costs one listing.
+        public var pullInterval: UInt64?
+        /// The retry delays after consecutive failures (default 1 s doubling to 5 min, a
+        /// quarter of jitter).
+        public var backoff: Backoff
+        /// Whether ``AutoSync/start()`` syncs at once (default) — catching up with what
+        /// other replicas did and pushing what was written before — or waits for the first
+        /// local commit or the first interval.
+        public var syncOnStart: Bool
+
+        /// A configuration; every parameter has the default described on its property.
+        public init(
+            mode: SyncMode = .twoWay, pushDebounce: UInt64 = 2_000, pushMaxDelay: UInt64 = 30_000,
+            pullInterval: UInt64? = 60_000, backoff: Backoff = Backoff(), syncOnStart: Bool = true
+        ) {
+            self.mode = mode
+            self.pushDebounce = pushDebounce
+            self.pushMaxDelay = max(pushDebounce, pushMaxDelay)
+            self.pullInterval = pullInterval.map { max(1, $0) }
+            self.backoff = backoff
+            self.syncOnStart = syncOnStart
+        }
+    }
+
+    /// What happened, for an app's status line or the CLI's log.
+    public enum Event: Hashable, Sendable {
+        /// A sync succeeded; the consecutive-failure count is back to zero.
+        case synced(SyncReport)
+        /// A sync failed (the remote is unreachable, full, …); the next attempt is in
+        /// `retryIn` milliseconds. Local writes keep working meanwhile. Errors a retry
+        /// cannot fix (`wrongKey`, `storeMismatch`, `newerSchema`, `corrupt`) are retried
+        /// too, at the capped delay, but need a person: show them.
+        case failed(ConcordError, retryIn: UInt64)
+        /// ``AutoSync/pause()`` took effect: nothing new starts until ``AutoSync/resume()``.
+        case paused
+        /// ``AutoSync/resume()`` took effect.
+        case resumed
+    }
+
+    /// What the loop is doing.
+    public enum Phase: Hashable, Sendable {
+        /// ``AutoSync/start()`` was not called yet.
+        case notStarted
+        /// Waiting for a deadline, a local commit or a resume.
+        case idle
+        /// A sync is running.
+        case syncing
+        /// ``AutoSync/stop()`` was called and waits for the sync in flight.
+        case stopping
+        /// ``AutoSync/stop()`` finished: the loop is over for good.
+        case stopped
+    }
+
+    /// Running totals since creation, for tests, benchmarks and diagnostics.
+    public struct Counters: Hashable, Sendable {
+        /// Local change events seen (one per changed record per commit).
+        public var localChanges = 0
+        /// Syncs started, for any reason.
+        public var syncs = 0
+        /// Syncs that succeeded and that failed.
+        public var succeeded = 0
+        public var failed = 0
+        /// Syncs started by the push debounce, the pull interval, a retry, and start or resume.
+        public var pushSyncs = 0
+        public var intervalSyncs = 0
+        public var retrySyncs = 0
+        public var promptSyncs = 0
+        /// Debounced pushes that found nothing left to push (an earlier sync took it) and so
+        /// made no request.
+        public var skippedPushes = 0
+        /// Batches pushed and deltas applied, summed over the syncs' reports.
+        public var batchesPushed = 0
+        public var deltasApplied = 0
+
+        /// All zero.
+        public init() {}
+    }
+
+    /// A consistent picture of the loop at one moment.
+    public struct Status: Hashable, Sendable {
+        /// What the loop is doing.
+        public var phase: Phase
+        /// Whether ``AutoSync/pause()`` is in effect.
+        public var isPaused: Bool
+        /// The scheduler time at which the next sync is planned; nil when paused, stopped,
+        /// or when nothing is planned (a push-only loop with no pending changes).
+        public var nextSync: UInt64?
+        /// Failures since the last success: what the next retry's backoff is based on.
+        public var consecutiveFailures: Int
+        /// Running totals.
+        public var counters: Counters
+    }
+}
+
+/// Fans values out to every subscriber; ends every stream, present and future, on finish.
+final class Broadcaster<Element: Sendable>: Sendable {
+    private struct State {
+        var next = 0
+        var subscribers: [Int: AsyncStream<Element>.Continuation] = [:]
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+    private let bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy
+
+    init(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy) {
+        self.bufferingPolicy = bufferingPolicy
+    }
+
+    func subscribe() -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
+        let id = state.withLock { state -> Int? in
+            if state.finished { return nil }
+            state.next += 1
+            state.subscribers[state.next] = continuation
+            return state.next
+        }
+        if let id {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            }
+        } else {
+            continuation.finish()
+        }
+        return stream
+    }
+
+    func publish(_ value: Element) {
+        for continuation in state.withLock({ Array($0.subscribers.values) }) { continuation.yield(value) }
+    }
+
+    func finish() {
+        let continuations = state.withLock { state in
+            state.finished = true
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+}

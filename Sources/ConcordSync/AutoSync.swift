@@ -1,0 +1,344 @@
+import ConcordCore
+import ConcordStore
+
+/// Keeps one ``SyncEngine``'s store in sync without being asked: pushes shortly after local
+/// commits, pulls on an interval, and retries failures with exponential backoff.
+///
+/// - **Push, debounced.** Every local commit (a `.local` event of `Store.changes()`) plans a
+///   sync ``Configuration/pushDebounce`` later; a further commit within that time moves it
+///   back, so a burst of commits is one sync and one batch. However often commits come, the
+///   first waits at most ``Configuration/pushMaxDelay``. A debounced push that finds
+///   everything already pushed (an interval sync took it) makes no request.
+/// - **Pull, on an interval.** ``Configuration/pullInterval`` after the last successful
+///   sync. Changes applied from other replicas do not plan a push.
+/// - **Backoff.** A failed sync is retried after ``Configuration/backoff``'s delay for the
+///   number of consecutive failures (jittered with the injected generator, capped); while
+///   retrying, the push and pull timers wait for the retry, which syncs both ways. One
+///   success resets the count.
+/// - **Offline tolerance.** Failures are reported (``Event/failed(_:retryIn:)``) and never
+///   end the loop. Local writes only touch the store, so they keep working; what they
+///   changed waits in the outbox and goes out with the first sync that succeeds.
+/// - **Pause and resume.** ``pause()`` lets a sync in flight finish and starts none until
+///   ``resume()``, which syncs at once if local commits are waiting (even during backoff)
+///   and otherwise picks up the timers where they stand (an interval that fell due while
+///   paused pulls at once).
+/// - **Stop.** ``stop()`` waits for a sync in flight, ends the loop, stops watching the
+///   store and finishes every ``events()`` stream. A stopped loop does not start again.
+///
+/// Time comes from a ``SyncScheduler`` and jitter from an injected generator, so a test drives
+/// the whole loop with virtual time and a seed. Syncs never overlap: one loop runs them one
+/// at a time. The loop keeps itself alive until ``stop()``; call it when done.
+public actor AutoSync {
+    /// The engine every sync goes through.
+    public let engine: SyncEngine
+    /// When to sync and how to retry.
+    public let configuration: Configuration
+    /// Where time comes from.
+    public nonisolated let scheduler: any SyncScheduler
+
+    private var generator: any RandomNumberGenerator & Sendable
+    private let broadcaster = Broadcaster<Event>(bufferingPolicy: .bufferingNewest(1_024))
+
+    // The plan: scheduler times at which a sync is due, for each reason.
+    /// A sync as soon as possible: at start, or on resume with commits waiting.
+    private var promptDue: UInt64?
+    /// The debounced push, and when the oldest commit it covers was seen.
+    private var pushDue: UInt64?
+    private var firstPendingAt: UInt64?
+    /// The next interval pull.
+    private var pullDue: UInt64?
+    /// The next retry after a failure; while set, the push and pull timers wait for it.
+    private var retryDue: UInt64?
+
+    private var phase = Phase.notStarted
+    private var paused = false
+    private var stopping = false
+    private var consecutiveFailures = 0
+    private var counters = Counters()
+
+    private var driver: Task<Void, Never>?
+    private var watcher: Task<Void, Never>?
+    /// The loop's sleep: resumed by its timer or by ``wake()``.
+    private var wakeUp: CheckedContinuation<Void, Never>?
+    private var timer: Task<Void, Never>?
+    private var sleepGeneration = 0
+    private var waiters: [Int: Waiter] = [:]
+    private var nextWaiter = 0
+
+    private struct Waiter {
+        let condition: @Sendable (Status) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private enum Trigger {
+        case prompt, push, interval, retry
+    }
+
+    /// A loop for `engine`, idle until ``start()``. `scheduler` supplies time (tests pass a
+    /// virtual one) and `generator` the backoff's jitter (tests pass a seeded one).
+    public init(
+        engine: SyncEngine, configuration: Configuration = Configuration(),
+        scheduler: any SyncScheduler = SystemScheduler(),
+        generator: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) {
+        self.engine = engine
+        self.configuration = configuration
+        self.scheduler = scheduler
+        self.generator = generator
+    }
+
+    // MARK: Observing
+
+    /// What happens from now on: each sync's outcome, pauses and resumes. Ends when the loop
+    /// stops (at once if it already has). A subscriber that falls more than 1,024 events
+    /// behind loses the oldest.
+    public nonisolated func events() -> AsyncStream<Event> {
+        broadcaster.subscribe()
+    }
+
+    /// The loop's phase, plan and counters right now.
+    public var status: Status {
+        Status(
+            phase: stopping && phase != .stopped ? .stopping : phase, isPaused: paused,
+            nextSync: paused || stopping || phase == .stopped || phase == .notStarted ? nil : nextDeadline(),
+            consecutiveFailures: consecutiveFailures, counters: counters)
+    }
+
+    /// Suspends until `condition` holds of ``status`` (checked now and after every change of
+    /// it), and returns true; returns whether it holds once the loop has stopped, and false
+    /// if the calling task is cancelled first. For tests, and for tools that wait for a
+    /// particular outcome ("until the first successful sync").
+    public func wait(until condition: @escaping @Sendable (Status) -> Bool) async -> Bool {
+        if condition(status) { return true }
+        if phase == .stopped { return false }
+        nextWaiter += 1
+        let id = nextWaiter
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiters[id] = Waiter(condition: condition, continuation: continuation)
+                if Task.isCancelled { cancelWaiter(id) }
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter(id) }
+        }
+    }
+
+    private func cancelWaiter(_ id: Int) {
+        waiters.removeValue(forKey: id)?.continuation.resume(returning: false)
+    }
+
+    /// Resumes the waiters whose condition now holds.
+    private func changed() {
+        guard !waiters.isEmpty else { return }
+        let current = status
+        for (id, waiter) in waiters where waiter.condition(current) {
+            waiters[id] = nil
+            waiter.continuation.resume(returning: true)
+        }
+    }
+
+    // MARK: Control
+
+    /// Starts watching the store's local commits and syncing: at once if
+    /// ``Configuration/syncOnStart``, else after the first commit's debounce or the first
+    /// interval. Every commit made after this returns is seen. Does nothing if already
+    /// started or stopped.
+    public func start() {
+        guard phase == .notStarted, !stopping else { return }
+        let changes = engine.store.changes()
+        watcher = Task { [weak self] in
+            for await change in changes where change.origin == .local {
+                guard let self else { return }
+                await self.noteLocalCommit()
+            }
+        }
+        let now = scheduler.now()
+        if configuration.syncOnStart {
+            promptDue = now
+        } else {
+            planPull(after: now)
+        }
+        phase = .idle
+        driver = Task { await self.drive() }
+        changed()
+    }
+
+    /// Starts no new sync until ``resume()``; a sync in flight completes (its event follows
+    /// ``Event/paused``). Local commits are still noted, to push on resume. Does nothing if
+    /// already paused or stopped.
+    public func pause() {
+        guard !paused, !stopping, phase != .stopped else { return }
+        paused = true
+        broadcaster.publish(.paused)
+        wake()
+        changed()
+    }
+
+    /// Lets syncs start again: at once if local commits are waiting — even while backing
+    /// off, since a person or the network coming back is a good reason to try — otherwise
+    /// when the timers say. Does nothing unless paused.
+    public func resume() {
+        guard paused, !stopping, phase != .stopped else { return }
+        paused = false
+        broadcaster.publish(.resumed)
+        if pushDue != nil { promptDue = scheduler.now() }
+        wake()
+        changed()
+    }
+
+    /// Ends the loop: waits for a sync in flight, stops watching the store, cancels every
+    /// timer and finishes every ``events()`` stream. Later calls do nothing.
+    public func stop() async {
+        guard phase != .stopped else { return }
+        stopping = true
+        watcher?.cancel()
+        watcher = nil
+        wake()
+        changed()
+        if let driver { await driver.value }
+        guard phase != .stopped else { return }  // a concurrent stop() finished first
+        phase = .stopped
+        broadcaster.finish()
+        let current = status
+        for (_, waiter) in waiters { waiter.continuation.resume(returning: waiter.condition(current)) }
+        waiters = [:]
+    }
+
+    // MARK: The loop
+
+    private func noteLocalCommit() {
+        counters.localChanges += 1
+        if configuration.mode != .pullOnly && !stopping {
+            let now = scheduler.now()
+            let first = firstPendingAt ?? now
+            firstPendingAt = first
+            pushDue = min(now + configuration.pushDebounce, first + configuration.pushMaxDelay)
+            if !paused { wake() }
+        }
+        changed()
+    }
+
+    private func drive() async {
+        while !stopping {
+            if !paused, let trigger = dueTrigger(at: scheduler.now()) {
+                await perform(trigger)
+            } else {
+                await sleep(until: paused ? nil : nextDeadline())
+            }
+        }
+    }
+
+    /// The next planned sync: a prompt one first; while retrying, the retry; else the
+    /// earlier of the push and the pull.
+    private func nextDeadline() -> UInt64? {
+        if let promptDue { return promptDue }
+        if let retryDue { return retryDue }
+        return [pushDue, pullDue].compactMap { $0 }.min()
+    }
+
+    private func dueTrigger(at now: UInt64) -> Trigger? {
+        if let promptDue, now >= promptDue { return .prompt }
+        if let retryDue { return now >= retryDue ? .retry : nil }
+        if let pushDue, now >= pushDue { return .push }
+        if let pullDue, now >= pullDue { return .interval }
+        return nil
+    }
+
+    private func planPull(after now: UInt64) {
+        pullDue = configuration.mode == .pushOnly ? nil : configuration.pullInterval.map { now + $0 }
+    }
+
+    private func perform(_ trigger: Trigger) async {
+        if trigger == .push {
+            // An interval sync or retry may have pushed these commits already.
+            let seen = counters.localChanges
+            let pending = await hasUnpushedChanges()
+            guard !pending else { return await sync(trigger) }
+            if counters.localChanges == seen {  // no commit came in while we looked
+                pushDue = nil
+                firstPendingAt = nil
+                counters.skippedPushes += 1
+                changed()
+            }
+            return
+        }
+        await sync(trigger)
+    }
+
+    private func sync(_ trigger: Trigger) async {
+        // This sync seals every commit made before it starts pushing, so it covers what the
+        // plan held; commits noted from here on plan the next push.
+        promptDue = nil
+        pushDue = nil
+        firstPendingAt = nil
+        phase = .syncing
+        counters.syncs += 1
+        switch trigger {
+        case .prompt: counters.promptSyncs += 1
+        case .push: counters.pushSyncs += 1
+        case .interval: counters.intervalSyncs += 1
+        case .retry: counters.retrySyncs += 1
+        }
+        changed()
+        let event: Event
+        do {
+            let report = try await engine.sync(mode: configuration.mode)
+            consecutiveFailures = 0
+            retryDue = nil
+            planPull(after: scheduler.now())
+            counters.succeeded += 1
+            counters.batchesPushed += report.pushed
+            counters.deltasApplied += report.applied
+            event = .synced(report)
+        } catch {
+            consecutiveFailures += 1
+            let delay = configuration.backoff.delay(attempt: consecutiveFailures, using: &generator)
+            retryDue = scheduler.now() + delay
+            counters.failed += 1
+            event = .failed(error, retryIn: delay)
+        }
+        phase = .idle
+        broadcaster.publish(event)
+        changed()
+    }
+
+    /// Whether the outbox holds commits or sealed batches wait for their push. True when the
+    /// store cannot tell, so that the sync runs and reports the problem.
+    private func hasUnpushedChanges() async -> Bool {
+        do {
+            if try engine.store.pendingChangeCount() > 0 { return true }
+            return try engine.store.sealedSeq() > (try await engine.pushedSeq())
+        } catch {
+            return true
+        }
+    }
+
+    /// Sleeps until `deadline` (forever when nil) or until ``wake()``.
+    private func sleep(until deadline: UInt64?) async {
+        sleepGeneration += 1
+        let generation = sleepGeneration
+        if let deadline {
+            let scheduler = self.scheduler
+            timer = Task { [weak self] in
+                do { try await scheduler.sleep(until: deadline) } catch { return }
+                await self?.timerFired(generation)
+            }
+        }
+        await withCheckedContinuation { continuation in
+            wakeUp = continuation
+        }
+    }
+
+    private func timerFired(_ generation: Int) {
+        guard generation == sleepGeneration else { return }  // a later sleep's business
+        wake()
+    }
+
+    /// Ends the loop's current sleep (if it sleeps) so it looks at the plan again.
+    private func wake() {
+        timer?.cancel()
+        timer = nil
+        wakeUp?.resume()
+        wakeUp = nil
+    }
+}

@@ -1,0 +1,102 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+
+/// What ``SyncEngine/compact(batchGracePeriod:)`` did.
+public struct CompactionReport: Hashable, Sendable {
+    /// The snapshot written first, if one was needed.
+    public var snapshot: String?
+    /// The newest own seq every replica with a head had applied.
+    public var appliedEverywhere: UInt64 = 0
+    /// This replica's batches deleted.
+    public var deletedBatches: [UInt64] = []
+    public init() {}
+}
+
+extension SyncEngine {
+    /// Deletes this replica's own batches that its newest snapshot covers and that every
+    /// replica with a head has applied — or, with `batchGracePeriod`, that are older than it
+    /// (a lagging replica then joins the snapshot instead). Writes a snapshot first when the
+    /// newest one is behind the pushed seq (DESIGN.md §4, "Compaction").
+    @discardableResult
+    public func compact(batchGracePeriod: UInt64? = nil) async throws(ConcordError) -> CompactionReport {
+        var report = CompactionReport()
+        var sync = SyncReport()
+        try await push(into: &sync, progress: nil)
+        let pushed = try pushedSeq()
+        guard pushed > 0 else { return report }
+        // 1. A snapshot covering every pushed batch (one set of bytes per name: written only
+        //    when the seq moved past the last one).
+        if UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0 < pushed {
+            report.snapshot = try await writeSnapshot()
+        }
+        let covered = UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0
+        // 2. What every replica with a head has applied of ours.
+        let heads = try await listHeads()
+        var everywhere = covered
+        for (replica, seq) in heads.latest where replica != store.replicaID {
+            let path = RemoteLayout.head(replica, seq: seq)
+            guard let sealed = try await remote.get(path),
+                  let head = try? Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
+            else {
+                everywhere = 0  // unreadable: assume it has applied nothing
+                continue
+            }
+            everywhere = min(everywhere, head.applied[store.replicaID.description] ?? 0)
+        }
+        report.appliedEverywhere = everywhere
+        // 3. Delete: applied everywhere, or past the grace period; always within the snapshot.
+        let now = clock.millisecondsSinceEpoch()
+        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(store.replicaID)) {
+            guard case let .delta(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID, seq <= covered else { continue }
+            let old = batchGracePeriod.map { grace in (object.modified ?? now) + grace < now } ?? false
+            guard seq <= everywhere || old else { continue }
+            try await remote.delete(object.path)
+            report.deletedBatches.append(seq)
+        }
+        report.deletedBatches.sort()
+        return report
+    }
+
+    /// Joins the newest snapshot of `origin` that covers its batch `seq`, for a replica
+    /// whose next batch was compacted away. Returns whether it joined one.
+    func catchUp(origin: ReplicaID, seq: UInt64, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+        let candidates = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
+            if case let .snapshot(replica, snapshotSeq)? = RemoteLayout.parse(object.path), replica == origin, snapshotSeq >= seq { snapshotSeq } else { nil }
+        }.sorted(by: >)
+        for candidate in candidates {
+            let path = RemoteLayout.snapshot(origin, seq: candidate)
+            guard let sealed = try await remote.get(path) else { continue }
+            let snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64])
+            do {
+                snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+            } catch {
+                report.rejected.append("\(path): \(error.message)")
+                continue
+            }
+            guard (snapshot.appliedSeqs[origin] ?? 0) >= seq else { continue }
+            if try await join(snapshot, path: path, into: &report) { return true }
+        }
+        return false
+    }
+
+    /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet.
+    func join(_ snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64]), path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+        var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
+        if case let .heldBack(missing) = result {
+            for hash in missing {
+                let blobPath = BlobName.remotePath(for: hash, key: keys.blobNames)
+                guard try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: blobPath, key: keys.blobContents) else {
+                    return false
+                }
+                report.filesFetched += 1
+            }
+            result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
+        }
+        if case .heldBack = result { return false }
+        report.joinedSnapshots.append(path)
+        return true
+    }
+}
