@@ -4,20 +4,25 @@ import ConcordRemote
 import ConcordSync
 import Foundation
 
-struct Compact: ParsableCommand {
+struct Compact: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Collect local garbage: expired file history and files nothing references.",
+        abstract: "Compact the remote and collect local garbage.",
         discussion: """
-            Deletes superseded file versions older than the history window and the local files \
-            no field, fork or retained version references, and sweeps temporaries older than an \
-            hour that interrupted uploads left in the remote folder. Remote compaction — \
-            snapshots, deleting batches every replica has applied, collecting unreferenced \
-            remote files — is not available yet, and the output says so.
+            With a remote: pushes, writes a snapshot when the newest one is behind, and deletes \
+            this replica's batches that the snapshot covers and every replica has applied (or, \
+            with --grace-days, that are older than that: a lagging replica then joins the \
+            snapshot). Locally: deletes superseded file versions older than the history window \
+            and the files nothing references, and sweeps temporaries older than an hour that \
+            interrupted uploads left in the remote folder. Collecting unreferenced remote files \
+            is not available yet, and the output says so.
             """)
+
+    @Option(name: .customLong("grace-days"), help: "Also delete own batches older than this many days (covered by the snapshot).")
+    var graceDays: UInt64?
 
     @OptionGroup var options: GlobalOptions
 
-    func run() throws {
+    func run() async throws {
         let store = try options.openStore()
         var sizes: [ContentHash: UInt64] = [:]
         for hash in try store.blobs.all() {
@@ -35,8 +40,17 @@ struct Compact: ParsableCommand {
                 sweepNote = "the remote folder was not swept: \(error.message)"
             }
         }
-        let notDone = ["remote compaction (snapshots, deleting batches every replica has applied, collecting unreferenced remote files) is not available yet (issue 6)"]
-        var lines = [
+        var compaction: CompactionReport?
+        if try RemoteLocation.configured(in: store) != nil {
+            let connection = try await RemoteConnection.open(store, options: options)
+            compaction = try await connection.engine.compact(batchGracePeriod: graceDays.map { $0 * 86_400_000 })
+        }
+        let notDone = ["collecting unreferenced files on the remote is not available yet"]
+        var lines: [String] = []
+        if let compaction {
+            lines.append("remote: \(compaction.snapshot.map { "wrote \($0); " } ?? "")deleted \(compaction.deletedBatches.count) own batch\(compaction.deletedBatches.count == 1 ? "" : "es") (applied everywhere up to seq \(compaction.appliedEverywhere))")
+        }
+        lines += [
             "deleted \(deleted.count) unreferenced local file\(deleted.count == 1 ? "" : "s") (\(freed) bytes) from \(store.blobs.directory)",
         ]
         if let swept { lines.append("deleted \(swept) stale temporary file\(swept == 1 ? "" : "s") from the remote folder") }
@@ -46,6 +60,8 @@ struct Compact: ParsableCommand {
             .object([
                 ("localFilesDeleted", .int(Int64(deleted.count))), ("bytesFreed", .uint(freed)),
                 ("remoteTemporariesDeleted", swept.map { .int(Int64($0)) } ?? .null),
+                ("snapshotWritten", compaction?.snapshot.map { .string($0) } ?? .null),
+                ("batchesDeleted", .int(Int64(compaction?.deletedBatches.count ?? 0))),
                 ("notDone", .array(notDone.map { .string($0) })),
             ]),
             lines.joined(separator: "\n"))
