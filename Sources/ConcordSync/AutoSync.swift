@@ -7,8 +7,9 @@ import ConcordStore
 /// - **Push, debounced.** Every local commit (a `.local` event of `Store.changes()`) plans a
 ///   sync ``Configuration/pushDebounce`` later; a further commit within that time moves it
 ///   back, so a burst of commits is one sync and one batch. However often commits come, the
-///   first waits at most ``Configuration/pushMaxDelay``. A debounced push that finds
-///   everything already pushed (an interval sync took it) makes no request.
+///   first waits at most ``Configuration/pushMaxDelay``. Any sync covers the commits made
+///   before it, so it cancels the planned push; a push planned by a commit that a sync
+///   already in flight took along finds nothing left and makes no request.
 /// - **Pull, on an interval.** ``Configuration/pullInterval`` after the last successful
 ///   sync. Changes applied from other replicas do not plan a push.
 /// - **Backoff.** A failed sync is retried after ``Configuration/backoff``'s delay for the
@@ -60,6 +61,8 @@ public actor AutoSync {
     private var watcher: Task<Void, Never>?
     /// The loop's sleep: resumed by its timer or by ``wake()``.
     private var wakeUp: CheckedContinuation<Void, Never>?
+    /// What the loop's current sleep waits for (nil: a wake-up only).
+    private var sleepingUntil: UInt64?
     private var timer: Task<Void, Never>?
     private var sleepGeneration = 0
     private var waiters: [Int: Waiter] = [:]
@@ -213,7 +216,9 @@ public actor AutoSync {
             let first = firstPendingAt ?? now
             firstPendingAt = first
             pushDue = min(now + configuration.pushDebounce, first + configuration.pushMaxDelay)
-            if !paused { wake() }
+            // Re-plan only when the plan moved: a burst of commits within one millisecond
+            // (one event per record) costs one timer, not one per record.
+            if !paused && wakeUp != nil && sleepingUntil != nextDeadline() { wake() }
         }
         changed()
     }
@@ -250,7 +255,7 @@ public actor AutoSync {
 
     private func perform(_ trigger: Trigger) async {
         if trigger == .push {
-            // An interval sync or retry may have pushed these commits already.
+            // A sync in flight when these commits were noted may have sealed and pushed them.
             let seen = counters.localChanges
             let pending = await hasUnpushedChanges()
             guard !pending else { return await sync(trigger) }
@@ -317,6 +322,7 @@ public actor AutoSync {
     private func sleep(until deadline: UInt64?) async {
         sleepGeneration += 1
         let generation = sleepGeneration
+        sleepingUntil = deadline
         if let deadline {
             let scheduler = self.scheduler
             timer = Task { [weak self] in

@@ -31,17 +31,16 @@ import Testing
         var events = auto.events().makeAsyncIterator()
         await auto.start()
         // Before any commit only the pull is planned.
-        await scheduler.waitForDeadlines([t0 + 60_000])
+        try await expectPlan(auto, scheduler, t0 + 60_000)
 
         for index in 0..<10 { try store.set(Self.note(index), "title", .string("first \(index)")) }
         await settle(auto) { $0.counters.localChanges == 10 }
-        #expect(await auto.status.nextSync == t0 + 2_000)
-        await scheduler.waitForDeadlines([t0 + 2_000])
+        try await expectPlan(auto, scheduler, t0 + 2_000)
         // Within the window, more commits move the push back.
         scheduler.advance(by: 1_500)
         for index in 10..<20 { try store.set(Self.note(index), "title", .string("second \(index)")) }
         await settle(auto) { $0.counters.localChanges == 20 }
-        await scheduler.waitForDeadlines([t0 + 3_500])
+        try await expectPlan(auto, scheduler, t0 + 3_500)
         // Up to a millisecond before it, no timer is due, so nothing can start.
         scheduler.advance(by: 1_999)
         #expect(scheduler.deadlines == [t0 + 3_500])
@@ -55,7 +54,7 @@ import Testing
         #expect(counters.syncs == 1 && counters.pushSyncs == 1 && counters.batchesPushed == 1, "\(counters)")
         #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(store.replicaID)).count == 1)
         // Then only the pull, a full interval after the sync.
-        await scheduler.waitForDeadlines([t0 + 3_500 + 60_000])
+        try await expectPlan(auto, scheduler, t0 + 3_500 + 60_000)
         // The other replica gets all twenty commits in that one batch.
         #expect(try await fleet.engines[1].sync().applied == 1)
         #expect(try fleet.stores[1].records(in: "notes").count == 20)
@@ -73,13 +72,59 @@ import Testing
         for (index, deadline) in [2_000, 3_500, 5_000, 5_000].enumerated() {
             try fleet.stores[0].set(Self.note(index), "title", .string("v\(index)"))
             await settle(auto) { $0.counters.localChanges == index + 1 }
-            await scheduler.waitForDeadlines([t0 + UInt64(deadline)])
+            try await expectPlan(auto, scheduler, t0 + UInt64(deadline))
             scheduler.advance(by: 1_500)
         }
         let event = try await next(&events)
         guard case let .synced(report) = event else { Issue.record("expected a sync, got \(event)"); return }
         #expect(report.pushed == 1)
         #expect(await auto.status.counters.syncs == 1)
+        await auto.stop()
+    }
+
+    @Test func commitsAnotherSyncAlreadyPushedCostNoFurtherSync() async throws {
+        let gate = Gate()
+        let fleet = try await Fleet(count: 1) { GatedRemote(wrapping: FaultyRemote(wrapping: $0, seed: 3), gate: gate) }
+        let counting = try #require((fleet.remote as? GatedRemote)?.base as? FaultyRemote)
+        let scheduler = VirtualScheduler(fleet.clock)
+        let t0 = scheduler.now()
+        let auto = AutoSync(engine: fleet.engines[0], configuration: Self.configuration(), scheduler: scheduler)
+        var events = auto.events().makeAsyncIterator()
+        await auto.start()
+        try await expectPlan(auto, scheduler, t0 + 60_000)
+
+        // A commit a second before the interval: the interval sync pushes it, and no push
+        // is planned after.
+        scheduler.advance(by: 59_000)
+        try fleet.stores[0].set(Self.note(1), "title", .string("just in time"))
+        await settle(auto) { $0.counters.localChanges == 1 }
+        try await expectPlan(auto, scheduler, t0 + 60_000)
+        scheduler.advance(by: 1_000)
+        var event = try await next(&events)
+        guard case let .synced(first) = event else { Issue.record("expected a sync, got \(event)"); return }
+        #expect(first.pushed == 1)
+        try await expectPlan(auto, scheduler, t0 + 120_000)
+
+        // A commit noted while the next sync is in flight, before it seals: that sync pushes
+        // it, and the push the commit planned finds nothing left and asks the remote nothing.
+        gate.arm()
+        scheduler.advance(by: 60_000)
+        await gate.waitUntilHolding()
+        try fleet.stores[0].set(Self.note(2), "title", .string("during the sync"))
+        await settle(auto) { $0.counters.localChanges == 2 }
+        gate.release()
+        event = try await next(&events)
+        guard case let .synced(second) = event else { Issue.record("expected a sync, got \(event)"); return }
+        #expect(second.pushed == 1)
+        try await expectPlan(auto, scheduler, t0 + 122_000)
+        let requests = counting.counts.requests
+        scheduler.advance(by: 2_000)
+        await settle(auto) { $0.counters.skippedPushes + $0.counters.pushSyncs == 1 }
+        #expect(await auto.status.counters.skippedPushes == 1)
+        try await expectPlan(auto, scheduler, t0 + 180_000)
+        #expect(counting.counts.requests == requests)
+        let counters = await auto.status.counters
+        #expect(counters.syncs == 2 && counters.intervalSyncs == 2 && counters.pushSyncs == 0, "\(counters)")
         await auto.stop()
     }
 
@@ -91,7 +136,7 @@ import Testing
         var events = auto.events().makeAsyncIterator()
         await auto.start()
         guard case .synced = try await next(&events) else { Issue.record("the start sync failed"); return }
-        await scheduler.waitForDeadlines([t0 + 60_000])
+        try await expectPlan(auto, scheduler, t0 + 60_000)
 
         try fleet.stores[0].set(Self.note(1), "title", .string("from device0"))
         try await fleet.engines[0].sync()
@@ -107,7 +152,7 @@ import Testing
         let counters = await auto.status.counters
         #expect(counters.promptSyncs == 1 && counters.intervalSyncs == 1 && counters.syncs == 2, "\(counters)")
         // A change applied from another replica plans no push: next is the next interval.
-        await scheduler.waitForDeadlines([t0 + 120_000])
+        try await expectPlan(auto, scheduler, t0 + 120_000)
         #expect(await auto.status.counters.localChanges == 0)
         await auto.stop()
     }
@@ -135,12 +180,13 @@ import Testing
             delays.append(retryIn)
             // The loop sleeps until exactly the retry, and nothing else.
             let retryAt = scheduler.now() + retryIn
-            await scheduler.waitForDeadlines([retryAt])
-            if attempt == 3 {
-                // Offline, local writes still work; the backoff holds their push back.
+            try await expectPlan(auto, scheduler, retryAt)
+            if attempt == 4 {
+                // Offline, local writes still work; the backoff holds their push (due in
+                // 2 s) back until the retry (in 4 to 8 s).
                 try fleet.stores[0].set(Self.note(1), "title", .string("written offline"))
                 await settle(auto) { $0.counters.localChanges == 1 }
-                await scheduler.waitForDeadlines([retryAt])
+                try await expectPlan(auto, scheduler, retryAt)
             }
             if attempt < 8 { scheduler.advance(by: retryIn) }
         }
@@ -159,13 +205,13 @@ import Testing
         var status = await auto.status
         #expect(status.consecutiveFailures == 0)
         #expect(status.counters.failed == 8 && status.counters.retrySyncs == 8 && status.counters.succeeded == 1, "\(status.counters)")
-        await scheduler.waitForDeadlines([scheduler.now() + 60_000])
+        try await expectPlan(auto, scheduler, scheduler.now() + 60_000)
 
         // The backoff starts over: the next failure waits about the base delay again.
         faulty.plan = FaultyRemote.Plan(failure: 1)
         try fleet.stores[0].set(Self.note(2), "title", .string("again"))
         await settle(auto) { $0.counters.localChanges == 2 }
-        await scheduler.waitForDeadlines([scheduler.now() + 2_000])
+        try await expectPlan(auto, scheduler, scheduler.now() + 2_000)
         scheduler.advance(by: 2_000)
         let again = try await next(&events)
         guard case let .failed(_, retryIn) = again else { Issue.record("expected a failure, got \(again)"); return }
@@ -186,8 +232,7 @@ import Testing
         for index in 0..<3 { try fleet.stores[0].set(Self.note(index), "title", .string("paused \(index)")) }
         await settle(auto) { $0.counters.localChanges == 3 && $0.isPaused }
         // Paused, the loop has no timer at all, so no amount of time starts a sync.
-        await scheduler.waitForDeadlines([])
-        #expect(await auto.status.nextSync == nil)
+        try await expectPlan(auto, scheduler, nil)
         scheduler.advance(by: 10 * 60_000)
         #expect(scheduler.deadlines.isEmpty)
         #expect(await auto.status.counters.syncs == 0)
@@ -222,12 +267,12 @@ import Testing
         guard case let .synced(report) = event else { Issue.record("expected a sync, got \(event)"); return }
         #expect(report.pushed == 1)
         await settle(auto) { $0.phase == .idle }
-        await scheduler.waitForDeadlines([])
+        try await expectPlan(auto, scheduler, nil)
 
         // Nothing waits, so resuming only brings back the pull planned after that sync.
         await auto.resume()
         #expect(try await next(&events) == .resumed)
-        await scheduler.waitForDeadlines([t0 + 60_000])
+        try await expectPlan(auto, scheduler, t0 + 60_000)
         #expect(await auto.status.counters.syncs == 1)
         await auto.stop()
     }
@@ -242,7 +287,7 @@ import Testing
         await auto.start()
         try fleet.stores[0].set(Self.note(1), "title", .string("last words"))
         await settle(auto) { $0.counters.localChanges == 1 }
-        await scheduler.waitForDeadlines([t0 + 2_000])
+        try await expectPlan(auto, scheduler, t0 + 2_000)
         gate.arm()
         scheduler.advance(by: 2_000)
         await gate.waitUntilHolding()
@@ -278,18 +323,18 @@ import Testing
         // Push-only: no pulls; a commit plans a push.
         let backup = AutoSync(engine: fleet.engines[0], configuration: Self.configuration(mode: .pushOnly), scheduler: scheduler)
         await backup.start()
-        #expect(await backup.status.nextSync == nil)
+        try await expectPlan(backup, scheduler, nil)
         try fleet.stores[0].set(Self.note(1), "title", .string("backed up"))
         await settle(backup) { $0.counters.localChanges == 1 }
-        #expect(await backup.status.nextSync == t0 + 2_000)
+        try await expectPlan(backup, scheduler, t0 + 2_000)
         await backup.stop()
         // Pull-only: pulls; a commit plans nothing.
         let mirror = AutoSync(engine: fleet.engines[1], configuration: Self.configuration(mode: .pullOnly), scheduler: scheduler)
         await mirror.start()
-        await scheduler.waitForDeadlines([t0 + 60_000])
+        try await expectPlan(mirror, scheduler, t0 + 60_000)
         try fleet.stores[1].set(Self.note(2), "title", .string("kept here"))
         await settle(mirror) { $0.counters.localChanges == 1 }
-        #expect(await mirror.status.nextSync == t0 + 60_000)
+        try await expectPlan(mirror, scheduler, t0 + 60_000)
         await mirror.stop()
     }
 
@@ -325,14 +370,27 @@ import Testing
 
 // MARK: Support
 
-/// Waits until the loop's status satisfies `condition`; records an issue if it stopped first.
+/// Waits until the loop's status satisfies `condition`; records an issue if it stopped (or the
+/// time limit cancelled the test) first.
 func settle(
     _ auto: AutoSync, sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: @escaping @Sendable (AutoSync.Status) -> Bool
 ) async {
     if await !auto.wait(until: condition) {
-        Issue.record("the loop stopped first: \(await auto.status)", sourceLocation: sourceLocation)
+        Issue.record("the loop stopped, or the test timed out, first: \(await auto.status)", sourceLocation: sourceLocation)
     }
+}
+
+/// Checks that the loop plans its next sync at `deadline` (nil: none), then waits until its
+/// only timer is set for exactly that — so advancing time next has a known effect. A wrong
+/// plan fails here at once rather than leaving the test waiting for a timer.
+func expectPlan(
+    _ auto: AutoSync, _ scheduler: VirtualScheduler, _ deadline: UInt64?,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let planned = await auto.status.nextSync
+    try #require(planned == deadline, "the loop plans its next sync at \(planned.map(String.init) ?? "never"), not \(deadline.map(String.init) ?? "never")", sourceLocation: sourceLocation)
+    await scheduler.waitForDeadlines(deadline.map { [$0] } ?? [])
 }
 
 /// The next event; fails the test if the stream ended.
@@ -355,16 +413,16 @@ final class VirtualScheduler: SyncScheduler {
     }
 
     private struct Watcher {
-        let condition: @Sendable ([UInt64]) -> Bool
+        let expected: [UInt64]
         let continuation: CheckedContinuation<Void, Never>
     }
 
     private struct State {
         var nextID = 0
         var sleepers: [Int: Sleeper] = [:]
-        /// Sleeps cancelled before they registered.
+        /// Sleeps and waits cancelled before they registered.
         var cancelled: Set<Int> = []
-        var watchers: [Watcher] = []
+        var watchers: [Int: Watcher] = [:]
     }
 
     private let state = Mutex(State())
@@ -420,30 +478,39 @@ final class VirtualScheduler: SyncScheduler {
         notify()
     }
 
-    /// Suspends until the registered deadlines are exactly `expected` (in order).
+    /// Suspends until the registered deadlines are exactly `expected` (in order), or the
+    /// task is cancelled (as the suite's time limit does).
     func waitForDeadlines(_ expected: [UInt64]) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                if state.sleepers.values.map(\.deadline).sorted() == expected { return true }
-                state.watchers.append(Watcher(condition: { $0 == expected }, continuation: continuation))
-                return false
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { state -> Bool in
+                    if state.cancelled.remove(id) != nil || state.sleepers.values.map(\.deadline).sorted() == expected { return true }
+                    state.watchers[id] = Watcher(expected: expected, continuation: continuation)
+                    return false
+                }
+                if done { continuation.resume() }
             }
-            if now { continuation.resume() }
+        } onCancel: {
+            let watcher = state.withLock { state -> Watcher? in
+                if let watcher = state.watchers.removeValue(forKey: id) { return watcher }
+                state.cancelled.insert(id)
+                return nil
+            }
+            watcher?.continuation.resume()
         }
     }
 
     private func notify() {
-        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let ready = state.withLock { state -> [Watcher] in
             let deadlines = state.sleepers.values.map(\.deadline).sorted()
-            var ready: [CheckedContinuation<Void, Never>] = []
-            state.watchers.removeAll { watcher in
-                guard watcher.condition(deadlines) else { return false }
-                ready.append(watcher.continuation)
-                return true
-            }
-            return ready
+            let ids = state.watchers.filter { $0.value.expected == deadlines }.map(\.key)
+            return ids.compactMap { state.watchers.removeValue(forKey: $0) }
         }
-        for continuation in ready { continuation.resume() }
+        for watcher in ready { watcher.continuation.resume() }
     }
 }
 
@@ -453,6 +520,7 @@ final class Gate: Sendable {
         var armed = false
         var held: [CheckedContinuation<Void, Never>] = []
         var watchers: [CheckedContinuation<Void, Never>] = []
+        var cancelled = false
     }
 
     private let state = Mutex(State())
@@ -474,15 +542,26 @@ final class Gate: Sendable {
         }
     }
 
-    /// Suspends until a call is held.
+    /// Suspends until a call is held; releases the gate if the task is cancelled first (as
+    /// the suite's time limit does).
     func waitUntilHolding() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let holding = state.withLock { state -> Bool in
-                if !state.held.isEmpty { return true }
-                state.watchers.append(continuation)
-                return false
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let holding = state.withLock { state -> Bool in
+                    if !state.held.isEmpty || state.cancelled { return true }
+                    state.watchers.append(continuation)
+                    return false
+                }
+                if holding { continuation.resume() }
             }
-            if holding { continuation.resume() }
+        } onCancel: {
+            let watchers = state.withLock { state in
+                state.cancelled = true
+                defer { state.watchers = [] }
+                return state.watchers
+            }
+            for watcher in watchers { watcher.resume() }
+            release()
         }
     }
 
