@@ -233,3 +233,26 @@ final class PhaseLog: @unchecked Sendable {
         #expect(try fleet.stores[3].record(note)?.first { $0.name == "round" }?.value == .scalar(.int(3)))
     }
 }
+
+@Suite struct IdleSyncTests {
+    /// DESIGN.md §4: an idle pull costs exactly one listing — it grows neither with history
+    /// nor with the number of batches — and an idle push costs nothing.
+    @Test func idleSyncCostsExactlyOneListing() async throws {
+        let fleet = try await Fleet(count: 3) { FaultyRemote(wrapping: $0, seed: 1) }
+        let counter = try #require(fleet.remote as? FaultyRemote)
+        for round in 0..<5 {
+            for (index, store) in fleet.stores.enumerated() {
+                try store.set(RecordRef(collection: "c", id: "\(index)"), "round", .int(Int64(round)))
+            }
+            try await fleet.syncAll()
+        }
+        try await fleet.syncAll()  // everyone has advertised what it applied
+        counter.resetCounts()
+        for engine in fleet.engines {
+            let report = try await engine.sync()
+            #expect(report.applied == 0 && report.pushed == 0)
+        }
+        #expect(counter.counts.lists == 3)
+        #expect(counter.counts.requests == 3)
+    }
+}
