@@ -84,7 +84,7 @@ Proof.
   unfold is_ref; rewrite andb_true_iff, !String.eqb_eq. intros [-> ->]; auto.
 Qed.
 
-(** [Delta.payload(_:fits:)]: which payloads a slot of each kind may hold. *)
+(** [SlotKey.accepts(_:)]: which payloads a slot of each kind may hold. *)
 Definition payload_fits (p : Payload) (k : SlotKey) : bool :=
   match k, p with
   | Liveness, Marker | Tombstones, Marker | Element _ _, Marker

@@ -68,18 +68,23 @@ extension SyncEngine {
         }.sorted(by: >)
         for candidate in candidates {
             let path = RemoteLayout.snapshot(origin, seq: candidate)
-            guard let sealed = try await remote.get(path) else { continue }
-            let snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64])
-            do {
-                snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
-            } catch {
-                report.rejected.append("\(path): \(error.message)")
-                continue
-            }
-            guard (snapshot.appliedSeqs[origin] ?? 0) >= seq else { continue }
+            guard let snapshot = try await fetchSnapshot(path, into: &report),
+                  (snapshot.appliedSeqs[origin] ?? 0) >= seq else { continue }
             if try await join(snapshot, path: path, into: &report) { return true }
         }
         return false
+    }
+
+    /// Fetches, authenticates and decodes the snapshot at `path`; nil when it is not there or
+    /// fails to open (recorded in the report: it is treated as not there).
+    func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> (state: StoreState, appliedSeqs: [ReplicaID: UInt64])? {
+        guard let sealed = try await remote.get(path) else { return nil }
+        do {
+            return try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+        } catch {
+            report.rejected.append("\(path): \(error.message)")
+            return nil
+        }
     }
 
     /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet.

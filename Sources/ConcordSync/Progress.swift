@@ -1,5 +1,3 @@
-import Synchronization
-
 /// How far a sync has got.
 public struct SyncProgress: Hashable, Sendable {
     /// What the sync is doing.
@@ -55,29 +53,4 @@ public enum SyncMode: String, Hashable, Sendable {
     case pushOnly
     /// Only apply remote changes (a mirror).
     case pullOnly
-}
-
-/// Fans progress updates out to subscribers.
-final class ProgressBroadcaster: Sendable {
-    private let continuations = Mutex<[Int: AsyncStream<SyncProgress>.Continuation]>([:])
-    private let next = Mutex(0)
-
-    func subscribe() -> AsyncStream<SyncProgress> {
-        let id = next.withLock { value in
-            value += 1
-            return value
-        }
-        return AsyncStream(bufferingPolicy: .bufferingNewest(256)) { continuation in
-            continuations.withLock { $0[id] = continuation }
-            continuation.onTermination = { [weak self] _ in _ = self?.continuations.withLock { $0.removeValue(forKey: id) } }
-        }
-    }
-
-    func publish(_ update: SyncProgress) {
-        for continuation in continuations.withLock({ Array($0.values) }) { continuation.yield(update) }
-    }
-
-    deinit {
-        for continuation in continuations.withLock({ Array($0.values) }) { continuation.finish() }
-    }
 }

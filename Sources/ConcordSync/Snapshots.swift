@@ -69,14 +69,7 @@ extension SyncEngine {
             if case .snapshot? = RemoteLayout.parse($0.path) { true } else { false }
         }.sorted { ($0.modified ?? 0, $0.path) > ($1.modified ?? 0, $1.path) }
         for candidate in candidates {
-            guard let sealed = try await remote.get(candidate.path) else { continue }
-            let snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64])
-            do {
-                snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: candidate.path, key: keys.snapshots), path: candidate.path)
-            } catch {
-                report.rejected.append("\(candidate.path): \(error.message)")
-                continue
-            }
+            guard let snapshot = try await fetchSnapshot(candidate.path, into: &report) else { continue }
             if try await join(snapshot, path: candidate.path, into: &report) { report.bootstrapped = candidate.path }
             return
         }

@@ -22,7 +22,7 @@ public actor SyncEngine {
     let keys: Keys
     let storeID: StoreID
     let snapshotEvery: UInt64?
-    let updates = ProgressBroadcaster()
+    let updates = Broadcaster<SyncProgress>(bufferingPolicy: .bufferingNewest(256))
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
     /// total); ends when the engine goes away.

@@ -118,7 +118,8 @@ final class FuzzRun {
             let store = stores[r]
             let ref = random.pick(Self.refs)
             let field = random.pick(["fuzzfield-a", "fuzzfield-b"])
-            switch random.int(0...19) {
+            let roll = random.int(0...19)
+            switch roll {
             case 0...5:
                 let value: ScalarValue = random.chance(0.5) ? .int(Int64(step)) : .string("fuzzvalue-\(step)")
                 try local(r, ref, "write \(ref) \(field)") { try store.set(ref, field, value) }
@@ -148,7 +149,8 @@ final class FuzzRun {
                 await sync(r, note: "crashing sync")
                 remotes[r].restart()
                 stats.count("crash")
-            case 16, 17 where random.chance(0.4):
+            // Always on 16; on 17 with probability 0.4 (the chance is drawn only for 17).
+            case 16...17 where roll == 16 || random.chance(0.4):
                 // Compaction: delete own batches the newest snapshot covers and every replica
                 // with a head has applied (later bootstraps and laggards join snapshots).
                 do {

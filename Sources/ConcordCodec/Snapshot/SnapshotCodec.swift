@@ -91,7 +91,7 @@ public enum SnapshotCodec {
                     guard context.contains(entry.dot) else {
                         throw ConcordError(.malformed, "snapshot: entry \(entry.dot) of \(record.ref) \(slot.key) is outside the snapshot's context")
                     }
-                    guard Self.payload(entry.payload, fits: slot.key) else {
+                    guard slot.key.accepts(entry.payload) else {
                         throw ConcordError(.malformed, "snapshot: slot \(record.ref) \(slot.key) holds a payload of the wrong kind")
                     }
                 }
@@ -102,10 +102,4 @@ public enum SnapshotCodec {
         return StoreState(context: context, records: records)
     }
 
-    static func payload(_ payload: Payload, fits key: SlotKey) -> Bool {
-        switch (key, payload) {
-        case (.liveness, .marker), (.tombstones, .marker), (.element, .marker), (.field, .scalar), (.field, .file): true
-        default: false
-        }
-    }
 }

@@ -120,7 +120,7 @@ public struct Delta: Hashable, Sendable {
                     guard entry.dot.hlc <= observed[entry.dot.replica] else {
                         throw ConcordError(.malformed, "entry \(entry.dot) of \(change.ref) \(slot.key) lies outside the delta's dependencies")
                     }
-                    guard Self.payload(entry.payload, fits: slot.key) else {
+                    guard slot.key.accepts(entry.payload) else {
                         throw ConcordError(.malformed, "slot \(change.ref) \(slot.key) holds a payload of the wrong kind")
                     }
                 }
@@ -128,12 +128,4 @@ public struct Delta: Hashable, Sendable {
         }
     }
 
-    static func payload(_ payload: Payload, fits key: SlotKey) -> Bool {
-        switch (key, payload) {
-        case (.liveness, .marker), (.tombstones, .marker), (.element, .marker), (.field, .scalar), (.field, .file):
-            true
-        default:
-            false
-        }
-    }
 }

@@ -22,6 +22,15 @@ public enum SlotKey: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether an entry of this slot may carry `payload`: liveness dots, tombstones and set
+    /// elements are bare dots; a field register holds a scalar or a file.
+    public func accepts(_ payload: Payload) -> Bool {
+        switch (self, payload) {
+        case (.liveness, .marker), (.tombstones, .marker), (.element, .marker), (.field, .scalar), (.field, .file): true
+        default: false
+        }
+    }
+
     var rank: UInt8 {
         switch self {
         case .liveness: 0

@@ -97,11 +97,7 @@ public struct StoreState: Hashable, Sendable {
                         precondition(
                             context.contains(entry.dot) || (slot.scope?.contains(entry.dot) ?? false),
                             "entry \(entry.dot) in \(key) not in its context")
-                        switch (key, entry.payload) {
-                        case (.liveness, .marker), (.tombstones, .marker), (.element, .marker),
-                             (.field, .scalar), (.field, .file): break
-                        default: preconditionFailure("payload \(entry.payload) in slot \(key)")
-                        }
+                        precondition(key.accepts(entry.payload), "payload \(entry.payload) in slot \(key)")
                     }
                 }
             }

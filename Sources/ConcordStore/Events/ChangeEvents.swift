@@ -22,34 +22,12 @@ public struct ChangeEvent: Hashable, Sendable {
     }
 }
 
-/// Fans change events out to every subscriber, after the transaction that made them commits.
-final class ChangeBroadcaster: Sendable {
-    private let subscribers = Mutex<[Int: AsyncStream<ChangeEvent>.Continuation]>([:])
-    private let nextID = Mutex(0)
-
-    func subscribe() -> AsyncStream<ChangeEvent> {
-        let id = nextID.withLock { value in
-            value += 1
-            return value
-        }
-        return AsyncStream(bufferingPolicy: .unbounded) { continuation in
-            subscribers.withLock { $0[id] = continuation }
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
-            }
-        }
-    }
-
-    func publish(_ events: [ChangeEvent]) {
-        guard !events.isEmpty else { return }
-        let sorted = events.sorted { $0.ref < $1.ref }
-        for continuation in subscribers.withLock({ Array($0.values) }) {
-            for event in sorted { continuation.yield(event) }
-        }
-    }
-}
-
 extension Store {
+    /// Publishes the changes of one committed transaction, one event per record, in record order.
+    func publishChanges(_ events: [ChangeEvent]) {
+        for event in events.sorted(by: { $0.ref < $1.ref }) { self.events.publish(event) }
+    }
+
     /// Every change to this store from now on — local writes and applied remote deltas
     /// alike — one event per changed record, delivered after the change commits.
     public func changes() -> AsyncStream<ChangeEvent> {

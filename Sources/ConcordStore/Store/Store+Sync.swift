@@ -129,7 +129,7 @@ extension Store {
             try observe(db, max(delta.upTo, delta.dependencies.maxHLC))
             return .applied
         }
-        events.publish(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .remote(delta.origin)) })
+        publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .remote(delta.origin)) })
         return result
     }
 
@@ -336,7 +336,7 @@ extension Store {
             try observe(db, snapshot.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
             return .applied
         }
-        events.publish(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
         return result
     }
 

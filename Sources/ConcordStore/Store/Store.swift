@@ -46,7 +46,7 @@ public final class Store: Sendable {
     public let blobs: BlobStore
     let database: DatabasePool
     let configuration: Configuration
-    let events: ChangeBroadcaster
+    let events: Broadcaster<ChangeEvent>
 
     /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
     ///
@@ -55,7 +55,7 @@ public final class Store: Sendable {
     public init(path: String, configuration: Configuration = Configuration()) throws(ConcordError) {
         self.path = path
         self.configuration = configuration
-        self.events = ChangeBroadcaster()
+        self.events = Broadcaster(bufferingPolicy: .unbounded)
         do {
             var config = GRDB.Configuration()
             config.busyMode = .timeout(10)

@@ -283,7 +283,7 @@ extension Store {
             changes = transaction.changed
             return value
         }
-        events.publish(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
         return result
     }
 
