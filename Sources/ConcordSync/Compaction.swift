@@ -12,40 +12,58 @@ public struct CompactionReport: Hashable, Sendable {
     public var appliedEverywhere: UInt64 = 0
     /// This replica's batches deleted.
     public var deletedBatches: [UInt64] = []
+    /// The newest snapshot this replica wrote is not on the remote or does not open (a lost
+    /// or torn upload): no batch was deleted. A snapshot is written again once this replica
+    /// pushes its next batch.
+    public var snapshotMissing = false
+    /// Replicas not waited for: silent past the retention period, or forgotten.
+    public var retiredReplicas: [ReplicaID] = []
+    /// Remote files collected (``SyncEngine/collectFiles()``).
+    public var files = CollectionReport()
     public init() {}
 }
 
 extension SyncEngine {
     /// Deletes this replica's own batches that its newest snapshot covers and that every
-    /// replica with a head has applied — or, with `batchGracePeriod`, that are older than it
-    /// (a lagging replica then joins the snapshot instead). Writes a snapshot first when the
-    /// newest one is behind the pushed seq (DESIGN.md §4, "Compaction").
+    /// active replica has applied — or, with `batchGracePeriod`, that are older than it (a
+    /// lagging replica then joins the snapshot instead) — then collects unreferenced remote
+    /// files (``collectFiles()``). Writes a snapshot first when the newest one is behind the
+    /// pushed seq (DESIGN.md §4, "Compaction"). Replicas silent for longer than
+    /// ``retention``, or forgotten (``forget(_:)``), are not waited for.
     @discardableResult
     public func compact(batchGracePeriod: UInt64? = nil) async throws(ConcordError) -> CompactionReport {
         var report = CompactionReport()
         var sync = SyncReport()
         try await push(into: &sync, progress: nil)
+        if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, into: &report) }
+        report.files = try await collectFiles()
+        return report
+    }
+
+    func compactBatches(batchGracePeriod: UInt64?, into report: inout CompactionReport) async throws(ConcordError) {
         let pushed = try pushedSeq()
-        guard pushed > 0 else { return report }
         // 1. A snapshot covering every pushed batch (one set of bytes per name: written only
         //    when the seq moved past the last one).
         if UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0 < pushed {
             report.snapshot = try await writeSnapshot()
         }
         let covered = UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0
-        // 2. What every replica with a head has applied of ours.
-        let heads = try await listHeads()
-        var everywhere = covered
-        for (replica, seq) in heads.latest where replica != store.replicaID {
-            let path = RemoteLayout.head(replica, seq: seq)
-            guard let sealed = try await remote.get(path),
-                  let head = try? Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
-            else {
-                everywhere = 0  // unreadable: assume it has applied nothing
-                continue
-            }
-            everywhere = min(everywhere, head.applied[store.replicaID.description] ?? 0)
+        // Only a snapshot that is there and opens covers anything (a put may have been lost).
+        var unused = SyncReport()
+        guard covered > 0, try await fetchSnapshot(RemoteLayout.snapshot(store.replicaID, seq: covered), into: &unused) != nil else {
+            report.snapshotMissing = true
+            return
         }
+        // 2. What every active replica has applied of ours (retired ones join a snapshot
+        //    if they come back; an unreadable head counts as having applied nothing).
+        var everywhere = covered
+        for (replica, standing) in try await standings(try await listHeads()) where replica != store.replicaID {
+            switch standing.status {
+            case .active: everywhere = min(everywhere, standing.head?.applied[store.replicaID.description] ?? 0)
+            case .silent, .forgotten: report.retiredReplicas.append(replica)
+            }
+        }
+        report.retiredReplicas.sort()
         report.appliedEverywhere = everywhere
         // 3. Delete: applied everywhere, or past the grace period; always within the snapshot.
         let now = clock.millisecondsSinceEpoch()
@@ -57,7 +75,6 @@ extension SyncEngine {
             report.deletedBatches.append(seq)
         }
         report.deletedBatches.sort()
-        return report
     }
 
     /// Joins the newest snapshot of `origin` that covers its batch `seq`, for a replica

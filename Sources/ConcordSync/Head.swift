@@ -18,6 +18,10 @@ public struct Head: Codable, Hashable, Sendable {
     public var applied: [String: UInt64]
     /// The version vector of everything it has applied (origin → hlc).
     public var vector: [String: UInt64]
+    /// Replicas this one retired explicitly (`concord replicas forget`): replica (32 hex) →
+    /// the newest seq of it that was on the remote then. A head of that replica with a
+    /// greater seq means it came back. Absent in heads that retired none.
+    public var retired: [String: UInt64]?
 
     func json() -> [UInt8] {
         let encoder = JSONEncoder()
@@ -42,6 +46,8 @@ public struct ReplicaInfo: Hashable, Sendable {
     public let lastSync: UInt64
     /// The seq of its newest pushed delta.
     public let seq: UInt64
+    /// Whether compaction waits for it (active), or treats it as retired.
+    public let status: ReplicaStatus
 }
 
 /// A replica whose stamps run ahead of this device's clock by more than the allowed drift

@@ -51,7 +51,19 @@ extension SyncEngine {
         seqs[store.replicaID] = seq
         let path = RemoteLayout.snapshot(store.replicaID, seq: seq)
         let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
-        try await remote.put(path, SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots))
+        let sealed = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
+        // Its files first, as a push does: a snapshot may reference a file whose batches are
+        // gone, and a fresh snapshot may be missing from listings for a while; a file just
+        // (re-)uploaded is young, so collection keeps it until listings show the snapshot.
+        let files = Self.files(in: state)
+        var started = try await refreshFiles(files)
+        for _ in 0..<2 where clock.millisecondsSinceEpoch() - started > uploadDeadline {
+            started = try await refreshFiles(files)
+        }
+        guard clock.millisecondsSinceEpoch() - started <= uploadDeadline else {
+            throw ConcordError(.remote, "uploading the files of snapshot \(path) took longer than the upload deadline three times; nothing was lost — try again on a faster connection, or raise blobGracePeriod")
+        }
+        try await remote.put(path, sealed)
         try store.setSyncValue("snapshot.seq", String(seq))
         let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
             if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { seq } else { nil }

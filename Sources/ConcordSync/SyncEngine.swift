@@ -22,6 +22,14 @@ public actor SyncEngine {
     let keys: Keys
     let storeID: StoreID
     let snapshotEvery: UInt64?
+    /// How long a replica may stay silent (no head written) before the others treat it as
+    /// retired: excluded from "every active replica has applied" (DESIGN.md §4).
+    public let retention: UInt64
+    /// How old an unreferenced remote file must be before collection deletes it: longer
+    /// than any upload may take to be followed by its batch (DESIGN.md §4).
+    public let blobGracePeriod: UInt64
+    /// A day, in milliseconds.
+    public static let day: UInt64 = 86_400_000
     let updates = Broadcaster<SyncProgress>(bufferingPolicy: .bufferingNewest(256))
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
@@ -51,11 +59,16 @@ public actor SyncEngine {
     /// sync against a remote deleted and re-created (another id) is refused.
     /// `snapshotEvery`: after a push, write a snapshot once this many batches have been
     /// pushed since the last one (nil: only when asked, or by ``compact(batchGracePeriod:)``).
+    /// `retention`: silence after which a replica counts as retired (default 90 days).
+    /// `blobGracePeriod`: the least age of a remote file collection deletes (default 7 days).
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
-        clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64
+        clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64,
+        retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day
     ) {
         self.snapshotEvery = snapshotEvery
+        self.retention = retention
+        self.blobGracePeriod = blobGracePeriod
         self.store = store
         self.remote = remote
         self.keys = Keys(key)
@@ -150,17 +163,16 @@ public actor SyncEngine {
         return report
     }
 
-    /// The replicas the remote knows, from their heads.
+    /// The replicas the remote knows, from their heads, with whether each is active or
+    /// retired (silent past ``retention``, or forgotten). A replica whose head cannot be
+    /// read is left out; `doctor` reports it.
     public func replicas() async throws(ConcordError) -> [ReplicaInfo] {
-        let heads = try await listHeads()
-        var infos: [ReplicaInfo] = []
-        for (replica, seq) in heads.latest.sorted(by: { $0.key < $1.key }) {
-            let path = RemoteLayout.head(replica, seq: seq)
-            guard let sealed = try await remote.get(path),
-                  let head = try? Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path) else { continue }
-            infos.append(ReplicaInfo(id: replica, deviceName: head.device, lastSync: head.syncedAt, seq: head.seq))
+        let standings = try await standings(try await listHeads())
+        return standings.sorted(by: { $0.key < $1.key }).compactMap { replica, standing in
+            standing.head.map { head in
+                ReplicaInfo(id: replica, deviceName: head.device, lastSync: head.syncedAt, seq: head.seq, status: standing.status)
+            }
         }
-        return infos
     }
 
     /// Replicas seen running ahead of this device's clock (rule 7), by the largest amount seen.

@@ -20,7 +20,8 @@ struct Fleet {
 
     init(count: Int, clock: ManualClock = ManualClock(), remote wrap: ((FolderRemote) -> any Remote)? = nil) async throws {
         self.clock = clock
-        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
+        // The folder stamps objects with the fleet's clock, so object ages follow it.
+        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true, clock: clock)
         remote = wrap?(folder) ?? folder
         (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: Self.passphrase, limits: .minimum)
         for index in 0..<count { try await add(name: "device\(index)") }

@@ -11,10 +11,11 @@ struct Compact: AsyncParsableCommand {
             With a remote: pushes, writes a snapshot when the newest one is behind, and deletes \
             this replica's batches that the snapshot covers and every replica has applied (or, \
             with --grace-days, that are older than that: a lagging replica then joins the \
-            snapshot). Locally: deletes superseded file versions older than the history window \
-            and the files nothing references, and sweeps temporaries older than an hour that \
-            interrupted uploads left in the remote folder. Collecting unreferenced remote files \
-            is not available yet, and the output says so.
+            snapshot). Replicas silent past the retention period, or forgotten, are not waited \
+            for. Then deletes remote files that no batch or snapshot references and that are \
+            older than the grace period (7 days). Locally: deletes superseded file versions \
+            older than the history window and the files nothing references, and sweeps \
+            temporaries older than an hour that interrupted uploads left in the remote folder.
             """)
 
     @Option(name: .customLong("grace-days"), help: "Also delete own batches older than this many days (covered by the snapshot).")
@@ -45,24 +46,34 @@ struct Compact: AsyncParsableCommand {
             let connection = try await RemoteConnection.open(store, options: options)
             compaction = try await connection.engine.compact(batchGracePeriod: graceDays.map { $0 * 86_400_000 })
         }
-        let notDone = ["collecting unreferenced files on the remote is not available yet"]
         var lines: [String] = []
         if let compaction {
             lines.append("remote: \(compaction.snapshot.map { "wrote \($0); " } ?? "")deleted \(compaction.deletedBatches.count) own batch\(compaction.deletedBatches.count == 1 ? "" : "es") (applied everywhere up to seq \(compaction.appliedEverywhere))")
+            if compaction.snapshotMissing { lines.append("remote: this replica's newest snapshot is missing or damaged, so no batch was deleted; it is written again after the next push") }
+            if !compaction.retiredReplicas.isEmpty {
+                lines.append("remote: not waiting for \(compaction.retiredReplicas.count) retired replica\(compaction.retiredReplicas.count == 1 ? "" : "s"): \(compaction.retiredReplicas.map(\.description).joined(separator: ", "))")
+            }
+            let files = compaction.files
+            lines.append("remote: deleted \(files.deletedFiles.count) unreferenced file\(files.deletedFiles.count == 1 ? "" : "s"); kept \(files.referencedFiles) referenced and \(files.youngFiles) younger than the grace period")
+            if let skipped = files.skipped { lines.append("remote: file collection skipped: \(skipped)") }
         }
         lines += [
             "deleted \(deleted.count) unreferenced local file\(deleted.count == 1 ? "" : "s") (\(freed) bytes) from \(store.blobs.directory)",
         ]
         if let swept { lines.append("deleted \(swept) stale temporary file\(swept == 1 ? "" : "s") from the remote folder") }
         if let sweepNote { lines.append(sweepNote) }
-        for item in notDone { lines.append("not done: \(item)") }
         options.emit(
             .object([
                 ("localFilesDeleted", .int(Int64(deleted.count))), ("bytesFreed", .uint(freed)),
                 ("remoteTemporariesDeleted", swept.map { .int(Int64($0)) } ?? .null),
                 ("snapshotWritten", compaction?.snapshot.map { .string($0) } ?? .null),
                 ("batchesDeleted", .int(Int64(compaction?.deletedBatches.count ?? 0))),
-                ("notDone", .array(notDone.map { .string($0) })),
+                ("snapshotMissing", .bool(compaction?.snapshotMissing ?? false)),
+                ("retiredReplicas", .array((compaction?.retiredReplicas ?? []).map { .string($0.description) })),
+                ("remoteFilesDeleted", .int(Int64(compaction?.files.deletedFiles.count ?? 0))),
+                ("remoteFilesReferenced", .int(Int64(compaction?.files.referencedFiles ?? 0))),
+                ("remoteFilesYoung", .int(Int64(compaction?.files.youngFiles ?? 0))),
+                ("remoteFileCollectionSkipped", .string(compaction?.files.skipped)),
             ]),
             lines.joined(separator: "\n"))
     }
@@ -71,11 +82,13 @@ struct Compact: AsyncParsableCommand {
 struct ReplicasForget: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "forget",
-        abstract: "Retire a replica that will not sync again (checks only; not available yet).",
+        abstract: "Retire a replica that will not sync again.",
         discussion: """
-            Reports whether every other replica has applied all of REPLICA's batches. Deleting its \
-            objects is not available yet: without snapshots (issue 6), a replica that joins later \
-            still needs every batch, so nothing is changed and the command exits 1.
+            Records in this replica's head that REPLICA is retired, so compaction on every \
+            replica stops waiting for it to apply batches. Nothing is deleted. If REPLICA \
+            syncs again it is active again: where batches it needs were compacted it joins a \
+            snapshot, and its own unpushed changes are pushed as usual. Replicas silent for \
+            longer than the retention period (90 days) are retired without this command.
             """)
 
     @Argument(help: "The replica's id (32 hex digits) or device name.") var replica: String
@@ -96,22 +109,10 @@ struct ReplicasForget: AsyncParsableCommand {
         guard target.id != store.replicaID else {
             throw CLIError("invalidOperation", "\(replica) is this replica: forget it from another device")
         }
-        let objects = RemoteObjects(remote: connection.remote, key: connection.key)
-        var behind: [String] = []
-        for info in infos where info.id != target.id {
-            let applied: UInt64
-            if info.id == store.replicaID {
-                applied = try store.appliedSeqs()[target.id] ?? 0
-            } else {
-                applied = (try? await objects.head(info.id, seq: info.seq))??.applied[target.id.description] ?? 0
-            }
-            if applied < target.seq { behind.append("\(info.deviceName ?? info.id.description) (at \(applied) of \(target.seq))") }
-        }
-        let who = target.deviceName.map { "\"\($0)\" (\(target.id))" } ?? target.id.description
-        let state = behind.isEmpty
-            ? "every other replica has applied all \(target.seq) of its batches"
-            : "not every replica has applied its batches yet: \(behind.joined(separator: ", "))"
-        throw CLIError.notAvailable(
-            "forgetting replica \(who) is not available yet: deleting its batches needs snapshots (issue 6) so replicas that join later can still catch up; \(state); nothing was changed")
+        let info = try await connection.engine.forget(target.id)
+        let who = info.deviceName.map { "\"\($0)\" (\(info.id))" } ?? info.id.description
+        options.emit(
+            Replicas.document(info, self: store.replicaID),
+            "retired replica \(who), last synced \(Format.time(info.lastSync)): compaction no longer waits for it; if it syncs again it is active again and loses nothing")
     }
 }

@@ -231,7 +231,7 @@ struct Replicas: ParsableCommand {
     static func document(_ info: ReplicaInfo, self own: ReplicaID) -> JSON {
         .object([
             ("id", .string(info.id.description)), ("name", .string(info.deviceName)), ("lastSync", .uint(info.lastSync)),
-            ("seq", .uint(info.seq)), ("self", .bool(info.id == own)),
+            ("seq", .uint(info.seq)), ("self", .bool(info.id == own)), ("status", .string(info.status.rawValue)),
         ])
     }
 }
@@ -249,7 +249,8 @@ struct ReplicasList: AsyncParsableCommand {
         var lines = ["\(replicas.count) replica\(replicas.count == 1 ? "" : "s") on \(connection.location.url)"]
         for info in replicas {
             let me = info.id == store.replicaID ? " (this replica)" : ", applied here up to \(applied[info.id] ?? 0)"
-            lines.append("  \(info.id) \(info.deviceName ?? "(unnamed)"): last sync \(Format.time(info.lastSync)), \(info.seq) batch\(info.seq == 1 ? "" : "es")\(me)")
+            let status = info.status == .active ? "" : info.status == .silent ? " — retired: silent past the retention period" : " — retired: forgotten"
+            lines.append("  \(info.id) \(info.deviceName ?? "(unnamed)"): last sync \(Format.time(info.lastSync)), \(info.seq) batch\(info.seq == 1 ? "" : "es")\(me)\(status)")
         }
         options.emit(.object([("replicas", .array(replicas.map { Replicas.document($0, self: store.replicaID) }))]), lines.joined(separator: "\n"))
     }

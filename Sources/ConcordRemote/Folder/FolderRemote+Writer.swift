@@ -65,6 +65,9 @@ extension FolderRemote {
         /// Makes the written bytes the object at `path`, durably.
         func commit() throws(ConcordError) {
             guard let descriptor else { return }
+            if let clock = remote.clock, let error = POSIX.setModified(descriptor, milliseconds: clock.millisecondsSinceEpoch()) {
+                throw remote.failure("write", path, error)
+            }
             if let error = POSIX.sync(descriptor) { throw remote.failure("write", path, error) }
             POSIX.close(descriptor)
             self.descriptor = nil

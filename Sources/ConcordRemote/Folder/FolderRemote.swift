@@ -36,6 +36,10 @@ import Darwin
 public struct FolderRemote: Remote {
     /// The store's root folder, absolute, without a trailing slash.
     public let root: String
+    /// The clock that stamps each object's modification time when it is written; nil: the
+    /// file system's own. Collection measures object age by these times, so tests that run
+    /// on virtual time give the folder the same clock.
+    public let clock: (any PhysicalClock)?
 
     /// The size of the chunks ``getStream(_:write:)`` delivers: 64 KiB.
     public static let chunkSize = 64 * 1024
@@ -50,7 +54,9 @@ public struct FolderRemote: Remote {
     /// `createIfMissing` is true, in which case it and its parents are created. Create the
     /// root only when a person has just chosen it (setting up a new store); on later launches
     /// a missing root means an unmounted drive or an unsynced folder, and must be reported.
-    public init(root: String, createIfMissing: Bool = false) throws(ConcordError) {
+    /// `clock`: see ``clock``.
+    public init(root: String, createIfMissing: Bool = false, clock: (any PhysicalClock)? = nil) throws(ConcordError) {
+        self.clock = clock
         guard !root.isEmpty, !root.utf8.contains(0) else {
             throw ConcordError(.invalidRemotePath, "the store folder path is empty or contains a NUL byte; choose a folder")
         }

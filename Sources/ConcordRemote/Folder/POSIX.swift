@@ -95,6 +95,13 @@ enum POSIX {
         return UInt64(time.tv_sec) * 1000 + UInt64(time.tv_nsec / 1_000_000)
     }
 
+    /// Sets the file's access and modification times to `milliseconds` since the epoch.
+    static func setModified(_ descriptor: Int32, milliseconds: UInt64) -> Errno? {
+        let time = timespec(tv_sec: Int(milliseconds / 1000), tv_nsec: Int(milliseconds % 1000) * 1_000_000)
+        let times = [time, time]
+        return times.withUnsafeBufferPointer { futimens(descriptor, $0.baseAddress) } == 0 ? nil : Errno(errno)
+    }
+
     /// The names in folder `path`, without `.` and `..`.
     static func entries(_ path: String) -> Result<[String], Errno> {
         guard let folder = opendir(path) else { return .failure(Errno(errno)) }

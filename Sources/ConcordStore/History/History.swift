@@ -61,16 +61,10 @@ extension Store {
     /// entry and no retained version references. Returns the blobs deleted.
     @discardableResult
     public func collectGarbage() throws(ConcordError) -> [ContentHash] {
-        let now = configuration.clock.millisecondsSinceEpoch()
-        let cutoff = now > configuration.historyRetention ? now - configuration.historyRetention : 0
+        let cutoff = historyCutoff()
         let referenced: Set<ContentHash> = try writeDatabase { db in
             try db.execute(sql: "DELETE FROM concord_history WHERE superseded_at < ?", arguments: [Rows.hlc(cutoff)])
-            let hashes = try Data.fetchAll(db, sql: """
-                SELECT value FROM concord_fields WHERE kind = 6
-                UNION SELECT value FROM concord_field_versions WHERE kind = 6
-                UNION SELECT hash FROM concord_history
-                """)
-            return Set(hashes.compactMap { ContentHash(bytes: [UInt8]($0)) })
+            return try Self.referencedFiles(db, since: cutoff)
         }
         var deleted: [ContentHash] = []
         for hash in try blobs.all() where !referenced.contains(hash) {
@@ -78,5 +72,26 @@ extension Store {
             deleted.append(hash)
         }
         return deleted
+    }
+
+    /// The files the state (every field entry, fork versions included) and the versions
+    /// retained within the history window reference.
+    package func referencedFiles() throws(ConcordError) -> Set<ContentHash> {
+        let cutoff = historyCutoff()
+        return try read { db in try Self.referencedFiles(db, since: cutoff) }
+    }
+
+    private func historyCutoff() -> UInt64 {
+        let now = configuration.clock.millisecondsSinceEpoch()
+        return now > configuration.historyRetention ? now - configuration.historyRetention : 0
+    }
+
+    private static func referencedFiles(_ db: Database, since cutoff: UInt64) throws -> Set<ContentHash> {
+        let hashes = try Data.fetchAll(db, sql: """
+            SELECT value FROM concord_fields WHERE kind = 6
+            UNION SELECT value FROM concord_field_versions WHERE kind = 6
+            UNION SELECT hash FROM concord_history WHERE superseded_at >= ?
+            """, arguments: [Rows.hlc(cutoff)])
+        return Set(hashes.compactMap { ContentHash(bytes: [UInt8]($0)) })
     }
 }

@@ -254,6 +254,20 @@ extension Store {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM concord_sync WHERE key = ?", arguments: [key]) }
     }
 
+    /// The sync engine's values whose key starts with `prefix`, by key without the prefix.
+    public func syncValues(prefix: String) throws(ConcordError) -> [String: String] {
+        try read { db in
+            var values: [String: String] = [:]
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT key, value FROM concord_sync WHERE substr(key, 1, length(?)) = ?", arguments: [prefix, prefix])
+            for row in rows {
+                let key: String = row["key"]
+                values[String(key.dropFirst(prefix.count))] = row["value"]
+            }
+            return values
+        }
+    }
+
     /// Sets (or, with nil, removes) a value of the sync engine's own state.
     public func setSyncValue(_ key: String, _ value: String?) throws(ConcordError) {
         try writeDatabase { db in

@@ -1,0 +1,184 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+
+/// What ``SyncEngine/collectFiles()`` did.
+public struct CollectionReport: Hashable, Sendable {
+    /// Remote files deleted: no batch, snapshot or local version referenced them, and they
+    /// were older than the grace period when checked just before deleting.
+    public var deletedFiles: [String] = []
+    /// Remote files referenced by a batch, a snapshot or this replica's state or history.
+    public var referencedFiles = 0
+    /// Unreferenced remote files kept because they are younger than the grace period (an
+    /// upload whose batch may not be listed yet).
+    public var youngFiles = 0
+    /// Why collection stopped before deleting anything, if it did: a batch or snapshot
+    /// could not be read, so what it references is unknown.
+    public var skipped: String?
+    public init() {}
+}
+
+extension SyncEngine {
+    /// The longest one upload attempt may take, from its first file to the batch or
+    /// snapshot that references them: a fifth of ``blobGracePeriod``. An attempt that takes
+    /// longer uploads its files again.
+    ///
+    /// Collection is safe while deadline + listing staleness + clock skew between a replica
+    /// and the storage stay below the grace period (Proofs/Spin: `p2_attempt_blob`): with a
+    /// fifth each, and files refreshed when older than a fifth, two fifths are margin.
+    var uploadDeadline: UInt64 { blobGracePeriod / 5 }
+
+    /// Deletes remote files that no batch, no snapshot and nothing this replica holds or
+    /// retains references, once they are older than ``blobGracePeriod`` (DESIGN.md §4).
+    ///
+    /// Object age, not references alone, decides: an upload whose batch is not pushed yet
+    /// references nothing, and stays young until its batch lands (uploads have a deadline,
+    /// ``uploadDeadline``). Each file's age is checked again just before it is deleted. A
+    /// batch or snapshot that cannot be read stops collection: what it references is
+    /// unknown. Every replica may collect; deleting a file twice is harmless.
+    @discardableResult
+    public func collectFiles() async throws(ConcordError) -> CollectionReport {
+        var report = CollectionReport()
+        let listed = Self.unique(try await remote.list(prefix: RemoteLayout.blobsPrefix))
+        let old = listed.filter { isOld($0, now: clock.millisecondsSinceEpoch()) }
+        guard !old.isEmpty else {
+            report.youngFiles = listed.count
+            return report
+        }
+        let referenced: Set<String>
+        switch try await referencedFiles() {
+        case let .success(names): referenced = names
+        case let .failure(reason):
+            report.skipped = reason.message
+            return report
+        }
+        report.referencedFiles = listed.count { object in
+            if case let .blob(name)? = RemoteLayout.parse(object.path) { referenced.contains(name) } else { false }
+        }
+        for object in listed {
+            guard case let .blob(name)? = RemoteLayout.parse(object.path), !referenced.contains(name) else { continue }
+            // The listing may be old: ask again for this one object, just before deleting.
+            let current = try await remote.list(prefix: object.path).first { $0.path == object.path }
+            guard let current else { continue }
+            guard isOld(current, now: clock.millisecondsSinceEpoch()) else {
+                report.youngFiles += 1
+                continue
+            }
+            try await remote.delete(object.path)
+            report.deletedFiles.append(object.path)
+        }
+        return report
+    }
+
+    /// Whether an object is older than the grace period. An object without a time is
+    /// never old.
+    func isOld(_ object: RemoteObject, now: UInt64) -> Bool {
+        guard let modified = object.modified else { return false }
+        return now >= modified && now - modified >= blobGracePeriod
+    }
+
+    /// The keyed names of every file a listed batch or snapshot references, with this
+    /// replica's own state and retained versions; a failure names the object that could
+    /// not be read. Batches and snapshots never change under one name, so what each
+    /// references is remembered locally and each is read once.
+    func referencedFiles() async throws(ConcordError) -> Result<Set<String>, ConcordError> {
+        var names = Set(try store.referencedFiles().map { BlobName.keyedName(for: $0, key: keys.blobNames) })
+        let cached = try store.syncValues(prefix: Self.referencesKey)
+        var listed: Set<String> = []
+        let objects = try await remote.list(prefix: RemoteLayout.replicasPrefix) + (try await remote.list(prefix: RemoteLayout.snapshotsPrefix))
+        for object in Self.unique(objects) {
+            let kind = RemoteLayout.parse(object.path)
+            switch kind {
+            case .delta?, .snapshot?: break
+            default: continue
+            }
+            listed.insert(object.path)
+            if let known = cached[object.path] {
+                names.formUnion(known.split(separator: ",").map(String.init))
+                continue
+            }
+            guard let sealed = try await remote.get(object.path) else { continue }  // deleted since listed
+            let hashes: Set<ContentHash>
+            do throws(ConcordError) {
+                if case .delta? = kind {
+                    let delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: object.path, key: keys.batches))
+                    hashes = Self.files(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) })
+                } else {
+                    let snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: object.path, key: keys.snapshots), path: object.path)
+                    hashes = Self.files(in: snapshot.state)
+                }
+            } catch {
+                return .failure(ConcordError(error.code, "\(object.path) could not be read (\(error.message)); no file was collected — `concord doctor` reports it"))
+            }
+            let keyed = hashes.map { BlobName.keyedName(for: $0, key: keys.blobNames) }.sorted()
+            names.formUnion(keyed)
+            try store.setSyncValue(Self.referencesKey + object.path, keyed.joined(separator: ","))
+        }
+        // Forget what objects that are gone referenced.
+        for path in cached.keys where !listed.contains(path) { try store.setSyncValue(Self.referencesKey + path, nil) }
+        return .success(names)
+    }
+
+    static let referencesKey = "references."
+
+    /// The files that `entries` reference.
+    static func files(in entries: some Sequence<Entry>) -> Set<ContentHash> {
+        var hashes: Set<ContentHash> = []
+        for entry in entries { if case let .file(file) = entry.payload { hashes.insert(file.hash) } }
+        return hashes
+    }
+
+    /// The files a state references.
+    static func files(in state: StoreState) -> Set<ContentHash> {
+        files(in: state.records.values.lazy.flatMap { $0.slots.values.lazy.flatMap(\.entries) })
+    }
+
+    /// A listing without repeated paths (a listing may repeat entries).
+    static func unique(_ objects: [RemoteObject]) -> [RemoteObject] {
+        var seen: Set<String> = []
+        return objects.filter { seen.insert($0.path).inserted }
+    }
+
+    /// Uploads the files `hashes` this replica holds unless the remote shows a copy recent
+    /// enough to outlive the attempt: younger than ``uploadDeadline``. Returns when the
+    /// attempt started; the caller must put the object that references them within
+    /// ``uploadDeadline`` of it, or call this again.
+    func refreshFiles(_ hashes: Set<ContentHash>) async throws(ConcordError) -> UInt64 {
+        let started = clock.millisecondsSinceEpoch()
+        guard !hashes.isEmpty else { return started }
+        var modified: [String: UInt64] = [:]
+        for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) {
+            if let time = object.modified { modified[object.path] = max(modified[object.path] ?? 0, time) }
+        }
+        for hash in hashes.sorted() where store.blobs.contains(hash) {
+            let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+            if let time = modified[path], time <= started, started - time < uploadDeadline { continue }
+            try await reupload(hash, path: path)
+        }
+        return started
+    }
+
+    /// Uploads a file that may already be on the remote. Until one such upload succeeds the
+    /// file is remembered, and every push tries again first: a failed upload may have left a
+    /// torn object in place of a good one.
+    func reupload(_ hash: ContentHash, path: String) async throws(ConcordError) {
+        try store.setSyncValue(Self.reuploadKey + hash.hex, "1")
+        _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
+        try store.setSyncValue(Self.reuploadKey + hash.hex, nil)
+    }
+
+    static let reuploadKey = "reupload."
+
+    /// Finishes the uploads ``reupload(_:path:)`` could not.
+    func finishReuploads() async throws(ConcordError) {
+        for hex in try store.syncValues(prefix: Self.reuploadKey).keys.sorted() {
+            guard let hash = ContentHash(hex: hex), store.blobs.contains(hash) else {
+                try store.setSyncValue(Self.reuploadKey + hex, nil)
+                continue
+            }
+            try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+
+/// Whether a replica counts when compaction asks "has every active replica applied this?"
+/// (DESIGN.md §4).
+public enum ReplicaStatus: String, Hashable, Sendable {
+    /// It synced within the retention period: compaction waits for it.
+    case active
+    /// Its newest head is older than the retention period: treated as retired.
+    case silent
+    /// A replica retired it (``SyncEngine/forget(_:)``) and it has not synced since.
+    case forgotten
+}
+
+extension SyncEngine {
+    /// Sync values `retired.<replica>`: the replicas this one retired explicitly.
+    static let retiredKey = "retired."
+
+    /// One replica as the heads show it.
+    struct Standing {
+        /// Its newest head; nil when it cannot be read (treated as having applied nothing).
+        var head: Head?
+        var status: ReplicaStatus
+    }
+
+    /// The newest head of every listed replica, this one included, and its status: forgotten
+    /// when some replica retired it and it has not written a head since; silent when its
+    /// newest head is older than ``retention``; active otherwise.
+    func standings(_ heads: Heads) async throws(ConcordError) -> [ReplicaID: Standing] {
+        var read: [ReplicaID: Head] = [:]
+        for (replica, seq) in heads.latest {
+            if let head = try await fetchHead(replica, seq: seq) { read[replica] = head }
+        }
+        // Retirements are kept in heads, so they reach every replica; the latest one wins.
+        var retiredAt: [ReplicaID: UInt64] = [:]
+        let own = try store.syncValues(prefix: Self.retiredKey).compactMapValues { UInt64($0) }
+        for (id, at) in read.values.flatMap({ ($0.retired ?? [:]).map { $0 } }) + own.map({ $0 }) {
+            guard let replica = ReplicaID(hex: id) else { continue }
+            retiredAt[replica] = max(retiredAt[replica] ?? 0, at)
+        }
+        let now = clock.millisecondsSinceEpoch()
+        var standings: [ReplicaID: Standing] = [:]
+        for replica in heads.latest.keys {
+            let head = read[replica]
+            let status: ReplicaStatus
+            if replica == store.replicaID {
+                status = .active
+            } else if let at = retiredAt[replica], (head?.syncedAt ?? 0) <= at {
+                status = .forgotten
+            } else if let head, head.syncedAt < now, now - head.syncedAt > retention {
+                status = .silent
+            } else {
+                status = .active
+            }
+            standings[replica] = Standing(head: head, status: status)
+        }
+        return standings
+    }
+
+    /// The head at `heads/<replica>-<seq>`; nil when it is not there or does not open.
+    func fetchHead(_ replica: ReplicaID, seq: UInt64) async throws(ConcordError) -> Head? {
+        let path = RemoteLayout.head(replica, seq: seq)
+        guard let sealed = try await remote.get(path) else { return nil }
+        return try? Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
+    }
+
+    /// Retires `replica` now, without waiting for ``retention``: compaction stops waiting
+    /// for it to apply batches. Recorded in this replica's head, so every replica honours
+    /// it. Nothing is deleted and nothing of `replica` is lost: if it syncs again it is
+    /// active again, joins snapshots where batches it needs were compacted, and pushes its
+    /// own unpushed changes as usual.
+    ///
+    /// - Throws: ``ConcordError/Code/invalidOperation`` for this replica itself;
+    ///   ``ConcordError/Code/notFound`` if the remote has no head of `replica`.
+    @discardableResult
+    public func forget(_ replica: ReplicaID) async throws(ConcordError) -> ReplicaInfo {
+        guard replica != store.replicaID else {
+            throw ConcordError(.invalidOperation, "\(replica) is this replica: forget it from another device")
+        }
+        let heads = try await listHeads()
+        guard let seq = heads.latest[replica] else {
+            throw ConcordError(.notFound, "the remote has no head of replica \(replica): `concord replicas` lists the replicas it knows")
+        }
+        let head = try await fetchHead(replica, seq: seq)
+        // Retired up to its newest head's time: a head written after it means it is back.
+        let at = head?.syncedAt ?? clock.millisecondsSinceEpoch()
+        try store.setSyncValue(Self.retiredKey + replica.description, String(at))
+        var report = SyncReport()
+        try await push(into: &report, progress: nil)
+        try await putHead(seq: try pushedSeq())
+        return ReplicaInfo(id: replica, deviceName: head?.device, lastSync: head?.syncedAt ?? 0, seq: seq, status: .forgotten)
+    }
+}

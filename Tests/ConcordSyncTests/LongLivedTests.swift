@@ -1,0 +1,243 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Testing
+
+private let day: Int64 = 86_400_000
+private let note = RecordRef(collection: "notes", id: "n")
+
+extension Store {
+    /// The content of a file field's current version, from the local blob directory.
+    fileprivate func readFile(_ ref: RecordRef, _ field: String) throws -> [UInt8]? {
+        guard case let .file(file)? = try record(ref)?.first(where: { $0.name == field })?.value else { return nil }
+        return try blobs.bytes(file.hash)
+    }
+}
+
+/// The remote files of a fleet's folder.
+private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
+    try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).map(\.path).sorted()
+}
+
+/// Blob collection (DESIGN.md §4): files no batch, snapshot or retained version references
+/// go after a grace period measured by object age; uploads have a deadline.
+@Suite struct FileCollectionTests {
+    @Test func supersededFilesAreCollectedOnlyAfterHistoryAndGrace() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let first = try a.attachFile(note, "doc", bytes: Array("first version".utf8))
+        try await fleet.syncAll()
+        _ = try a.attachFile(note, "doc", bytes: Array("second version".utf8))
+        try await fleet.syncAll()
+        #expect(try await remoteFiles(fleet).count == 2)
+
+        // Batches go (covered, applied everywhere); the first version is still a retained
+        // version on both replicas, and young: kept.
+        let early = try await fleet.engines[0].compact()
+        #expect(early.deletedBatches == [1, 2])
+        #expect(early.files.deletedFiles.isEmpty)
+        #expect(try await remoteFiles(fleet).count == 2)
+
+        // Past the history window (30 days) and the grace period (7 days): collected, once.
+        fleet.clock.advance(by: 31 * day)
+        let late = try await fleet.engines[1].compact()
+        #expect(late.files.deletedFiles == [BlobName.remotePath(for: first.hash, key: try Self.blobNames(fleet))])
+        #expect(late.files.referencedFiles == 1)
+        #expect(try await remoteFiles(fleet).count == 1)
+        #expect(try await fleet.engines[0].collectFiles().deletedFiles.isEmpty)
+
+        // A new replica still gets everything; the current file is there.
+        var grown = fleet
+        try await grown.add(name: "late")
+        try await grown.syncAll()
+        #expect(try grown.dumps().count == 1)
+        #expect(try grown.stores[2].readFile(note, "doc") == Array("second version".utf8))
+
+        // Writing the collected content again uploads it again (this replica's upload of it
+        // is older than the deadline), and every replica gets it.
+        _ = try a.attachFile(note, "doc", bytes: Array("first version".utf8))
+        let report = try await fleet.engines[0].sync()
+        #expect(report.filesUploaded == 1)
+        try await grown.syncAll()
+        #expect(try b.readFile(note, "doc") == Array("first version".utf8))
+        #expect(try grown.dumps().count == 1)
+    }
+
+    @Test func anUploadWhoseBatchIsNotPushedYetIsNeverCollected() async throws {
+        var faulty: FaultyRemote!
+        let fleet = try await Fleet(count: 2) { folder in
+            faulty = FaultyRemote(wrapping: folder, seed: 7)
+            return faulty
+        }
+        try await fleet.syncAll()
+        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("uploaded, batch not yet".utf8))
+        // The process dies right after the file upload: no batch, no head.
+        faulty.crash(afterMutations: 0, effect: .applied)
+        await #expect(throws: ConcordError.self) { try await fleet.engines[0].sync() }
+        faulty.restart()
+        #expect(try await remoteFiles(fleet).count == 1)
+
+        // Unreferenced, but younger than the grace period: kept, however often one collects.
+        fleet.clock.advance(by: 6 * day)
+        let report = try await fleet.engines[1].collectFiles()
+        #expect(report.deletedFiles.isEmpty)
+        #expect(report.youngFiles == 1)
+
+        // Past the upload deadline, the push uploads the file again before its batch, so it
+        // is young when the batch lands; collection past the first upload's grace keeps it.
+        let resumed = try await fleet.engines[0].sync()
+        #expect(resumed.filesUploaded == 1)
+        fleet.clock.advance(by: 2 * day)
+        #expect(try await fleet.engines[1].collectFiles().deletedFiles.isEmpty)
+        try await fleet.syncAll()
+        #expect(try fleet.stores[1].readFile(note, "doc") == Array("uploaded, batch not yet".utf8))
+        #expect(try fleet.dumps().count == 1)
+    }
+
+    @Test func anOrphanUploadIsCollectedAfterTheGracePeriod() async throws {
+        var faulty: FaultyRemote!
+        let fleet = try await Fleet(count: 2) { folder in
+            faulty = FaultyRemote(wrapping: folder, seed: 9)
+            return faulty
+        }
+        try await fleet.syncAll()
+        // A file uploaded whose batch never comes (the record was deleted before the retry
+        // and the file is no longer referenced by anything).
+        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("abandoned".utf8))
+        faulty.crash(afterMutations: 0, effect: .applied)
+        await #expect(throws: ConcordError.self) { try await fleet.engines[0].sync() }
+        faulty.restart()
+        #expect(try await remoteFiles(fleet).count == 1)
+        fleet.clock.advance(by: 8 * day)
+        let report = try await fleet.engines[1].collectFiles()
+        #expect(report.deletedFiles.count == 1)
+        #expect(try await remoteFiles(fleet).isEmpty)
+        // The writer's batch still references the file: its next push uploads it again
+        // (its upload is past the deadline), so nothing is lost.
+        let resumed = try await fleet.engines[0].sync()
+        #expect(resumed.filesUploaded == 1)
+        try await fleet.syncAll()
+        #expect(try fleet.stores[1].readFile(note, "doc") == Array("abandoned".utf8))
+    }
+
+    @Test func anUnreadableBatchStopsCollection() async throws {
+        let fleet = try await Fleet(count: 2)
+        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("one".utf8))
+        try await fleet.syncAll()
+        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("two".utf8))
+        try await fleet.syncAll()
+        // Damage a batch: what it references is unknown, so nothing is collected.
+        let path = RemoteLayout.delta(fleet.stores[0].replicaID, seq: 1)
+        let bytes = try #require(try await fleet.remote.get(path))
+        try await fleet.remote.put(path, Array(bytes.prefix(bytes.count / 2)))
+        fleet.clock.advance(by: 40 * day)
+        let report = try await fleet.engines[1].collectFiles()
+        #expect(report.skipped?.contains(path) == true)
+        #expect(report.deletedFiles.isEmpty)
+        #expect(try await remoteFiles(fleet).count == 2)
+    }
+
+    @Test func aSnapshotUploadsTheOldFilesItReferences() async throws {
+        var fleet = try await Fleet(count: 2)
+        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("old file".utf8))
+        try await fleet.syncAll()
+        // The file's object is deleted behind the store's back (as a collector acting on a
+        // listing that missed every reference would); the batch that referenced it is gone.
+        fleet.clock.advance(by: 10 * day)
+        let compacted = try await fleet.engines[0].compact()
+        #expect(compacted.deletedBatches == [1])
+        for path in try await remoteFiles(fleet) { try await fleet.remote.delete(path) }
+        // b's snapshot references the file: writing it uploads the file first.
+        try fleet.stores[1].set(note, "title", .string("b's change"))
+        try await fleet.engines[1].sync()
+        try await fleet.engines[1].writeSnapshot()
+        #expect(try await remoteFiles(fleet).count == 1)
+        try await fleet.add(name: "late")
+        try await fleet.syncAll()
+        #expect(try fleet.stores[2].readFile(note, "doc") == Array("old file".utf8))
+        #expect(try fleet.dumps().count == 1)
+    }
+
+    static func blobNames(_ fleet: Fleet) throws -> SubKey {
+        fleet.key.subkey(for: .blobNames)
+    }
+}
+
+/// Retirement (DESIGN.md §4): replicas silent past the retention period, or forgotten, are
+/// not waited for; one that returns joins a snapshot and keeps its unpushed changes.
+@Suite struct RetirementTests {
+    @Test func aSilentReplicaIsRetiredAndComesBackWithoutLoss() async throws {
+        let fleet = try await Fleet(count: 3)
+        let (a, c) = (fleet.stores[0], fleet.stores[2])
+        try await fleet.syncAll()
+        // c writes, but never pushes it, and goes silent.
+        try c.set(note, "from-c", .string("written offline"))
+        for round in 0..<3 {
+            try a.set(note, "round", .int(Int64(round)))
+            try await fleet.engines[0].sync()
+            try await fleet.engines[1].sync()
+        }
+        let waiting = try await fleet.engines[0].compact()
+        #expect(waiting.deletedBatches.isEmpty)
+        #expect(waiting.retiredReplicas.isEmpty)
+
+        // 91 days later, c is silent past the retention period: not waited for.
+        fleet.clock.advance(by: 91 * day)
+        try await fleet.engines[1].sync()
+        let report = try await fleet.engines[0].compact()
+        #expect(report.retiredReplicas == [c.replicaID])
+        #expect(report.deletedBatches == [1, 2, 3])
+        #expect(try await fleet.engines[1].replicas().first { $0.id == c.replicaID }?.status == .silent)
+
+        // c returns: it joins a's snapshot and pushes its own change; everyone converges.
+        let back = try await fleet.engines[2].sync()
+        #expect(back.joinedSnapshots.count == 1)
+        #expect(back.pushed == 1)
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+        #expect(try a.record(note)?.first { $0.name == "from-c" }?.value == .scalar(.string("written offline")))
+        #expect(try await fleet.engines[0].replicas().allSatisfy { $0.status == .active })
+    }
+
+    @Test func forgetRetiresAReplicaOnEveryReplica() async throws {
+        let fleet = try await Fleet(count: 3)
+        let (a, b, c) = (fleet.stores[0], fleet.stores[1], fleet.stores[2])
+        try await fleet.syncAll()
+        try c.set(note, "from-c", .string("never pushed yet"))
+        try b.set(note, "from-b", .int(1))
+        try await fleet.engines[1].sync()
+        try await fleet.engines[0].sync()
+        #expect(try await fleet.engines[1].compact().deletedBatches.isEmpty)  // c has not applied it
+
+        // a forgets c; b honours it through a's head.
+        let info = try await fleet.engines[0].forget(c.replicaID)
+        #expect(info.status == .forgotten)
+        let report = try await fleet.engines[1].compact()
+        #expect(report.retiredReplicas == [c.replicaID])
+        #expect(report.deletedBatches == [1])
+        #expect(try await fleet.engines[1].replicas().first { $0.id == c.replicaID }?.status == .forgotten)
+
+        // c comes back: nothing of its own is lost, and it is active again.
+        fleet.clock.advance(by: 60_000)
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+        #expect(try a.record(note)?.first { $0.name == "from-c" }?.value == .scalar(.string("never pushed yet")))
+        #expect(try await fleet.engines[0].replicas().first { $0.id == c.replicaID }?.status == .active)
+    }
+
+    @Test func forgetRefusesItselfAndUnknownReplicas() async throws {
+        let fleet = try await Fleet(count: 2)
+        try await fleet.syncAll()
+        await #expect(throws: ConcordError.self) { try await fleet.engines[0].forget(fleet.stores[0].replicaID) }
+        do {
+            try await fleet.engines[0].forget(ReplicaID(high: 1, low: 2))
+            Issue.record("forgetting an unknown replica succeeded")
+        } catch {
+            #expect(error.code == .notFound)
+        }
+    }
+}
