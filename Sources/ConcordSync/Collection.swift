@@ -79,60 +79,93 @@ extension SyncEngine {
         return now >= modified && now - modified >= blobGracePeriod
     }
 
-    /// The keyed names of every file a listed batch or snapshot references, with this
-    /// replica's own state and retained versions; a failure names the object that could
-    /// not be read. Batches and snapshots never change under one name, so what each
-    /// references is remembered locally and each is read once.
+    /// The keyed names of every file a batch or snapshot on the remote references, with
+    /// this replica's own state and retained versions; a failure says why what the remote
+    /// references cannot be known.
+    ///
+    /// A listing may miss objects, so it is not trusted alone: every replica that has a
+    /// listed object, or whose changes this replica applied, must have a listed, readable
+    /// head; the batches a head names after its newest snapshot, that snapshot, and every
+    /// object seen in an earlier collection are fetched even when the listing misses them.
+    /// Batches and snapshots never change under one name, so what each references is
+    /// remembered locally and each is read once.
     func referencedFiles() async throws(ConcordError) -> Result<Set<String>, ConcordError> {
         var names = Set(try store.referencedFiles().map { BlobName.keyedName(for: $0, key: keys.blobNames) })
         let cached = try store.syncValues(prefix: Self.referencesKey)
-        var listed: Set<String> = []
-        let objects = try await remote.list(prefix: RemoteLayout.replicasPrefix) + (try await remote.list(prefix: RemoteLayout.snapshotsPrefix))
-        for object in Self.unique(objects) {
-            let kind = RemoteLayout.parse(object.path)
-            switch kind {
-            case .delta?, .snapshot?: break
-            default: continue
+        let heads = try await listHeads()
+        let listed = Set(Self.unique(try await remote.list(prefix: RemoteLayout.replicasPrefix) + (try await remote.list(prefix: RemoteLayout.snapshotsPrefix)))
+            .map(\.path).filter { path in
+                switch RemoteLayout.parse(path) {
+                case .delta?, .snapshot?: true
+                default: false
+                }
+            })
+        var origins = Set(try store.appliedSeqs().keys)
+        for path in listed {
+            switch RemoteLayout.parse(path) {
+            case let .delta(replica, _)?, let .snapshot(replica, _)?: origins.insert(replica)
+            default: break
             }
-            listed.insert(object.path)
-            if let known = cached[object.path] {
+        }
+        for origin in origins.sorted() where origin != store.replicaID && heads.latest[origin] == nil {
+            return .failure(ConcordError(.remote, "the head of replica \(origin) is not listed (a listing missed it, or it was deleted); no file was collected"))
+        }
+        // What must be there whatever the listing says.
+        var wanted = listed.union(cached.keys)
+        for (replica, seq) in heads.latest {
+            let snapshot: UInt64
+            if replica == store.replicaID {
+                snapshot = UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0
+            } else if let head = try? await readHead(replica, seq: seq) {
+                snapshot = head.snapshot ?? 0
+            } else {
+                return .failure(ConcordError(.remote, "the head of replica \(replica) cannot be read; no file was collected — `concord doctor` reports it"))
+            }
+            if snapshot > 0 { wanted.insert(RemoteLayout.snapshot(replica, seq: snapshot)) }
+            if seq > snapshot { for batch in (snapshot + 1)...seq { wanted.insert(RemoteLayout.delta(replica, seq: batch)) } }
+        }
+        var present: Set<String> = []
+        for path in wanted.sorted() {
+            if let known = cached[path] {
+                // Seen before: still there if listed, or if it can be fetched.
+                if !listed.contains(path), try await remote.get(path) == nil { continue }
                 names.formUnion(known.split(separator: ",").map(String.init))
+                present.insert(path)
                 continue
             }
-            guard let sealed = try await remote.get(object.path) else { continue }  // deleted since listed
+            guard let sealed = try await remote.get(path) else { continue }  // not there (deleted, or never written)
             let hashes: Set<ContentHash>
             do throws(ConcordError) {
-                if case .delta? = kind {
-                    let delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: object.path, key: keys.batches))
-                    hashes = Self.files(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) })
+                if case .delta? = RemoteLayout.parse(path) {
+                    let delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
+                    hashes = Self.files(in: delta)
                 } else {
-                    let snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: object.path, key: keys.snapshots), path: object.path)
+                    let snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
                     hashes = Self.files(in: snapshot.state)
                 }
             } catch {
-                return .failure(ConcordError(error.code, "\(object.path) could not be read (\(error.message)); no file was collected — `concord doctor` reports it"))
+                return .failure(ConcordError(error.code, "\(path) could not be read (\(error.message)); no file was collected — `concord doctor` reports it"))
             }
             let keyed = hashes.map { BlobName.keyedName(for: $0, key: keys.blobNames) }.sorted()
             names.formUnion(keyed)
-            try store.setSyncValue(Self.referencesKey + object.path, keyed.joined(separator: ","))
+            present.insert(path)
+            try store.setSyncValue(Self.referencesKey + path, keyed.joined(separator: ","))
         }
         // Forget what objects that are gone referenced.
-        for path in cached.keys where !listed.contains(path) { try store.setSyncValue(Self.referencesKey + path, nil) }
+        for path in cached.keys where !present.contains(path) { try store.setSyncValue(Self.referencesKey + path, nil) }
         return .success(names)
     }
 
     static let referencesKey = "references."
 
-    /// The files that `entries` reference.
-    static func files(in entries: some Sequence<Entry>) -> Set<ContentHash> {
-        var hashes: Set<ContentHash> = []
-        for entry in entries { if case let .file(file) = entry.payload { hashes.insert(file.hash) } }
-        return hashes
+    /// The files a delta references.
+    static func files(in delta: Delta) -> Set<ContentHash> {
+        Set(fileReferences(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) }).map(\.hash))
     }
 
     /// The files a state references.
     static func files(in state: StoreState) -> Set<ContentHash> {
-        files(in: state.records.values.lazy.flatMap { $0.slots.values.lazy.flatMap(\.entries) })
+        Set(fileReferences(in: state.records.values.lazy.flatMap { $0.slots.values.lazy.flatMap(\.entries) }).map(\.hash))
     }
 
     /// A listing without repeated paths (a listing may repeat entries).

@@ -109,11 +109,7 @@ extension SyncEngine {
         var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         if case let .heldBack(missing) = result {
             for hash in missing {
-                let blobPath = BlobName.remotePath(for: hash, key: keys.blobNames)
-                guard try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: blobPath, key: keys.blobContents) else {
-                    return false
-                }
-                report.filesFetched += 1
+                guard try await fetchFile(hash, into: &report) else { return false }
             }
             result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         }

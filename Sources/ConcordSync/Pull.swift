@@ -46,9 +46,7 @@ extension SyncEngine {
                             // origin covers it, and joining that catches up.
                             if !caughtUp.contains(replica), try await catchUp(origin: replica, seq: seq, into: &report) {
                                 caughtUp.insert(replica)
-                                let applied = try store.appliedSeqs()
-                                for origin in next.keys { next[origin] = max(next[origin]!, (applied[origin] ?? 0) + 1) }
-                                waiting = waiting.filter { $0.value.seq >= next[$0.key]! }
+                                try advancePastSnapshot(&next, &waiting)
                                 progressMade = true
                                 continue
                             }
@@ -68,7 +66,17 @@ extension SyncEngine {
                         }
                     }
                     progress?(SyncProgress(phase: .applying, objectsDone: done, objectsTotal: wanted.count, bytesDone: bytes, bytesTotal: 0))
-                    guard try await apply(delta, into: &report) else {
+                    let step = try await apply(delta, into: &report)
+                    // A file that is not there may be gone for good (collected once every
+                    // reference but this old batch's was gone): a snapshot covering the
+                    // batch has every file it references, and joining it catches up.
+                    if step == .missingFile, !caughtUp.contains(replica), try await catchUp(origin: replica, seq: delta.seq, into: &report) {
+                        caughtUp.insert(replica)
+                        try advancePastSnapshot(&next, &waiting)
+                        progressMade = true
+                        continue
+                    }
+                    guard step == .applied else {
                         waiting[replica] = delta
                         break
                     }
@@ -82,29 +90,44 @@ extension SyncEngine {
         report.waiting = waiting.count
     }
 
-    /// Applies one delta, fetching the files it needs first. False when it must wait.
-    func apply(_ delta: Delta, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+    /// After joining a snapshot: every origin continues after what is now applied, and
+    /// batches held that the snapshot covers are dropped.
+    private func advancePastSnapshot(_ next: inout [ReplicaID: UInt64], _ waiting: inout [ReplicaID: Delta]) throws(ConcordError) {
+        let applied = try store.appliedSeqs()
+        for origin in next.keys { next[origin] = max(next[origin]!, (applied[origin] ?? 0) + 1) }
+        waiting = waiting.filter { $0.value.seq >= next[$0.key]! }
+    }
+
+    enum ApplyStep { case applied, notReady, missingFile }
+
+    /// Downloads a file into the blob directory. False when it is not there (not uploaded
+    /// yet, or collected) or does not open (torn or tampered: recorded in the report).
+    func fetchFile(_ hash: ContentHash, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+        let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+        do {
+            guard try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: path, key: keys.blobContents) else { return false }
+        } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion {
+            report.rejected.append("\(path): \(error.message)")
+            return false
+        }
+        report.filesFetched += 1
+        return true
+    }
+
+    /// Applies one delta, fetching the files it needs first; or says why it must wait.
+    func apply(_ delta: Delta, into report: inout SyncReport) async throws(ConcordError) -> ApplyStep {
         var result: StoreApplyResult
         do {
             result = try store.apply(delta)
         } catch where error.code == .notReady {
-            return false
+            return .notReady
         }
         if case let .heldBack(missing) = result {
             for hash in missing {
-                let path = BlobName.remotePath(for: hash, key: keys.blobNames)
-                do {
-                    guard try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: path, key: keys.blobContents) else {
-                        return false  // not uploaded yet
-                    }
-                    report.filesFetched += 1
-                } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion {
-                    report.rejected.append("\(path): \(error.message)")
-                    return false
-                }
+                guard try await fetchFile(hash, into: &report) else { return .missingFile }
             }
             result = try store.apply(delta)
-            if case .heldBack = result { return false }
+            if case .heldBack = result { return .missingFile }
         }
         if result == .applied {
             report.applied += 1
@@ -115,6 +138,6 @@ extension SyncEngine {
                 try store.setSyncValue("skew.\(delta.origin)", String(max(previous, ahead)))
             }
         }
-        return true
+        return .applied
     }
 }

@@ -102,8 +102,15 @@ extension SyncEngine {
             syncedAt: clock.millisecondsSinceEpoch(), applied: applied, vector: vector)
         let retired = try store.syncValues(prefix: Self.retiredKey).compactMapValues { UInt64($0) }
         if !retired.isEmpty { head.retired = retired }
+        if let snapshot = UInt64(try store.syncValue("snapshot.seq") ?? ""), snapshot > 0 { head.snapshot = snapshot }
         let path = RemoteLayout.head(store.replicaID, seq: seq)
-        try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
+        do {
+            try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
+        } catch {
+            // It may have torn the head that was there: the next push writes it again.
+            try store.setSyncValue("head.advertised", nil)
+            throw error
+        }
         try store.setSyncValue("head.writtenAt", String(head.syncedAt))
     }
 }

@@ -31,7 +31,7 @@ extension SyncEngine {
     func standings(_ heads: Heads) async throws(ConcordError) -> [ReplicaID: Standing] {
         var read: [ReplicaID: Head] = [:]
         for (replica, seq) in heads.latest {
-            if let head = try await fetchHead(replica, seq: seq) { read[replica] = head }
+            if let head = try? await readHead(replica, seq: seq) { read[replica] = head }
         }
         // Retirements are kept in heads, so they reach every replica; the latest one wins.
         var retiredAt: [ReplicaID: UInt64] = [:]
@@ -59,13 +59,6 @@ extension SyncEngine {
         return standings
     }
 
-    /// The head at `heads/<replica>-<seq>`; nil when it is not there or does not open.
-    func fetchHead(_ replica: ReplicaID, seq: UInt64) async throws(ConcordError) -> Head? {
-        let path = RemoteLayout.head(replica, seq: seq)
-        guard let sealed = try await remote.get(path) else { return nil }
-        return try? Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
-    }
-
     /// Retires `replica` now, without waiting for ``retention``: compaction stops waiting
     /// for it to apply batches. Recorded in this replica's head, so every replica honours
     /// it. Nothing is deleted and nothing of `replica` is lost: if it syncs again it is
@@ -83,7 +76,7 @@ extension SyncEngine {
         guard let seq = heads.latest[replica] else {
             throw ConcordError(.notFound, "the remote has no head of replica \(replica): `concord replicas` lists the replicas it knows")
         }
-        let head = try await fetchHead(replica, seq: seq)
+        let head = try? await readHead(replica, seq: seq)
         // Retired up to its newest head's time: a head written after it means it is back.
         let at = head?.syncedAt ?? clock.millisecondsSinceEpoch()
         try store.setSyncValue(Self.retiredKey + replica.description, String(at))

@@ -65,6 +65,7 @@ extension SyncEngine {
         }
         try await remote.put(path, sealed)
         try store.setSyncValue("snapshot.seq", String(seq))
+        try await putHead(seq: seq)  // it names the new snapshot
         let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
             if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { seq } else { nil }
         }.sorted()
@@ -80,10 +81,13 @@ extension SyncEngine {
         let candidates = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).filter {
             if case .snapshot? = RemoteLayout.parse($0.path) { true } else { false }
         }.sorted { ($0.modified ?? 0, $0.path) > ($1.modified ?? 0, $1.path) }
+        // The newest that can be joined: one whose file is gone is passed over.
         for candidate in candidates {
             guard let snapshot = try await fetchSnapshot(candidate.path, into: &report) else { continue }
-            if try await join(snapshot, path: candidate.path, into: &report) { report.bootstrapped = candidate.path }
-            return
+            if try await join(snapshot, path: candidate.path, into: &report) {
+                report.bootstrapped = candidate.path
+                return
+            }
         }
     }
 }

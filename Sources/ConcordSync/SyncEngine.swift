@@ -24,10 +24,10 @@ public actor SyncEngine {
     let snapshotEvery: UInt64?
     /// How long a replica may stay silent (no head written) before the others treat it as
     /// retired: excluded from "every active replica has applied" (DESIGN.md §4).
-    public let retention: UInt64
+    public nonisolated let retention: UInt64
     /// How old an unreferenced remote file must be before collection deletes it: longer
     /// than any upload may take to be followed by its batch (DESIGN.md §4).
-    public let blobGracePeriod: UInt64
+    public nonisolated let blobGracePeriod: UInt64
     /// A day, in milliseconds.
     public static let day: UInt64 = 86_400_000
     let updates = Broadcaster<SyncProgress>(bufferingPolicy: .bufferingNewest(256))

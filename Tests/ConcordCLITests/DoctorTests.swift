@@ -24,7 +24,7 @@ import Testing
         let report = try cli.run(["doctor", "--json", "--store", cli.path("b.db")])
         #expect(report.status == 1)
         let problems = try #require(try report.object()["problems"] as? [[String: Any]])
-        #expect(Set(problems.compactMap { $0["kind"] as? String }) == ["damaged", "missing"])
+        #expect(Set(problems.compactMap { $0["kind"] as? String }) == ["damaged", "missingBatch"])
         #expect(problems.allSatisfy { ($0["note"] as? String)?.contains("doctor --repair") == true })
         #expect((try report.object()["ignored"] as? [String])?.count == 1)
 

@@ -11,7 +11,9 @@ import Testing
 /// Convergence fuzz through FolderRemote wrapped in FaultyRemote (DESIGN.md §7): 2–6
 /// replicas run every operation, sync through failing calls, torn and lost-reply uploads,
 /// stale, incomplete, duplicated and reordered listings, crashes between push steps, clock
-/// skew of ±1 day, and replicas that bootstrap mid-run. After the faults stop, replicas
+/// skew of ±1 day, replicas that bootstrap mid-run, and — on days-long jumps of time —
+/// compaction, remote file collection, replicas retired by silence or by `forget` that come
+/// back, and bootstraps after batches were deleted. After the faults stop, replicas
 /// sync to quiescence and must (1) print identical dumps, (2) equal the reference merge of
 /// every sealed delta, and (3) have lost no write: every entry a local operation created is
 /// in the final state or was removed by a local operation that had observed it.
@@ -40,7 +42,10 @@ import Testing
             }
         }
         if !replay && Self.schedules >= 50 {
-            for kind in ["write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches", "caughtUp", "applied", "rejectedOrFailed"] {
+            for kind in [
+                "write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches",
+                "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned",
+            ] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
         }
@@ -72,6 +77,11 @@ final class FuzzRun {
     var engines: [SyncEngine] = []
     var clocks: [ManualClock] = []
     var now: UInt64 = 1_767_268_800_000
+    /// The storage's clock: it stamps every object's modification time, so object ages
+    /// follow the schedule's time.
+    var storage = ManualClock(millis: 1_767_268_800_000)
+    /// Replicas some replica forgot, and replicas compaction found retired.
+    var retired: Set<ReplicaID> = []
     /// Every entry a local operation created, and every one a local operation removed.
     var created: [SlotRef: Set<Stamp>] = [:]
     var removed: [SlotRef: Set<Stamp>] = [:]
@@ -94,19 +104,24 @@ final class FuzzRun {
         let index = stores.count
         let skew = random.pick([Int64(-86_400_000), 0, 86_400_000, Int64(random.int(-3_000...3_000))])
         let clock = ManualClock(millis: UInt64(Int64(now) + skew))
-        let store = try Store(path: "\(scratch)/r\(index).db", configuration: .init(clock: clock))
+        // A short history window, so superseded files become collectable within a schedule.
+        let store = try Store(path: "\(scratch)/r\(index).db", configuration: .init(clock: clock, historyRetention: 2 * Self.day))
         let faulty = FaultyRemote(wrapping: folder, seed: seed &* 31 &+ UInt64(index), plan: FaultyRemote.Plan(
             failure: 0.05, tornPut: 0.05, lostAcknowledgement: 0.05, staleListing: 0.15,
             incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2))
         stores.append(store)
         remotes.append(faulty)
         clocks.append(clock)
-        engines.append(SyncEngine(store: store, remote: faulty, key: key, storeID: storeID, clock: clock, snapshotEvery: 3))
+        // Short periods, so that a schedule's days-long jumps reach them; the grace period
+        // still exceeds deadline + staleness + the ±1 day skew (DESIGN.md §4).
+        engines.append(SyncEngine(
+            store: store, remote: faulty, key: key, storeID: storeID, clock: clock, snapshotEvery: 3,
+            retention: 10 * Self.day, blobGracePeriod: 5 * Self.day))
     }
 
     func run() async throws -> [String] {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        folder = try FolderRemote(root: scratch + "/remote", createIfMissing: true)
+        folder = try FolderRemote(root: scratch + "/remote", createIfMissing: true, clock: storage)
         (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "fuzz", limits: .minimum)
         for _ in 0..<random.int(2...4) { try await addReplica() }
         let files = (1...3).map { Array("file content \($0) of \(seed)".utf8) }
@@ -114,11 +129,12 @@ final class FuzzRun {
         for step in 0..<40 {
             now += UInt64(random.int(1...500))
             for (index, clock) in clocks.enumerated() { clock.advance(by: Int64(random.int(0...500))); _ = index }
+            storage.set(now)
             let r = random.int(0...(stores.count - 1))
             let store = stores[r]
             let ref = random.pick(Self.refs)
             let field = random.pick(["fuzzfield-a", "fuzzfield-b"])
-            let roll = random.int(0...19)
+            let roll = random.int(0...22)
             switch roll {
             case 0...5:
                 let value: ScalarValue = random.chance(0.5) ? .int(Int64(step)) : .string("fuzzvalue-\(step)")
@@ -128,7 +144,10 @@ final class FuzzRun {
             case 7:
                 try local(r, ref, "remove \(ref)") { try store.remove(ref, "fuzzset-s", .string("fuzzvalue-e\(step % 3)")) }
             case 8, 9:
-                try local(r, ref, "file \(ref)", kind: "file") { _ = try store.attachFile(ref, "doc", bytes: random.pick(files)) }
+                // Shared contents (the same content twice is no fork) or new ones, which
+                // become garbage for collection once superseded.
+                let content = random.chance(0.5) ? random.pick(files) : Array("file content of step \(step), seed \(seed)".utf8)
+                try local(r, ref, "file \(ref)", kind: "file") { _ = try store.attachFile(ref, "doc", bytes: content) }
             case 10:
                 try local(r, ref, "delete \(ref)", kind: "delete") { try store.delete(ref) }
             case 11:
@@ -155,9 +174,12 @@ final class FuzzRun {
                 // with a head has applied (later bootstraps and laggards join snapshots).
                 do {
                     let report = try await engines[r].compact()
-                    trace.log("r\(r) compact: deleted \(report.deletedBatches)")
+                    trace.log("r\(r) compact: deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), retired \(report.retiredReplicas.count)")
                     stats.count("compact")
                     stats.count("deletedBatches", report.deletedBatches.count)
+                    stats.count("collectedFiles", report.files.deletedFiles.count)
+                    stats.count("retired", report.retiredReplicas.count)
+                    retired.formUnion(report.retiredReplicas)
                 } catch {
                     trace.log("r\(r) compact failed: \(error.code)")
                 }
@@ -168,6 +190,36 @@ final class FuzzRun {
                     stats.count("snapshot")
                 } catch {
                     trace.log("r\(r) snapshot failed: \(error.code)")
+                }
+            case 19, 20:
+                // Days pass: uploads outlive their deadline, files their grace period, and
+                // replicas that do not sync become silent past the retention period.
+                let days = UInt64(random.int(1...6))
+                now += days * Self.day
+                storage.set(now)
+                for clock in clocks { clock.advance(by: Int64(days * Self.day)) }
+                trace.log("\(days) days pass")
+                stats.count("days")
+            case 21:
+                // A replica forgets another (which may come back later).
+                let other = random.int(0...(stores.count - 1))
+                guard other != r else { break }
+                do {
+                    try await engines[r].forget(stores[other].replicaID)
+                    retired.insert(stores[other].replicaID)
+                    trace.log("r\(r) forgets r\(other)")
+                    stats.count("forget")
+                } catch {
+                    trace.log("r\(r) forget r\(other) failed: \(error.code)")
+                }
+            case 22:
+                // Remote file collection on its own (compaction also runs it).
+                do {
+                    let report = try await engines[r].collectFiles()
+                    trace.log("r\(r) collect: deleted \(report.deletedFiles.count), young \(report.youngFiles)\(report.skipped.map { ", skipped: \($0)" } ?? "")")
+                    stats.count("collectedFiles", report.deletedFiles.count)
+                } catch {
+                    trace.log("r\(r) collect failed: \(error.code)")
                 }
             case 14:
                 if stores.count < 6 {
@@ -191,6 +243,7 @@ final class FuzzRun {
                 do {
                     let report = try await engines[index].sync()
                     if report.applied > 0 || report.pushed > 0 || report.waiting > 0 { quiet = false }
+                    trace.log("quiescence: r\(index) applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting)\(report.rejected.isEmpty ? "" : ", rejected \(report.rejected)")")
                 } catch {
                     failures.append("fault-free sync of r\(index) failed: \(error)")
                     quiet = false
@@ -254,9 +307,15 @@ final class FuzzRun {
         stats.count(kind)
     }
 
+    static let day: UInt64 = 86_400_000
+
     func sync(_ r: Int, note: String) async {
         do {
             let report = try await engines[r].sync()
+            if retired.remove(stores[r].replicaID) != nil {
+                trace.log("r\(r) returns after retirement")
+                stats.count("returned")
+            }
             trace.log("r\(r) \(note): applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting), rejected \(report.rejected.count)")
             stats.count("sync")
             stats.count("applied", report.applied)
