@@ -14,6 +14,9 @@ public struct CollectionReport: Hashable, Sendable {
     /// Unreferenced remote files kept because they are younger than the grace period (an
     /// upload whose batch may not be listed yet).
     public var youngFiles = 0
+    /// Old unreferenced remote files kept because this replica has not yet seen them
+    /// unreferenced for a whole grace period (a listing may have missed a reference).
+    public var awaitingFiles = 0
     /// Why collection stopped before deleting anything, if it did: a batch or snapshot
     /// could not be read, so what it references is unknown.
     public var skipped: String?
@@ -31,7 +34,8 @@ extension SyncEngine {
     var uploadDeadline: UInt64 { blobGracePeriod / 5 }
 
     /// Deletes remote files that no batch, no snapshot and nothing this replica holds or
-    /// retains references, once they are older than ``blobGracePeriod`` (DESIGN.md §4).
+    /// retains references, once they are older than ``blobGracePeriod`` and this replica
+    /// has found them unreferenced for that long (DESIGN.md §4).
     ///
     /// Object age, not references alone, decides: an upload whose batch is not pushed yet
     /// references nothing, and stays young until its batch lands (uploads have a deadline,
@@ -57,8 +61,22 @@ extension SyncEngine {
         report.referencedFiles = listed.count { object in
             if case let .blob(name)? = RemoteLayout.parse(object.path) { referenced.contains(name) } else { false }
         }
+        // A file must look unreferenced to this replica for a whole grace period, not only
+        // be old: a listing that missed its reference once will not miss it for that long.
+        let sightings = try store.syncValues(prefix: Self.unreferencedKey).compactMapValues { UInt64($0) }
+        let now = clock.millisecondsSinceEpoch()
+        for (name, _) in sightings where referenced.contains(name) { try store.setSyncValue(Self.unreferencedKey + name, nil) }
         for object in listed {
             guard case let .blob(name)? = RemoteLayout.parse(object.path), !referenced.contains(name) else { continue }
+            guard isOld(object, now: now) else {
+                report.youngFiles += 1
+                continue
+            }
+            guard let first = sightings[name], first <= now, now - first >= blobGracePeriod else {
+                if sightings[name] == nil { try store.setSyncValue(Self.unreferencedKey + name, String(now)) }
+                report.awaitingFiles += 1
+                continue
+            }
             // The listing may be old: ask again for this one object, just before deleting.
             let current = try await remote.list(prefix: object.path).first { $0.path == object.path }
             guard let current else { continue }
@@ -67,10 +85,22 @@ extension SyncEngine {
                 continue
             }
             try await remote.delete(object.path)
+            try store.setSyncValue(Self.unreferencedKey + name, nil)
             report.deletedFiles.append(object.path)
+        }
+        // Files that went elsewhere (another replica collected them) are forgotten in time.
+        let names = Set(listed.compactMap { object -> String? in
+            if case let .blob(name)? = RemoteLayout.parse(object.path) { name } else { nil }
+        })
+        for (name, first) in sightings where !names.contains(name) && first <= now && now - first > 4 * blobGracePeriod {
+            try store.setSyncValue(Self.unreferencedKey + name, nil)
         }
         return report
     }
+
+    /// Sync values `unreferenced.<keyed name>`: when this replica first found the file
+    /// unreferenced.
+    static let unreferencedKey = "unreferenced."
 
     /// Whether an object is older than the grace period. An object without a time is
     /// never old.

@@ -37,6 +37,7 @@ extension SyncEngine {
         try await push(into: &sync, progress: nil)
         if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, into: &report) }
         report.files = try await collectFiles()
+        try forgetOldUploads()
         return report
     }
 
@@ -75,6 +76,37 @@ extension SyncEngine {
             report.deletedBatches.append(seq)
         }
         report.deletedBatches.sort()
+        // Their sealed bytes are not needed any more: the snapshot covers them. They are
+        // forgotten at the next compaction, so whoever audits sealed deltas (the fuzz) can
+        // still read each one after the compaction that deleted its batch.
+        let previous = (try store.syncValue("sealed.forget") ?? "").split(separator: ",").compactMap { UInt64($0) }
+        try store.forgetSealedDeltas(previous)
+        try store.setSyncValue("sealed.forget", report.deletedBatches.map(String.init).joined(separator: ","))
+        try await dropOlderSnapshot()
+    }
+
+    /// Deletes this replica's snapshots older than its newest once the newest is old enough
+    /// that every listing shows it (two upload deadlines): the older one only served readers
+    /// that listed it before the newest appeared, and a reader that misses it tries the
+    /// next. So a store keeps one snapshot per replica, two for a while after each new one.
+    func dropOlderSnapshot() async throws(ConcordError) {
+        let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> (seq: UInt64, modified: UInt64?)? in
+            if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { (seq, object.modified) } else { nil }
+        }.sorted { $0.seq < $1.seq }
+        guard let newest = mine.last, let modified = newest.modified else { return }
+        let now = clock.millisecondsSinceEpoch()
+        guard modified <= now, now - modified >= 2 * uploadDeadline else { return }
+        for older in mine.dropLast() { try await remote.delete(RemoteLayout.snapshot(store.replicaID, seq: older.seq)) }
+    }
+
+    /// Forgets when files were uploaded once that is older than the upload deadline: such a
+    /// time only ever let a push skip a recent upload.
+    func forgetOldUploads() throws(ConcordError) {
+        let now = clock.millisecondsSinceEpoch()
+        for (hex, value) in try store.syncValues(prefix: "uploaded.") {
+            if let at = UInt64(value), at <= now, now - at <= uploadDeadline { continue }
+            try store.setSyncValue("uploaded." + hex, nil)
+        }
     }
 
     /// Joins the newest snapshot of `origin` that covers its batch `seq`, for a replica
@@ -109,7 +141,10 @@ extension SyncEngine {
         var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         if case let .heldBack(missing) = result {
             for hash in missing {
-                guard try await fetchFile(hash, into: &report) else { return false }
+                guard try await fetchFile(hash, into: &report) else {
+                    report.rejected.append("\(path): not joined yet: its file \(hash.hex) is not on the remote")
+                    return false
+                }
             }
             result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         }

@@ -40,7 +40,9 @@ enum SnapshotObject {
 extension SyncEngine {
     /// Pushes pending changes, then uploads this replica's full state as a snapshot
     /// (`snapshots/<replica>-<seq>`), keeping its two newest. A new replica joins the
-    /// newest snapshot instead of replaying every batch.
+    /// newest snapshot instead of replaying every batch. Nothing is written when the
+    /// snapshot of the current pushed seq was already written: each name gets one set of
+    /// bytes.
     @discardableResult
     public func writeSnapshot() async throws(ConcordError) -> String {
         var report = SyncReport()
@@ -50,6 +52,10 @@ extension SyncEngine {
         let seq = try pushedSeq()
         seqs[store.replicaID] = seq
         let path = RemoteLayout.snapshot(store.replicaID, seq: seq)
+        // One set of bytes per name: a snapshot is named by the pushed seq, and the state
+        // may have changed since the last one under this name, so it is not written again
+        // (Proofs/Spin: each snapshot name sealed once). A new one comes with the next push.
+        if let written = try store.syncValue("snapshot.seq"), UInt64(written) == seq { return path }
         let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
         let sealed = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
         // Its files first, as a push does: a snapshot may reference a file whose batches are

@@ -42,8 +42,13 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         #expect(early.files.deletedFiles.isEmpty)
         #expect(try await remoteFiles(fleet).count == 2)
 
-        // Past the history window (30 days) and the grace period (7 days): collected, once.
+        // Past the history window (30 days) and the grace period (7 days), and found
+        // unreferenced for a whole grace period: collected, once.
         fleet.clock.advance(by: 31 * day)
+        let noticed = try await fleet.engines[1].compact()
+        #expect(noticed.files.deletedFiles.isEmpty)
+        #expect(noticed.files.awaitingFiles == 1)
+        fleet.clock.advance(by: 7 * day)
         let late = try await fleet.engines[1].compact()
         #expect(late.files.deletedFiles == [BlobName.remotePath(for: first.hash, key: try Self.blobNames(fleet))])
         #expect(late.files.referencedFiles == 1)
@@ -113,6 +118,10 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         faulty.restart()
         #expect(try await remoteFiles(fleet).count == 1)
         fleet.clock.advance(by: 8 * day)
+        let noticed = try await fleet.engines[1].collectFiles()
+        #expect(noticed.deletedFiles.isEmpty)
+        #expect(noticed.awaitingFiles == 1)
+        fleet.clock.advance(by: 7 * day)
         let report = try await fleet.engines[1].collectFiles()
         #expect(report.deletedFiles.count == 1)
         #expect(try await remoteFiles(fleet).isEmpty)

@@ -41,6 +41,7 @@ import Testing
                 return
             }
         }
+        if environment["CONCORD_SYNC_STATS"] != nil { print("sync fuzz totals: \(totals.sorted { $0.key < $1.key })") }
         if !replay && Self.schedules >= 50 {
             for kind in [
                 "write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches",
@@ -80,6 +81,9 @@ final class FuzzRun {
     /// The storage's clock: it stamps every object's modification time, so object ages
     /// follow the schedule's time.
     var storage = ManualClock(millis: 1_767_268_800_000)
+    /// Every sealed delta's bytes, by replica and seq, kept before compaction lets a store
+    /// forget them.
+    var sealedLog: [Int: [UInt64: [UInt8]]] = [:]
     /// Replicas some replica forgot, and replicas compaction found retired.
     var retired: Set<ReplicaID> = []
     /// Every entry a local operation created, and every one a local operation removed.
@@ -172,6 +176,7 @@ final class FuzzRun {
             case 16...17 where roll == 16 || random.chance(0.4):
                 // Compaction: delete own batches the newest snapshot covers and every replica
                 // with a head has applied (later bootstraps and laggards join snapshots).
+                try logSealed(r)
                 do {
                     let report = try await engines[r].compact()
                     trace.log("r\(r) compact: deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), retired \(report.retiredReplicas.count)")
@@ -194,7 +199,7 @@ final class FuzzRun {
             case 19, 20:
                 // Days pass: uploads outlive their deadline, files their grace period, and
                 // replicas that do not sync become silent past the retention period.
-                let days = UInt64(random.int(1...6))
+                let days = UInt64(random.int(2...8))
                 now += days * Self.day
                 storage.set(now)
                 for clock in clocks { clock.advance(by: Int64(days * Self.day)) }
@@ -213,13 +218,18 @@ final class FuzzRun {
                     trace.log("r\(r) forget r\(other) failed: \(error.code)")
                 }
             case 22:
-                // Remote file collection on its own (compaction also runs it).
-                do {
-                    let report = try await engines[r].collectFiles()
-                    trace.log("r\(r) collect: deleted \(report.deletedFiles.count), young \(report.youngFiles)\(report.skipped.map { ", skipped: \($0)" } ?? "")")
-                    stats.count("collectedFiles", report.deletedFiles.count)
-                } catch {
-                    trace.log("r\(r) collect failed: \(error.code)")
+                // Remote file collection on its own (compaction also runs it), by every
+                // replica: a file goes only once one replica has found it unreferenced for a
+                // whole grace period.
+                for index in engines.indices {
+                    do {
+                        let report = try await engines[index].collectFiles()
+                        trace.log("r\(index) collect: deleted \(report.deletedFiles.count), awaiting \(report.awaitingFiles), young \(report.youngFiles)\(report.skipped.map { ", skipped: \($0)" } ?? "")")
+                        stats.count("collectedFiles", report.deletedFiles.count)
+                        stats.count("awaitingFiles", report.awaitingFiles)
+                    } catch {
+                        trace.log("r\(index) collect failed: \(error.code)")
+                    }
                 }
             case 14:
                 if stores.count < 6 {
@@ -233,8 +243,30 @@ final class FuzzRun {
             }
         }
 
-        // Faults stop: sync to quiescence.
+        // Faults stop. Weeks of upkeep: each week every replica syncs and compacts, so
+        // batches go, superseded files are collected, and silent replicas retire; then a
+        // new replica bootstraps from what is left. Then sync to quiescence.
         for remote in remotes { remote.faultsOff() }
+        for week in 0..<3 {
+            now += 7 * Self.day
+            storage.set(now)
+            for clock in clocks { clock.advance(by: Int64(7 * Self.day)) }
+            for index in engines.indices {
+                try logSealed(index)
+                do {
+                    try await engines[index].sync()
+                    let report = try await engines[index].compact()
+                    trace.log("week \(week): r\(index) compact: deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), awaiting \(report.files.awaitingFiles)\(report.files.skipped.map { ", skipped: \($0)" } ?? "")")
+                    stats.count("deletedBatches", report.deletedBatches.count)
+                    stats.count("collectedFiles", report.files.deletedFiles.count)
+                } catch {
+                    trace.log("week \(week): r\(index) upkeep failed: \(error)")
+                }
+            }
+        }
+        try await addReplica()
+        remotes[remotes.count - 1].faultsOff()
+        trace.log("bootstrap r\(stores.count - 1) after the upkeep")
         var failures: [String] = []
         var quiet = false
         for _ in 0..<8 where !quiet {
@@ -243,7 +275,7 @@ final class FuzzRun {
                 do {
                     let report = try await engines[index].sync()
                     if report.applied > 0 || report.pushed > 0 || report.waiting > 0 { quiet = false }
-                    trace.log("quiescence: r\(index) applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting)\(report.rejected.isEmpty ? "" : ", rejected \(report.rejected)")")
+                    trace.log("quiescence: r\(index) applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting), joined \(report.joinedSnapshots)\(report.rejected.isEmpty ? "" : ", rejected \(report.rejected)")")
                 } catch {
                     failures.append("fault-free sync of r\(index) failed: \(error)")
                     quiet = false
@@ -254,12 +286,19 @@ final class FuzzRun {
 
         // (1) identical dumps, (2) equal to the reference merge of every sealed delta.
         let dumps = try stores.map { try $0.canonicalDump() }
-        if Set(dumps).count != 1 { failures.append("dumps differ:\n" + dumps.joined(separator: "\n")) }
+        if Set(dumps).count != 1 {
+            failures.append("dumps differ:\n" + dumps.joined(separator: "\n"))
+            for (index, store) in stores.enumerated() {
+                failures.append("r\(index) \(store.replicaID): sealed \(try store.sealedSeq()), applied \(try store.appliedSeqs().sorted { $0.key < $1.key }.map { "\($0.key.description.prefix(4)):\($0.value)" })")
+            }
+            failures.append("remote: \(try await folder.list(prefix: "").map(\.path).filter { !$0.hasPrefix("blobs") })")
+        }
         var reference = StoreState()
-        for store in stores {
-            let sealed = try store.sealedSeq()
+        for index in stores.indices {
+            try logSealed(index)
+            let sealed = try stores[index].sealedSeq()
             guard sealed > 0 else { continue }
-            for seq in 1...sealed { reference.join(try DeltaCodec.decode(try #require(try store.sealedDelta(seq: seq))).state) }
+            for seq in 1...sealed { reference.join(try DeltaCodec.decode(try #require(sealedLog[index]?[seq])).state) }
         }
         let final = try stores[0].state()
         if CanonicalDump.json(of: reference) != dumps[0] {
@@ -308,6 +347,15 @@ final class FuzzRun {
     }
 
     static let day: UInt64 = 86_400_000
+
+    /// Copies replica `r`'s sealed deltas not logged yet.
+    func logSealed(_ r: Int) throws {
+        let sealed = try stores[r].sealedSeq()
+        guard sealed > 0 else { return }
+        for seq in 1...sealed where sealedLog[r]?[seq] == nil {
+            if let bytes = try stores[r].sealedDelta(seq: seq) { sealedLog[r, default: [:]][seq] = bytes }
+        }
+    }
 
     func sync(_ r: Int, note: String) async {
         do {

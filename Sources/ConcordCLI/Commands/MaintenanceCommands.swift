@@ -12,8 +12,9 @@ struct Compact: AsyncParsableCommand {
             this replica's batches that the snapshot covers and every replica has applied (or, \
             with --grace-days, that are older than that: a lagging replica then joins the \
             snapshot). Replicas silent past the retention period, or forgotten, are not waited \
-            for. Then deletes remote files that no batch or snapshot references and that are \
-            older than the grace period (7 days). Locally: deletes superseded file versions \
+            for. Then deletes remote files that no batch or snapshot references, that are \
+            older than the grace period (7 days) and that this replica has found unreferenced \
+            for that long. Locally: deletes superseded file versions \
             older than the history window and the files nothing references, and sweeps \
             temporaries older than an hour that interrupted uploads left in the remote folder.
             """)
@@ -54,7 +55,7 @@ struct Compact: AsyncParsableCommand {
                 lines.append("remote: not waiting for \(compaction.retiredReplicas.count) retired replica\(compaction.retiredReplicas.count == 1 ? "" : "s"): \(compaction.retiredReplicas.map(\.description).joined(separator: ", "))")
             }
             let files = compaction.files
-            lines.append("remote: deleted \(files.deletedFiles.count) unreferenced file\(files.deletedFiles.count == 1 ? "" : "s"); kept \(files.referencedFiles) referenced and \(files.youngFiles) younger than the grace period")
+            lines.append("remote: deleted \(files.deletedFiles.count) unreferenced file\(files.deletedFiles.count == 1 ? "" : "s"); kept \(files.referencedFiles) referenced, \(files.youngFiles) younger than the grace period and \(files.awaitingFiles) not yet seen unreferenced that long")
             if let skipped = files.skipped { lines.append("remote: file collection skipped: \(skipped)") }
         }
         lines += [
@@ -73,6 +74,7 @@ struct Compact: AsyncParsableCommand {
                 ("remoteFilesDeleted", .int(Int64(compaction?.files.deletedFiles.count ?? 0))),
                 ("remoteFilesReferenced", .int(Int64(compaction?.files.referencedFiles ?? 0))),
                 ("remoteFilesYoung", .int(Int64(compaction?.files.youngFiles ?? 0))),
+                ("remoteFilesAwaiting", .int(Int64(compaction?.files.awaitingFiles ?? 0))),
                 ("remoteFileCollectionSkipped", .string(compaction?.files.skipped)),
             ]),
             lines.joined(separator: "\n"))

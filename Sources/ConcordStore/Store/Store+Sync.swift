@@ -77,6 +77,16 @@ extension Store {
         try read { db in try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [Int64(seq)]).map { [UInt8]($0) } }
     }
 
+    /// Forgets the bytes of sealed deltas `seqs`, once no push or repair can need them:
+    /// their batches were compacted away and a snapshot covers them. Unpushed ones are kept.
+    public func forgetSealedDeltas(_ seqs: [UInt64]) throws(ConcordError) {
+        guard !seqs.isEmpty else { return }
+        try writeDatabase { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM concord_sealed WHERE seq = ?")
+            for seq in seqs { try statement.execute(arguments: [Int64(seq)]) }
+        }
+    }
+
     /// The seq of this replica's newest sealed delta (0 before the first).
     public func sealedSeq() throws(ConcordError) -> UInt64 {
         try read { db in try meta(db, "sealed_seq") }
