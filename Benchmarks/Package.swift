@@ -52,6 +52,19 @@ let package = Package(
             path: "SyncBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The growth measurement: one long run (see README.md, "Growth"), so a plain
+        // executable rather than an ordo-one benchmark. It lives under Tools/ because the
+        // benchmark plugin runs every executable target whose folder sits directly in
+        // Benchmarks/.
+        .executableTarget(
+            name: "GrowthBenchmark",
+            dependencies: [
+                .product(name: "Concord", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tools/GrowthBenchmark"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
