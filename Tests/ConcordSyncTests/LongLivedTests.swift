@@ -72,19 +72,25 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         #expect(try grown.dumps().count == 1)
     }
 
-    @Test func anUploadWhoseBatchIsNotPushedYetIsNeverCollected() async throws {
+    /// Two replicas; the first attaches `content`, and its process dies right after the
+    /// file upload: the file is on the remote, its batch and head are not.
+    static func uploadWithoutItsBatch(_ content: String) async throws -> Fleet {
         var faulty: FaultyRemote!
         let fleet = try await Fleet(count: 2) { folder in
             faulty = FaultyRemote(wrapping: folder, seed: 7)
             return faulty
         }
         try await fleet.syncAll()
-        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("uploaded, batch not yet".utf8))
-        // The process dies right after the file upload: no batch, no head.
+        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array(content.utf8))
         faulty.crash(afterMutations: 0, effect: .applied)
         await #expect(throws: ConcordError.self) { try await fleet.engines[0].sync() }
         faulty.restart()
         #expect(try await remoteFiles(fleet).count == 1)
+        return fleet
+    }
+
+    @Test func anUploadWhoseBatchIsNotPushedYetIsNeverCollected() async throws {
+        let fleet = try await Self.uploadWithoutItsBatch("uploaded, batch not yet")
 
         // Unreferenced, but younger than the grace period: kept, however often one collects.
         fleet.clock.advance(by: 6 * day)
@@ -104,19 +110,8 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
     }
 
     @Test func anOrphanUploadIsCollectedAfterTheGracePeriod() async throws {
-        var faulty: FaultyRemote!
-        let fleet = try await Fleet(count: 2) { folder in
-            faulty = FaultyRemote(wrapping: folder, seed: 9)
-            return faulty
-        }
-        try await fleet.syncAll()
-        // A file uploaded whose batch never comes (the record was deleted before the retry
-        // and the file is no longer referenced by anything).
-        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("abandoned".utf8))
-        faulty.crash(afterMutations: 0, effect: .applied)
-        await #expect(throws: ConcordError.self) { try await fleet.engines[0].sync() }
-        faulty.restart()
-        #expect(try await remoteFiles(fleet).count == 1)
+        // A file uploaded whose batch does not come for weeks.
+        let fleet = try await Self.uploadWithoutItsBatch("abandoned")
         fleet.clock.advance(by: 8 * day)
         let noticed = try await fleet.engines[1].collectFiles()
         #expect(noticed.deletedFiles.isEmpty)
