@@ -22,4 +22,35 @@ import Testing
         try cli.syncAll(["a", "b", "c"])
         #expect(try cli.dump("c") == cli.dump("a"))
     }
+
+    /// `concord replicas forget` retires a replica on every replica: compaction stops
+    /// waiting for it, `replicas` shows it forgotten, and when it syncs again it is active
+    /// and loses nothing.
+    @Test func forgetRetiresAReplicaThatComesBackWithoutLoss() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b", "c"])
+        try cli.syncAll(["a", "b", "c"])
+        try cli.on("c", ["put", "games", "zelda", "note=offline"])  // c never pushes it
+        try cli.on("a", ["put", "games", "zelda", "title=Zelda"])
+        try cli.syncAll(["a", "b"])
+        #expect(try cli.on("a", ["compact", "--json"]).object()["batchesDeleted"] as? Int == 0)  // c has not applied it
+
+        expectFailure(try cli.run(["replicas", "forget", "a", "--store", cli.path("a.db")]), status: 1, mentioning: ["this replica"])
+        expectFailure(try cli.run(["replicas", "forget", "nobody", "--store", cli.path("a.db")]), status: 1, mentioning: ["nobody"])
+        let forgotten = try cli.on("b", ["replicas", "forget", "c", "--json"]).object()
+        #expect(forgotten["status"] as? String == "forgotten")
+        #expect(forgotten["name"] as? String == "c")
+        let compacted = try cli.on("a", ["compact", "--json"]).object()
+        #expect(compacted["batchesDeleted"] as? Int == 1)
+        #expect((compacted["retiredReplicas"] as? [String])?.count == 1)
+        let listed = try #require(try cli.on("a", ["replicas", "--json"]).object()["replicas"] as? [[String: Any]])
+        #expect(listed.first { $0["name"] as? String == "c" }?["status"] as? String == "forgotten")
+
+        try cli.syncAll(["c", "a", "b"])
+        #expect(try cli.dump("c") == cli.dump("a"))
+        #expect(try cli.dump("a").contains("offline"))
+        let after = try #require(try cli.on("a", ["replicas", "--json"]).object()["replicas"] as? [[String: Any]])
+        #expect(after.allSatisfy { $0["status"] as? String == "active" })
+    }
 }
