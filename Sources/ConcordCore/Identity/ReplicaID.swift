@@ -70,6 +70,17 @@ package enum Hex {
         }
     }
 
+    /// Whether every byte is a lowercase hex digit (`0-9a-f`): the only spelling of names.
+    package static func isLowercase(_ bytes: some Sequence<UInt8>) -> Bool {
+        bytes.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    /// Exactly 16 lowercase hex digits as a `UInt64`; nil for anything else.
+    package static func lowercaseUInt64(_ bytes: some Collection<UInt8>) -> UInt64? {
+        guard bytes.count == 16, isLowercase(bytes) else { return nil }
+        return bytes.reduce(UInt64(0)) { $0 << 4 | UInt64(nibble($1)!) }
+    }
+
     package static func encode(_ value: UInt64) -> String {
         var out = [UInt8](repeating: 0, count: 16)
         for index in 0..<16 {

@@ -32,7 +32,7 @@ extension RemoteLayout {
             // <2 hex>/<64 hex>, the folder being the name's first two digits
             guard rest.count == 2 + 1 + 64,
                   rest[rest.startIndex + 2] == UInt8(ascii: "/"),
-                  LayoutHex.isLowercase(rest.suffix(64)),
+                  Hex.isLowercase(rest.suffix(64)),
                   Array(rest.prefix(2)) == Array(rest.suffix(64).prefix(2))
             else { return nil }
             return .blob(keyedName: String(decoding: rest.suffix(64), as: UTF8.self))
@@ -57,7 +57,7 @@ extension RemoteLayout {
                 && Array(rest.suffix(7)) == Array("/deltas".utf8)
         }
         if let rest = strip("blobs/", from: bytes) {
-            return rest.count == 2 && LayoutHex.isLowercase(rest)
+            return rest.count == 2 && Hex.isLowercase(rest)
         }
         return false
     }

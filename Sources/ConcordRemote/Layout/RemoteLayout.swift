@@ -67,16 +67,12 @@ public enum RemoteLayout {
     /// Whether `name` is a well-formed keyed blob name: 64 lowercase hex digits.
     public static func isKeyedName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
-        return bytes.count == 64 && LayoutHex.isLowercase(bytes[...])
+        return bytes.count == 64 && Hex.isLowercase(bytes)
     }
 
     /// `seq` as it appears in names: exactly 16 lowercase hex digits.
     public static func hex(_ seq: UInt64) -> String {
-        var out = [UInt8](repeating: 0, count: 16)
-        for index in 0..<16 {
-            out[index] = LayoutHex.digits[Int((seq >> UInt64(60 - index * 4)) & 0xf)]
-        }
-        return String(decoding: out, as: UTF8.self)
+        Hex.encode(seq)
     }
 
     /// One object the store writes, as ``parse(_:)`` reads it back from its path.
@@ -107,37 +103,16 @@ public enum RemoteLayout {
     }
 }
 
-/// Lowercase hexadecimal, the only spelling the layout accepts.
+/// Lowercase hexadecimal, the only spelling the layout accepts (``Hex`` of the core).
 enum LayoutHex {
-    static let digits = Array("0123456789abcdef".utf8)
-
-    /// The value of a lowercase hex digit; nil for anything else, uppercase included.
-    static func nibble(_ byte: UInt8) -> UInt64? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt64(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt64(byte - UInt8(ascii: "a") + 10)
-        default: nil
-        }
-    }
-
-    static func isLowercase(_ bytes: ArraySlice<UInt8>) -> Bool {
-        bytes.allSatisfy { nibble($0) != nil }
-    }
-
     /// Exactly 16 lowercase hex digits as a `UInt64`.
     static func seq(_ bytes: ArraySlice<UInt8>) -> UInt64? {
-        guard bytes.count == 16 else { return nil }
-        var value: UInt64 = 0
-        for byte in bytes {
-            guard let nibble = nibble(byte) else { return nil }
-            value = value << 4 | nibble
-        }
-        return value
+        Hex.lowercaseUInt64(bytes)
     }
 
     /// Exactly 32 lowercase hex digits as a replica id.
     static func replica(_ bytes: ArraySlice<UInt8>) -> ReplicaID? {
-        guard bytes.count == 32, isLowercase(bytes) else { return nil }
+        guard bytes.count == 32, Hex.isLowercase(bytes) else { return nil }
         return ReplicaID(hex: String(decoding: bytes, as: UTF8.self))
     }
 }

@@ -1,5 +1,5 @@
-import CSodium
 import ConcordCore
+import ConcordCrypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +18,6 @@ public struct BlobStore: Sendable {
     }
 
     func prepare() throws(ConcordError) {
-        _ = sodium_init()
         for sub in [directory, directory + "/tmp"] {
             if mkdir(sub, 0o755) != 0 && errno != EEXIST {
                 throw Self.ioError("create the blob directory \(sub)")
@@ -76,7 +75,7 @@ public struct BlobStore: Sendable {
         defer {
             if !finished { unlink(temporary) }
         }
-        let state = HashState()
+        var hasher = ContentHasher()
         var size: UInt64 = 0
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
@@ -84,7 +83,7 @@ public struct BlobStore: Sendable {
             while true {
                 let count = try read(buffer)
                 if count == 0 { break }
-                state.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
                 try Self.writeAll(output, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: temporary)
                 size += UInt64(count)
             }
@@ -94,7 +93,7 @@ public struct BlobStore: Sendable {
             throw error
         }
         close(output)
-        let hash = state.finish()
+        let hash = hasher.finalize()
         if let expected, expected != hash {
             throw ConcordError(.hashMismatch, "file content hashes to \(hash.hex), not the announced \(expected.hex); it was not stored")
         }
@@ -118,17 +117,17 @@ public struct BlobStore: Sendable {
             throw ConcordError(.missingBlob, "file \(hash.hex) is not in \(directory); sync to fetch it")
         }
         defer { close(input) }
-        let state = HashState()
+        var hasher = ContentHasher()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
             let count = Glibc.read(input, buffer.baseAddress, buffer.count)
             guard count >= 0 else { throw Self.ioError("read \(source)") }
             if count == 0 { break }
-            state.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             try chunk(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
         }
-        guard state.finish() == hash else {
+        guard hasher.finalize() == hash else {
             throw ConcordError(.hashMismatch, "stored file \(hash.hex) is damaged (its content hashes differently); re-fetch it with `concord sync`")
         }
     }
@@ -168,7 +167,7 @@ public struct BlobStore: Sendable {
         defer { closedir(top) }
         while let entry = readdir(top) {
             let name = Self.name(entry)
-            guard name.utf8.count == 2, name != "..", Hex.isHex(name) else { continue }
+            guard name.utf8.count == 2, name != "..", Hex.isLowercase(name.utf8) else { continue }
             guard let sub = opendir("\(directory)/\(name)") else { continue }
             defer { closedir(sub) }
             while let file = readdir(sub) {
@@ -209,32 +208,3 @@ public struct BlobStore: Sendable {
     }
 }
 
-enum Hex {
-    static func isHex(_ text: String) -> Bool {
-        text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-    }
-}
-
-/// A streaming BLAKE2b-256 (libsodium's `crypto_generichash`). Its state must be 64-byte
-/// aligned, which Swift cannot express for the imported struct, so it lives in raw memory.
-final class HashState {
-    private let state: UnsafeMutableRawPointer
-
-    init() {
-        state = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
-        crypto_generichash_init(OpaquePointer(state), nil, 0, 32)
-    }
-
-    deinit { state.deallocate() }
-
-    func update(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        crypto_generichash_update(OpaquePointer(state), base.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
-    }
-
-    func finish() -> ContentHash {
-        var digest = [UInt8](repeating: 0, count: 32)
-        crypto_generichash_final(OpaquePointer(state), &digest, 32)
-        return ContentHash(bytes: digest)!
-    }
-}
