@@ -44,6 +44,11 @@ extension SyncEngine {
     /// unknown. Every replica may collect; deleting a file twice is harmless.
     @discardableResult
     public func collectFiles() async throws(ConcordError) -> CollectionReport {
+        try await collectFiles(standings: try await standings(try await listHeads()))
+    }
+
+    /// ``collectFiles()`` with the heads already read.
+    func collectFiles(standings: [ReplicaID: Standing]) async throws(ConcordError) -> CollectionReport {
         var report = CollectionReport()
         let listed = Self.unique(try await remote.list(prefix: RemoteLayout.blobsPrefix))
         let old = listed.filter { isOld($0, now: clock.millisecondsSinceEpoch()) }
@@ -52,7 +57,7 @@ extension SyncEngine {
             return report
         }
         let referenced: Set<String>
-        switch try await referencedFiles() {
+        switch try await referencedFiles(standings: standings) {
         case let .success(names): referenced = names
         case let .failure(reason):
             report.skipped = reason.message
@@ -63,9 +68,9 @@ extension SyncEngine {
         }
         // A file must look unreferenced to this replica for a whole grace period, not only
         // be old: a listing that missed its reference once will not miss it for that long.
-        let sightings = try store.syncValues(prefix: Self.unreferencedKey).compactMapValues { UInt64($0) }
+        let sightings = try store.syncValues(prefix: SyncKey.unreferencedPrefix).compactMapValues { UInt64($0) }
         let now = clock.millisecondsSinceEpoch()
-        for (name, _) in sightings where referenced.contains(name) { try store.setSyncValue(Self.unreferencedKey + name, nil) }
+        for (name, _) in sightings where referenced.contains(name) { try store.setSyncValue(SyncKey.unreferencedPrefix + name, nil) }
         for object in listed {
             guard case let .blob(name)? = RemoteLayout.parse(object.path), !referenced.contains(name) else { continue }
             guard isOld(object, now: now) else {
@@ -73,7 +78,7 @@ extension SyncEngine {
                 continue
             }
             guard let first = sightings[name], first <= now, now - first >= blobGracePeriod else {
-                if sightings[name] == nil { try store.setSyncValue(Self.unreferencedKey + name, String(now)) }
+                if sightings[name] == nil { try store.setSyncValue(SyncKey.unreferencedPrefix + name, String(now)) }
                 report.awaitingFiles += 1
                 continue
             }
@@ -85,7 +90,7 @@ extension SyncEngine {
                 continue
             }
             try await remote.delete(object.path)
-            try store.setSyncValue(Self.unreferencedKey + name, nil)
+            try store.setSyncValue(SyncKey.unreferencedPrefix + name, nil)
             report.deletedFiles.append(object.path)
         }
         // Files that went elsewhere (another replica collected them) are forgotten in time.
@@ -93,14 +98,11 @@ extension SyncEngine {
             if case let .blob(name)? = RemoteLayout.parse(object.path) { name } else { nil }
         })
         for (name, first) in sightings where !names.contains(name) && first <= now && now - first > 4 * blobGracePeriod {
-            try store.setSyncValue(Self.unreferencedKey + name, nil)
+            try store.setSyncValue(SyncKey.unreferencedPrefix + name, nil)
         }
         return report
     }
 
-    /// Sync values `unreferenced.<keyed name>`: when this replica first found the file
-    /// unreferenced.
-    static let unreferencedKey = "unreferenced."
 
     /// Whether an object is older than the grace period. An object without a time is
     /// never old.
@@ -119,10 +121,9 @@ extension SyncEngine {
     /// object seen in an earlier collection are fetched even when the listing misses them.
     /// Batches and snapshots never change under one name, so what each references is
     /// remembered locally and each is read once.
-    func referencedFiles() async throws(ConcordError) -> Result<Set<String>, ConcordError> {
+    func referencedFiles(standings: [ReplicaID: Standing]) async throws(ConcordError) -> Result<Set<String>, ConcordError> {
         var names = Set(try store.referencedFiles().map { BlobName.keyedName(for: $0, key: keys.blobNames) })
-        let cached = try store.syncValues(prefix: Self.referencesKey)
-        let heads = try await listHeads()
+        let cached = try store.syncValues(prefix: SyncKey.referencesPrefix)
         let listed = Set(Self.unique(try await remote.list(prefix: RemoteLayout.replicasPrefix) + (try await remote.list(prefix: RemoteLayout.snapshotsPrefix)))
             .map(\.path).filter { path in
                 switch RemoteLayout.parse(path) {
@@ -137,16 +138,17 @@ extension SyncEngine {
             default: break
             }
         }
-        for origin in origins.sorted() where origin != store.replicaID && heads.latest[origin] == nil {
+        for origin in origins.sorted() where origin != store.replicaID && standings[origin] == nil {
             return .failure(ConcordError(.remote, "the head of replica \(origin) is not listed (a listing missed it, or it was deleted); no file was collected"))
         }
         // What must be there whatever the listing says.
         var wanted = listed.union(cached.keys)
-        for (replica, seq) in heads.latest {
+        for (replica, standing) in standings {
+            let seq = standing.seq
             let snapshot: UInt64
             if replica == store.replicaID {
-                snapshot = UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0
-            } else if let head = try? await readHead(replica, seq: seq) {
+                snapshot = try snapshotSeq()
+            } else if let head = standing.head {
                 snapshot = head.snapshot ?? 0
             } else {
                 return .failure(ConcordError(.remote, "the head of replica \(replica) cannot be read; no file was collected — `concord doctor` reports it"))
@@ -179,14 +181,13 @@ extension SyncEngine {
             let keyed = hashes.map { BlobName.keyedName(for: $0, key: keys.blobNames) }.sorted()
             names.formUnion(keyed)
             present.insert(path)
-            try store.setSyncValue(Self.referencesKey + path, keyed.joined(separator: ","))
+            try store.setSyncValue(SyncKey.referencesPrefix + path, keyed.joined(separator: ","))
         }
         // Forget what objects that are gone referenced.
-        for path in cached.keys where !present.contains(path) { try store.setSyncValue(Self.referencesKey + path, nil) }
+        for path in cached.keys where !present.contains(path) { try store.setSyncValue(SyncKey.referencesPrefix + path, nil) }
         return .success(names)
     }
 
-    static let referencesKey = "references."
 
     /// The files a delta references.
     static func files(in delta: Delta) -> Set<ContentHash> {
@@ -227,18 +228,17 @@ extension SyncEngine {
     /// file is remembered, and every push tries again first: a failed upload may have left a
     /// torn object in place of a good one.
     func reupload(_ hash: ContentHash, path: String) async throws(ConcordError) {
-        try store.setSyncValue(Self.reuploadKey + hash.hex, "1")
+        try store.setSyncValue(SyncKey.reuploadPrefix + hash.hex, "1")
         _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
-        try store.setSyncValue(Self.reuploadKey + hash.hex, nil)
+        try store.setSyncValue(SyncKey.reuploadPrefix + hash.hex, nil)
     }
 
-    static let reuploadKey = "reupload."
 
     /// Finishes the uploads ``reupload(_:path:)`` could not.
     func finishReuploads() async throws(ConcordError) {
-        for hex in try store.syncValues(prefix: Self.reuploadKey).keys.sorted() {
+        for hex in try store.syncValues(prefix: SyncKey.reuploadPrefix).keys.sorted() {
             guard let hash = ContentHash(hex: hex), store.blobs.contains(hash) else {
-                try store.setSyncValue(Self.reuploadKey + hex, nil)
+                try store.setSyncValue(SyncKey.reuploadPrefix + hex, nil)
                 continue
             }
             try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))

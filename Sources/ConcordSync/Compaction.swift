@@ -35,20 +35,22 @@ extension SyncEngine {
         var report = CompactionReport()
         var sync = SyncReport()
         try await push(into: &sync, progress: nil)
-        if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, into: &report) }
-        report.files = try await collectFiles()
+        // Every head is read once, for both steps.
+        let standings = try await standings(try await listHeads())
+        if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, standings: standings, into: &report) }
+        report.files = try await collectFiles(standings: standings)
         try forgetOldUploads()
         return report
     }
 
-    func compactBatches(batchGracePeriod: UInt64?, into report: inout CompactionReport) async throws(ConcordError) {
+    func compactBatches(batchGracePeriod: UInt64?, standings: [ReplicaID: Standing], into report: inout CompactionReport) async throws(ConcordError) {
         let pushed = try pushedSeq()
         // 1. A snapshot covering every pushed batch (one set of bytes per name: written only
         //    when the seq moved past the last one).
-        if UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0 < pushed {
+        if try snapshotSeq() < pushed {
             report.snapshot = try await writeSnapshot()
         }
-        let covered = UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0
+        let covered = try snapshotSeq()
         // Only a snapshot that is there and opens covers anything (a put may have been lost).
         var unused = SyncReport()
         guard covered > 0, try await fetchSnapshot(RemoteLayout.snapshot(store.replicaID, seq: covered), into: &unused) != nil else {
@@ -58,7 +60,7 @@ extension SyncEngine {
         // 2. What every active replica has applied of ours (retired ones join a snapshot
         //    if they come back; an unreadable head counts as having applied nothing).
         var everywhere = covered
-        for (replica, standing) in try await standings(try await listHeads()) where replica != store.replicaID {
+        for (replica, standing) in standings where replica != store.replicaID {
             switch standing.status {
             case .active: everywhere = min(everywhere, standing.head?.applied[store.replicaID.description] ?? 0)
             case .silent, .forgotten: report.retiredReplicas.append(replica)
@@ -79,9 +81,9 @@ extension SyncEngine {
         // Their sealed bytes are not needed any more: the snapshot covers them. They are
         // forgotten at the next compaction, so whoever audits sealed deltas (the fuzz) can
         // still read each one after the compaction that deleted its batch.
-        let previous = (try store.syncValue("sealed.forget") ?? "").split(separator: ",").compactMap { UInt64($0) }
+        let previous = (try store.syncValue(SyncKey.sealedToForget) ?? "").split(separator: ",").compactMap { UInt64($0) }
         try store.forgetSealedDeltas(previous)
-        try store.setSyncValue("sealed.forget", report.deletedBatches.map(String.init).joined(separator: ","))
+        try store.setSyncValue(SyncKey.sealedToForget, report.deletedBatches.map(String.init).joined(separator: ","))
         try await dropOlderSnapshot()
     }
 
@@ -103,9 +105,9 @@ extension SyncEngine {
     /// time only ever let a push skip a recent upload.
     func forgetOldUploads() throws(ConcordError) {
         let now = clock.millisecondsSinceEpoch()
-        for (hex, value) in try store.syncValues(prefix: "uploaded.") {
+        for (hex, value) in try store.syncValues(prefix: SyncKey.uploadedPrefix) {
             if let at = UInt64(value), at <= now, now - at <= uploadDeadline { continue }
-            try store.setSyncValue("uploaded." + hex, nil)
+            try store.setSyncValue(SyncKey.uploadedPrefix + hex, nil)
         }
     }
 

@@ -143,7 +143,7 @@ extension SyncEngine {
     public func doctor(repair: Bool = false) async throws(ConcordError) -> DoctorReport {
         var scan = DoctorScan()
         scan.me = store.replicaID
-        if let recorded = try store.syncValue("remote.storeID"), recorded != storeID.hex {
+        if let recorded = try store.syncValue(SyncKey.storeID), recorded != storeID.hex {
             throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was checked")
         }
         // 1. concord.json: without it (or with another store's) nothing else can be judged.

@@ -134,8 +134,8 @@ extension SyncEngine {
             let now = clock.millisecondsSinceEpoch()
             if let ahead = HybridLogicalClock.skew(of: delta.upTo, physicalMillis: now, maxDrift: maxClockDrift) {
                 report.skews.append(ClockSkew(replica: delta.origin, aheadBy: ahead))
-                let previous = UInt64(try store.syncValue("skew.\(delta.origin)") ?? "0") ?? 0
-                try store.setSyncValue("skew.\(delta.origin)", String(max(previous, ahead)))
+                let previous = UInt64(try store.syncValue(SyncKey.skew(delta.origin)) ?? "0") ?? 0
+                try store.setSyncValue(SyncKey.skew(delta.origin), String(max(previous, ahead)))
             }
         }
         return .applied

@@ -37,24 +37,13 @@ extension SyncEngine {
             // 3. The head naming it.
             try await putHead(seq: seq)
             pushed = seq
-            try store.setSyncValue("push.seq", String(seq))
+            try store.setSyncValue(SyncKey.pushedSeq, String(seq))
             report.pushed += 1
         }
-        // A head also when only what this replica has applied changed (a reader that never
-        // writes still tells compaction what it has), and when the last one is getting old
-        // (so a replica that syncs is never taken for a silent, retired one): otherwise
-        // nothing when idle.
-        let applied = try store.appliedSeqs().sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-        let advertised = "\(pushed)|\(applied)"
-        let now = clock.millisecondsSinceEpoch()
-        let written = UInt64(try store.syncValue("head.writtenAt") ?? "0") ?? 0
-        let ageing = written > now || now - written > retention / 8
-        if try store.syncValue("head.advertised") != advertised || ageing {
-            if report.pushed == 0 { try await putHead(seq: pushed) }
-            try store.setSyncValue("head.advertised", advertised)
-        } else if report.pushed == 0 {
-            return
-        }
+        // A head also when what it says changed without a batch (a reader that never
+        // writes still tells compaction what it has), or when it is getting old: nothing
+        // when idle.
+        guard try await refreshHead() || report.pushed > 0 else { return }
         // 4. Older heads of this replica.
         for head in try await listHeads().all where head.replica == store.replicaID && head.seq < pushed {
             try await remote.delete(RemoteLayout.head(head.replica, seq: head.seq))
@@ -72,7 +61,7 @@ extension SyncEngine {
             var oldest = clock.millisecondsSinceEpoch()
             for hash in files.sorted() {
                 let now = clock.millisecondsSinceEpoch()
-                let uploadedAt = UInt64(try store.syncValue("uploaded.\(hash.hex)") ?? "") ?? 0
+                let uploadedAt = UInt64(try store.syncValue(SyncKey.uploaded(hash)) ?? "") ?? 0
                 if uploadedAt <= now, now - uploadedAt <= uploadDeadline {
                     oldest = min(oldest, uploadedAt)
                     continue
@@ -80,7 +69,7 @@ extension SyncEngine {
                 progress?(SyncProgress(phase: .uploadingFiles, objectsDone: report.filesUploaded, objectsTotal: 0, bytesDone: 0, bytesTotal: 0))
                 let path = BlobName.remotePath(for: hash, key: keys.blobNames)
                 _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
-                try store.setSyncValue("uploaded.\(hash.hex)", String(now))
+                try store.setSyncValue(SyncKey.uploaded(hash), String(now))
                 oldest = min(oldest, now)
                 report.filesUploaded += 1
             }
@@ -92,6 +81,30 @@ extension SyncEngine {
             "uploading the files of batch \(seq) took longer than the upload deadline (\(uploadDeadline / 1000) s) three times; nothing was lost — sync again on a faster connection, or raise blobGracePeriod")
     }
 
+    /// Writes this replica's head at its pushed seq unless the newest one written already
+    /// says everything it would say (``advertisement(pushed:)``) and is younger than an
+    /// eighth of ``retention`` — so a replica that syncs is never taken for a silent one.
+    /// Returns whether it wrote one.
+    func refreshHead() async throws(ConcordError) -> Bool {
+        let pushed = try pushedSeq()
+        let now = clock.millisecondsSinceEpoch()
+        let written = UInt64(try store.syncValue(SyncKey.headWrittenAt) ?? "0") ?? 0
+        let recent = written <= now && now - written <= retention / 8
+        guard try store.syncValue(SyncKey.headAdvertised) != (try advertisement(pushed: pushed)) || !recent else { return false }
+        try await putHead(seq: pushed)
+        return true
+    }
+
+    /// What a head at `pushed` says, but for its time: the pushed seq, the applied seqs,
+    /// the newest snapshot and the replicas retired here.
+    func advertisement(pushed: UInt64) throws(ConcordError) -> String {
+        let applied = try store.appliedSeqs().sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+        let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+        return "\(pushed)|\(applied)|\(try snapshotSeq())|\(retired)"
+    }
+
+    /// Writes the head `heads/<replica>-<seq>` and records what it says; a failed put
+    /// forgets it, since it may have torn the head that was there.
     func putHead(seq: UInt64) async throws(ConcordError) {
         var applied: [String: UInt64] = [:]
         for (replica, appliedSeq) in try store.appliedSeqs() { applied[replica.description] = appliedSeq }
@@ -100,17 +113,18 @@ extension SyncEngine {
         var head = Head(
             replica: store.replicaID.description, seq: seq, device: try store.name(),
             syncedAt: clock.millisecondsSinceEpoch(), applied: applied, vector: vector)
-        let retired = try store.syncValues(prefix: Self.retiredKey).compactMapValues { UInt64($0) }
+        let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) }
         if !retired.isEmpty { head.retired = retired }
-        if let snapshot = UInt64(try store.syncValue("snapshot.seq") ?? ""), snapshot > 0 { head.snapshot = snapshot }
+        let snapshot = try snapshotSeq()
+        if snapshot > 0 { head.snapshot = snapshot }
         let path = RemoteLayout.head(store.replicaID, seq: seq)
         do {
             try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
         } catch {
-            // It may have torn the head that was there: the next push writes it again.
-            try store.setSyncValue("head.advertised", nil)
+            try store.setSyncValue(SyncKey.headAdvertised, nil)
             throw error
         }
-        try store.setSyncValue("head.writtenAt", String(head.syncedAt))
+        try store.setSyncValue(SyncKey.headAdvertised, try advertisement(pushed: seq))
+        try store.setSyncValue(SyncKey.headWrittenAt, String(head.syncedAt))
     }
 }

@@ -15,12 +15,11 @@ public enum ReplicaStatus: String, Hashable, Sendable {
 }
 
 extension SyncEngine {
-    /// Sync values `retired.<replica>`: the replicas this one retired explicitly.
-    static let retiredKey = "retired."
-
     /// One replica as the heads show it.
     struct Standing {
-        /// Its newest head; nil when it cannot be read (treated as having applied nothing).
+        /// The seq of its newest listed head.
+        var seq: UInt64
+        /// That head; nil when it cannot be read (treated as having applied nothing).
         var head: Head?
         var status: ReplicaStatus
     }
@@ -35,14 +34,14 @@ extension SyncEngine {
         }
         // Retirements are kept in heads, so they reach every replica; the latest one wins.
         var retiredAt: [ReplicaID: UInt64] = [:]
-        let own = try store.syncValues(prefix: Self.retiredKey).compactMapValues { UInt64($0) }
+        let own = try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) }
         for (id, at) in read.values.flatMap({ ($0.retired ?? [:]).map { $0 } }) + own.map({ $0 }) {
             guard let replica = ReplicaID(hex: id) else { continue }
             retiredAt[replica] = max(retiredAt[replica] ?? 0, at)
         }
         let now = clock.millisecondsSinceEpoch()
         var standings: [ReplicaID: Standing] = [:]
-        for replica in heads.latest.keys {
+        for (replica, seq) in heads.latest {
             let head = read[replica]
             let status: ReplicaStatus
             if replica == store.replicaID {
@@ -54,7 +53,7 @@ extension SyncEngine {
             } else {
                 status = .active
             }
-            standings[replica] = Standing(head: head, status: status)
+            standings[replica] = Standing(seq: seq, head: head, status: status)
         }
         return standings
     }
@@ -79,10 +78,9 @@ extension SyncEngine {
         let head = try? await readHead(replica, seq: seq)
         // Retired up to its newest head's time: a head written after it means it is back.
         let at = head?.syncedAt ?? clock.millisecondsSinceEpoch()
-        try store.setSyncValue(Self.retiredKey + replica.description, String(at))
+        try store.setSyncValue(SyncKey.retiredPrefix + replica.description, String(at))
         var report = SyncReport()
-        try await push(into: &report, progress: nil)
-        try await putHead(seq: try pushedSeq())
+        try await push(into: &report, progress: nil)  // writes the head: what it says changed
         return ReplicaInfo(id: replica, deviceName: head?.device, lastSync: head?.syncedAt ?? 0, seq: seq, status: .forgotten)
     }
 }

@@ -55,7 +55,7 @@ extension SyncEngine {
         // One set of bytes per name: a snapshot is named by the pushed seq, and the state
         // may have changed since the last one under this name, so it is not written again
         // (Proofs/Spin: each snapshot name sealed once). A new one comes with the next push.
-        if let written = try store.syncValue("snapshot.seq"), UInt64(written) == seq { return path }
+        if try store.syncValue(SyncKey.snapshotSeq) != nil, try snapshotSeq() == seq { return path }
         let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
         let sealed = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
         // Its files first, as a push does: a snapshot may reference a file whose batches are
@@ -70,8 +70,8 @@ extension SyncEngine {
             throw ConcordError(.remote, "uploading the files of snapshot \(path) took longer than the upload deadline three times; nothing was lost — try again on a faster connection, or raise blobGracePeriod")
         }
         try await remote.put(path, sealed)
-        try store.setSyncValue("snapshot.seq", String(seq))
-        try await putHead(seq: seq)  // it names the new snapshot
+        try store.setSyncValue(SyncKey.snapshotSeq, String(seq))
+        _ = try await refreshHead()  // the head names the newest snapshot
         let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
             if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { seq } else { nil }
         }.sorted()

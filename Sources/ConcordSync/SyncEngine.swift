@@ -127,10 +127,10 @@ public actor SyncEngine {
         guard current == storeID else {
             throw ConcordError(.storeMismatch, "the remote store was deleted and re-created (store id \(current.hex), expected \(storeID.hex)); nothing was merged — sync with a new local store, or restore the old remote")
         }
-        if let recorded = try store.syncValue("remote.storeID"), recorded != storeID.hex {
+        if let recorded = try store.syncValue(SyncKey.storeID), recorded != storeID.hex {
             throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was merged")
         }
-        try store.setSyncValue("remote.storeID", storeID.hex)
+        try store.setSyncValue(SyncKey.storeID, storeID.hex)
     }
 
     // MARK: Sync
@@ -138,7 +138,7 @@ public actor SyncEngine {
     /// Syncs once: pull (unless push-only), then push (unless pull-only).
     @discardableResult
     public func sync(mode: SyncMode = .twoWay, progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(ConcordError) -> SyncReport {
-        if try store.syncValue("remote.storeID") == nil { try await checkStoreIdentity() }
+        if try store.syncValue(SyncKey.storeID) == nil { try await checkStoreIdentity() }
         var report = SyncReport()
         let heads = try await listHeads()
         // Our pushed head is missing (or unreadable): the remote may have been re-created.
@@ -154,8 +154,7 @@ public actor SyncEngine {
         if mode != .pullOnly {
             try await push(into: &report, progress: emit)
             let pushed = try pushedSeq()
-            let snapshotSeq = UInt64(try store.syncValue("snapshot.seq") ?? "0") ?? 0
-            if let every = snapshotEvery, pushed >= snapshotSeq + every, try store.pendingChangeCount() == 0 {
+            if let every = snapshotEvery, pushed >= (try snapshotSeq()) + every, try store.pendingChangeCount() == 0 {
                 report.snapshot = try await writeSnapshot()
             }
         }
@@ -177,13 +176,29 @@ public actor SyncEngine {
 
     /// Replicas seen running ahead of this device's clock (rule 7), by the largest amount seen.
     public func clockSkews() throws(ConcordError) -> [ClockSkew] {
+        try Self.clockSkews(in: store)
+    }
+
+    /// ``clockSkews()`` as `store` recorded them, without an engine or a remote.
+    public static func clockSkews(in store: Store) throws(ConcordError) -> [ClockSkew] {
         var skews: [ClockSkew] = []
         for replica in try store.appliedSeqs().keys.sorted() {
-            if let value = try store.syncValue("skew.\(replica)"), let ahead = UInt64(value) {
+            if let value = try store.syncValue(SyncKey.skew(replica)), let ahead = UInt64(value) {
                 skews.append(ClockSkew(replica: replica, aheadBy: ahead))
             }
         }
         return skews
+    }
+
+    /// The seq of the newest batch of `store` confirmed on its remote (0 before the first),
+    /// without an engine or a remote.
+    public static func pushedSeq(in store: Store) throws(ConcordError) -> UInt64 {
+        UInt64(try store.syncValue(SyncKey.pushedSeq) ?? "0") ?? 0
+    }
+
+    /// The id (hex) of the remote store `store` last synced with, if it synced.
+    public static func remoteStoreID(in store: Store) throws(ConcordError) -> String? {
+        try store.syncValue(SyncKey.storeID)
     }
 
     // MARK: Heads
@@ -193,8 +208,6 @@ public actor SyncEngine {
         var latest: [ReplicaID: UInt64] = [:]
         /// All listed heads, to delete our own older ones.
         var all: [(replica: ReplicaID, seq: UInt64)] = []
-        /// Objects that failed authentication during this sync.
-        var unreadable: [String] = []
     }
 
     func listHeads() async throws(ConcordError) -> Heads {
@@ -208,6 +221,41 @@ public actor SyncEngine {
     }
 
     func pushedSeq() throws(ConcordError) -> UInt64 {
-        UInt64(try store.syncValue("push.seq") ?? "0") ?? 0
+        try Self.pushedSeq(in: store)
     }
+
+    /// The seq of this replica's newest snapshot written (0 before the first).
+    func snapshotSeq() throws(ConcordError) -> UInt64 {
+        UInt64(try store.syncValue(SyncKey.snapshotSeq) ?? "0") ?? 0
+    }
+}
+
+/// The sync engine's own values in a store (``ConcordStore/Store/syncValue(_:)``), named in
+/// one place. Prefixed names hold one value per replica, file or object.
+enum SyncKey {
+    /// The remote store's id (hex) this store synced with.
+    static let storeID = "remote.storeID"
+    /// The newest own batch confirmed on the remote.
+    static let pushedSeq = "push.seq"
+    /// The seq named by the newest own snapshot.
+    static let snapshotSeq = "snapshot.seq"
+    /// What the newest own head written says (``SyncEngine/advertisement(pushed:)``).
+    static let headAdvertised = "head.advertised"
+    /// When the newest own head was written.
+    static let headWrittenAt = "head.writtenAt"
+    /// Own batches compaction deleted, whose sealed bytes the next compaction forgets.
+    static let sealedToForget = "sealed.forget"
+    /// `uploaded.<content hash>`: when this replica last uploaded a file.
+    static let uploadedPrefix = "uploaded."
+    /// `reupload.<content hash>`: a re-upload that has not succeeded yet.
+    static let reuploadPrefix = "reupload."
+    /// `references.<path>`: the keyed names of the files a batch or snapshot references.
+    static let referencesPrefix = "references."
+    /// `unreferenced.<keyed name>`: when this replica first found a remote file unreferenced.
+    static let unreferencedPrefix = "unreferenced."
+    /// `retired.<replica>`: replicas this one forgot, with the time of their newest head.
+    static let retiredPrefix = "retired."
+
+    static func uploaded(_ hash: ContentHash) -> String { uploadedPrefix + hash.hex }
+    static func skew(_ replica: ReplicaID) -> String { "skew.\(replica)" }
 }

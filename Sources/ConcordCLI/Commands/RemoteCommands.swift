@@ -21,7 +21,7 @@ struct RemoteShow: ParsableCommand {
         let store = try options.openStore()
         let location = try RemoteLocation.configured(in: store)
         let keyFile = try store.syncValue(CLIConfig.keyFile)
-        let storeID = try store.syncValue(CLIConfig.engineStoreID)
+        let storeID = try SyncEngine.remoteStoreID(in: store)
         let reachable = location.map { FileManager.default.fileExists(atPath: $0.folder) }
         var lines: [String] = []
         if let location {
@@ -96,7 +96,7 @@ struct RemoteSet: AsyncParsableCommand {
             storeID = try await SyncEngine.createRemote(remote, passphrase: passphrase, limits: try Secrets.limits()).storeID
             created = true
         }
-        if let recorded = try store.syncValue(CLIConfig.engineStoreID), recorded != storeID.hex {
+        if let recorded = try SyncEngine.remoteStoreID(in: store), recorded != storeID.hex {
             throw CLIError(
                 "storeMismatch",
                 "this replica already synced with remote store \(recorded), but \(location.folder) holds store \(storeID.hex): a replica belongs to one store — create a new replica with `concord init --store NEW.db` and set its remote")

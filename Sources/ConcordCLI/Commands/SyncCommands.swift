@@ -168,15 +168,12 @@ struct Status: AsyncParsableCommand {
         let name = try store.name()
         let pending = try store.pendingChangeCount()
         let sealed = try store.sealedSeq()
-        let pushed = UInt64(try store.syncValue(CLIConfig.enginePushedSeq) ?? "0") ?? 0
+        let pushed = try SyncEngine.pushedSeq(in: store)
         let unpushed = sealed > pushed ? sealed - pushed : 0
         let lastSync = try store.syncValue(CLIConfig.lastSync).flatMap { UInt64($0) }
         let location = try RemoteLocation.configured(in: store)
         let conflicts = try store.conflicts()
-        var skews: [(ReplicaID, UInt64)] = []
-        for replica in try store.appliedSeqs().keys.sorted() {
-            if let value = try store.syncValue("skew.\(replica)"), let ahead = UInt64(value) { skews.append((replica, ahead)) }
-        }
+        let skews = try SyncEngine.clockSkews(in: store).map { ($0.replica, $0.aheadBy) }
         var replicas: [ReplicaInfo]?
         var remoteError: String?
         if location != nil, !offline {

@@ -62,10 +62,6 @@ enum CLIConfig {
     static let keyFile = "cli.keyFile"
     /// When this store last finished a sync through the CLI (ms since the epoch).
     static let lastSync = "cli.lastSync"
-    /// The sync engine's own record of the remote store id it syncs with.
-    static let engineStoreID = "remote.storeID"
-    /// The sync engine's own record of the last pushed seq.
-    static let enginePushedSeq = "push.seq"
 }
 
 /// An unlocked remote store and a sync engine over it.
