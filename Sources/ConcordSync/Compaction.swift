@@ -20,12 +20,16 @@ public struct CompactionReport: Hashable, Sendable {
     public var retiredReplicas: [ReplicaID] = []
     /// Remote files collected (``SyncEngine/collectFiles()``).
     public var files = CollectionReport()
+    /// Deleted records whose metadata was purged, once every active replica had seen the
+    /// deletion.
+    public var metadata = PurgeReport()
     public init() {}
 }
 
 extension SyncEngine {
-    /// Deletes this replica's own batches that its newest snapshot covers and that every
-    /// active replica has applied — or, with `batchGracePeriod`, that are older than it (a
+    /// Purges the metadata of deleted records every active replica has seen deleted
+    /// (``PurgeReport``), then deletes this replica's own batches that its newest snapshot
+    /// covers and that every active replica has applied — or, with `batchGracePeriod`, that are older than it (a
     /// lagging replica then joins the snapshot instead) — then collects unreferenced remote
     /// files (``collectFiles()``). Writes a snapshot first when the newest one is behind the
     /// pushed seq (DESIGN.md §4, "Compaction"). Replicas silent for longer than
@@ -37,6 +41,11 @@ extension SyncEngine {
         try await push(into: &sync, progress: nil)
         // Every head is read once, for both steps.
         let standings = try await standings(try await listHeads())
+        report.metadata = try purgeStableDeletions(standings: standings)
+        if !report.metadata.purged.isEmpty {
+            // Shipped now, so the snapshot below already leaves the records out.
+            try await push(into: &sync, progress: nil)
+        }
         if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, standings: standings, into: &report) }
         report.files = try await collectFiles(standings: standings)
         try forgetOldUploads()

@@ -25,6 +25,11 @@ public struct Head: Codable, Hashable, Sendable {
     /// The seq of its newest snapshot, if it wrote one: collection reads it even when a
     /// listing misses it.
     public var snapshot: UInt64?
+    /// What it had applied (origin → hlc) when its outbox was last empty and sealed up to
+    /// `seq`: every write it made before it had applied that much is in its batches up to
+    /// `seq`. A deletion every active replica's `stable` covers is causally stable, and
+    /// the deleted record's metadata can be purged. Absent while it had unsealed changes.
+    public var stable: [String: UInt64]?
 
     func json() -> [UInt8] {
         let encoder = JSONEncoder()

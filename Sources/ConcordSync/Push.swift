@@ -96,11 +96,14 @@ extension SyncEngine {
     }
 
     /// What a head at `pushed` says, but for its time: the pushed seq, the applied seqs,
-    /// the newest snapshot and the replicas retired here.
+    /// the newest snapshot, the replicas retired here and the stable vector.
     func advertisement(pushed: UInt64) throws(ConcordError) -> String {
         let applied = try store.appliedSeqs().sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
         let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-        return "\(pushed)|\(applied)|\(try snapshotSeq())|\(retired)"
+        let stable = try store.stableVector(pushedSeq: pushed).map { vector in
+            vector.sorted.map { "\($0.replica):\($0.hlc)" }.joined(separator: ",")
+        } ?? "-"
+        return "\(pushed)|\(applied)|\(try snapshotSeq())|\(retired)|\(stable)"
     }
 
     /// Writes the head `heads/<replica>-<seq>` and records what it says; a failed put
@@ -117,6 +120,9 @@ extension SyncEngine {
         if !retired.isEmpty { head.retired = retired }
         let snapshot = try snapshotSeq()
         if snapshot > 0 { head.snapshot = snapshot }
+        if let stable = try store.stableVector(pushedSeq: seq) {
+            head.stable = Dictionary(uniqueKeysWithValues: stable.entries.map { ($0.key.description, $0.value) })
+        }
         let path = RemoteLayout.head(store.replicaID, seq: seq)
         do {
             try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))

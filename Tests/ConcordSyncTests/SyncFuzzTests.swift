@@ -89,6 +89,8 @@ final class FuzzRun {
     /// Every entry a local operation created, and every one a local operation removed.
     var created: [SlotRef: Set<Stamp>] = [:]
     var removed: [SlotRef: Set<Stamp>] = [:]
+    /// What compaction's metadata purges did wrong, if anything.
+    var purgeFailures: [String] = []
     // Distinctive names and values, so the final scan can look for them in the remote's bytes.
     static let refs = [RecordRef(collection: "fuzzcoll-one", id: "fuzzrecord-x"), RecordRef(collection: "fuzzcoll-one", id: "fuzzrecord-y"),
                        RecordRef(collection: "fuzzcoll-two", id: "fuzzrecord-z")]
@@ -178,8 +180,8 @@ final class FuzzRun {
                 // with a head has applied (later bootstraps and laggards join snapshots).
                 try logSealed(r)
                 do {
-                    let report = try await engines[r].compact()
-                    trace.log("r\(r) compact: deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), retired \(report.retiredReplicas.count)")
+                    let report = try await compact(r)
+                    trace.log("r\(r) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), retired \(report.retiredReplicas.count)")
                     stats.count("compact")
                     stats.count("deletedBatches", report.deletedBatches.count)
                     stats.count("collectedFiles", report.files.deletedFiles.count)
@@ -255,8 +257,8 @@ final class FuzzRun {
                 try logSealed(index)
                 do {
                     try await engines[index].sync()
-                    let report = try await engines[index].compact()
-                    trace.log("week \(week): r\(index) compact: deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), awaiting \(report.files.awaitingFiles)\(report.files.skipped.map { ", skipped: \($0)" } ?? "")")
+                    let report = try await compact(index)
+                    trace.log("week \(week): r\(index) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), awaiting \(report.files.awaitingFiles)\(report.files.skipped.map { ", skipped: \($0)" } ?? "")")
                     stats.count("deletedBatches", report.deletedBatches.count)
                     stats.count("collectedFiles", report.files.deletedFiles.count)
                 } catch {
@@ -305,6 +307,7 @@ final class FuzzRun {
             failures.append("the dumps differ from the reference merge:\n\(CanonicalDump.json(of: reference))")
         }
         if final.records != reference.records { failures.append("stored entries differ from the reference merge") }
+        failures += purgeFailures
         // (3) no lost write.
         var present: [SlotRef: Set<Stamp>] = [:]
         for (ref, record) in final.records {
@@ -328,6 +331,34 @@ final class FuzzRun {
             }
         }
         return failures
+    }
+
+    /// Runs compaction on replica `r`. Its metadata purge is the one change compaction makes
+    /// to local state: recorded as a removal, and checked — it may only drop entries of
+    /// records that were not visible, and add none (even when compaction then fails).
+    func compact(_ r: Int) async throws(ConcordError) -> CompactionReport {
+        var before: [ConcordCore.Record?] = []
+        for ref in Self.refs { before.append(try stores[r].rawRecord(ref)) }
+        let result: Result<CompactionReport, ConcordError>
+        do { result = .success(try await engines[r].compact()) } catch { result = .failure(error) }
+        for (ref, old) in zip(Self.refs, before) {
+            let new = try stores[r].rawRecord(ref)
+            guard new != old else { continue }
+            guard let old else {
+                purgeFailures.append("r\(r) compaction created the record \(ref)")
+                continue
+            }
+            if old.isVisible { purgeFailures.append("r\(r) compaction changed the visible record \(ref)") }
+            for (key, slot) in old.slots {
+                let kept = Set(new?.slots[key]?.entries.map(\.dot) ?? [])
+                removed[SlotRef(record: ref, key: key), default: []].formUnion(Set(slot.entries.map(\.dot)).subtracting(kept))
+            }
+            for (key, slot) in new?.slots ?? [:] where !Set(slot.entries.map(\.dot)).isSubset(of: Set(old.slots[key]?.entries.map(\.dot) ?? [])) {
+                purgeFailures.append("r\(r) compaction added entries to \(ref) \(key)")
+            }
+            stats.count("purged")
+        }
+        return try result.get()
     }
 
     /// Runs a local operation, recording the entries it created and removed.

@@ -7,7 +7,7 @@ import ConcordCore
 public enum DeltaCodec {
     /// Encodes `delta`.
     public static func encode(_ delta: Delta) -> [UInt8] {
-        let records: [EncodedRecord] = delta.records.map { (ref: $0.ref, slots: $0.slots) }
+        let records: [EncodedRecord] = delta.records.map { (ref: $0.ref, slots: $0.slots, whole: $0.whole) }
         let tables = Tables(records: records, extraReplicas: [delta.origin] + delta.dependencies.entries.keys)
         var writer = ByteWriter(capacity: 64 + delta.entryCount * 10)
         ObjectHeader.write(.delta, to: &writer)
@@ -58,7 +58,7 @@ public enum DeltaCodec {
         let names = try Tables.readNames(from: &reader)
         var usedNames = [Bool](repeating: false, count: names.count)
         let records = try RecordsCodec.read(
-            from: &reader, replicas: replicas, names: names, home: home, startHLC: upTo,
+            from: &reader, replicas: replicas, names: names, home: home, startHLC: upTo, allowWhole: true,
             usedReplicas: &usedReplicas, usedNames: &usedNames)
         guard reader.isAtEnd else { throw reader.error(.malformed, "\(reader.remaining) bytes after the end of the delta") }
         try RecordsCodec.checkAllUsed(usedReplicas, "replica table", reader)
@@ -66,7 +66,7 @@ public enum DeltaCodec {
         do {
             return try Delta(
                 origin: origin, seq: seq, dependencies: dependencies, upTo: upTo,
-                records: records.map { Delta.RecordChange(ref: $0.ref, slots: $0.slots) })
+                records: records.map { Delta.RecordChange(ref: $0.ref, slots: $0.slots, whole: $0.whole) })
         } catch {
             throw ConcordError(error.code, "delta: \(error.message)")
         }

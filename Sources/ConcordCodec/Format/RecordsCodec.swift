@@ -1,6 +1,7 @@
 import ConcordCore
 
-typealias EncodedRecord = (ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])])
+/// A record as encoded: `whole` only in deltas (a record shipped whole, docs/FORMAT.md §4.2).
+typealias EncodedRecord = (ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])], whole: Bool)
 
 /// Encodes and decodes the record section shared by deltas and snapshots
 /// (docs/FORMAT.md §4.2).
@@ -34,6 +35,7 @@ enum RecordsCodec {
             writer.varint(shared)
             writer.lengthPrefixed(id[shared...])
             previousID = id
+            if record.whole { writer.varint(0) }
             writer.varint(record.slots.count)
             for slot in record.slots {
                 switch slot.key {
@@ -93,7 +95,7 @@ enum RecordsCodec {
     /// every-entry-used check; the caller checks dots against its own context rules.
     static func read(
         from reader: inout ByteReader, replicas: [ReplicaID], names: [String], home: Int?, startHLC: UInt64,
-        usedReplicas: inout [Bool], usedNames: inout [Bool]
+        allowWhole: Bool, usedReplicas: inout [Bool], usedNames: inout [Bool]
     ) throws(ConcordError) -> [EncodedRecord] {
         // A record takes at least 4 bytes: collection, prefix, suffix length, slot count.
         let count = try reader.count("record list", minimumSize: 4, limit: FormatLimits.records)
@@ -126,8 +128,13 @@ enum RecordsCodec {
             previousRef = ref
             previousID = idBytes
 
-            let slotCount = try reader.count("slot list of \(ref)", minimumSize: 2, limit: FormatLimits.slotsPerRecord)
-            guard slotCount > 0 else { throw reader.error(.malformed, "record \(ref) has no slot") }
+            var slotCount = try reader.count("slot list of \(ref)", minimumSize: 2, limit: FormatLimits.slotsPerRecord)
+            var whole = false
+            if slotCount == 0 {
+                guard allowWhole else { throw reader.error(.malformed, "record \(ref) has no slot") }
+                whole = true
+                slotCount = try reader.count("slot list of \(ref)", minimumSize: 2, limit: FormatLimits.slotsPerRecord)
+            }
             var slots: [(key: SlotKey, entries: [Entry])] = []
             slots.reserveCapacity(slotCount)
             for _ in 0..<slotCount {
@@ -207,7 +214,7 @@ enum RecordsCodec {
                 }
                 slots.append((key: key, entries: entries))
             }
-            records.append((ref: ref, slots: slots))
+            records.append((ref: ref, slots: slots, whole: whole))
         }
         return records
     }

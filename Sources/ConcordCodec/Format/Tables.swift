@@ -9,7 +9,7 @@ struct Tables {
     var nameIndex: [ExactString: Int] = [:]
 
     /// Collects what `records` (and `extraReplicas`) reference and sorts it.
-    init(records: [(ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])])], extraReplicas: some Sequence<ReplicaID>) {
+    init(records: [EncodedRecord], extraReplicas: some Sequence<ReplicaID>) {
         var replicaSet = Set(extraReplicas)
         var nameSet = Set<ExactString>()
         for record in records {

@@ -12,7 +12,7 @@ public enum SnapshotCodec {
             throw ConcordError(.invalidOperation, "a state with slot scopes (a delta's state) cannot be stored as a snapshot")
         }
         let records: [EncodedRecord] = state.sortedRecords.map { record in
-            (ref: record.ref, slots: record.record.sortedSlots.map { (key: $0.key, entries: $0.slot.entries) })
+            (ref: record.ref, slots: record.record.sortedSlots.map { (key: $0.key, entries: $0.slot.entries) }, whole: false)
         }
         let contextRanges = state.context.sortedRanges
         let tables = Tables(records: records, extraReplicas: contextRanges.map(\.replica))
@@ -71,7 +71,7 @@ public enum SnapshotCodec {
         let names = try Tables.readNames(from: &reader)
         var usedNames = [Bool](repeating: false, count: names.count)
         let decoded = try RecordsCodec.read(
-            from: &reader, replicas: replicas, names: names, home: replicas.isEmpty ? nil : 0, startHLC: 0,
+            from: &reader, replicas: replicas, names: names, home: replicas.isEmpty ? nil : 0, startHLC: 0, allowWhole: false,
             usedReplicas: &usedReplicas, usedNames: &usedNames)
         guard reader.isAtEnd else { throw reader.error(.malformed, "\(reader.remaining) bytes after the end of the snapshot") }
         try RecordsCodec.checkAllUsed(usedReplicas, "replica table", reader)

@@ -40,6 +40,13 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The pointwise minimum: what both have seen.
+    public func meeting(_ other: VersionVector) -> VersionVector {
+        var result = VersionVector()
+        for (replica, hlc) in entries { result[replica] = min(hlc, other[replica]) }
+        return result
+    }
+
     /// Entries sorted by replica: the canonical order for encoding and printing.
     public var sorted: [(replica: ReplicaID, hlc: UInt64)] {
         entries.sorted { $0.key < $1.key }.map { (replica: $0.key, hlc: $0.value) }

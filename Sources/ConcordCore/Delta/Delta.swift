@@ -8,22 +8,31 @@
 /// replica's context stays an exact version vector.
 public struct Delta: Hashable, Sendable {
     /// One touched record and its touched slots, in canonical order.
+    ///
+    /// A record shipped **whole** carries every non-empty slot its origin held when it
+    /// sealed, and applying it removes, in *every* slot of the record, the entries within
+    /// `observed` that it does not carry. A purge of a dead record (an empty whole record)
+    /// travels this way, and so does any record a purge touched before the seal.
     public struct RecordChange: Hashable, Sendable {
         public let ref: RecordRef
         public let slots: [(key: SlotKey, entries: [Entry])]
+        /// Whether the record is shipped whole (see above); its slots are then non-empty.
+        public let whole: Bool
 
-        public init(ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])]) {
+        public init(ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])], whole: Bool = false) {
             self.ref = ref
             self.slots = slots
+            self.whole = whole
         }
 
         public static func == (lhs: RecordChange, rhs: RecordChange) -> Bool {
-            lhs.ref == rhs.ref && lhs.slots.count == rhs.slots.count
+            lhs.ref == rhs.ref && lhs.whole == rhs.whole && lhs.slots.count == rhs.slots.count
                 && zip(lhs.slots, rhs.slots).allSatisfy { $0.key == $1.key && $0.entries == $1.entries }
         }
 
         public func hash(into hasher: inout Hasher) {
             hasher.combine(ref)
+            hasher.combine(whole)
             for slot in slots {
                 hasher.combine(slot.key)
                 hasher.combine(slot.entries)
@@ -78,20 +87,23 @@ public struct Delta: Hashable, Sendable {
     }
 
     /// The delta as a state (DESIGN.md §2): context = the origin's new range, each carried
-    /// slot scoped by ``observed``. Applying the delta equals joining this state.
+    /// slot scoped by ``observed`` — and a record shipped whole scoped by it in every
+    /// slot, through its record-wide scope. Applying the delta equals joining this state.
     public var state: StoreState {
         var context = CausalContext()
         context.insert(ownRange, for: origin)
         let scope = CausalContext(observed).subtracting(context)
+        let slotScope = scope.isEmpty ? nil : scope
         var stateRecords: [RecordRef: Record] = [:]
         for change in records {
-            var record = Record()
+            var record = Record(scope: change.whole ? slotScope : nil)
             for slot in change.slots where !(slot.entries.isEmpty && scope.isEmpty) {
                 // An empty slot whose scope the context already covers says nothing: omitted,
-                // as a join would, so equal states have equal representations.
-                record.slots[slot.key] = Slot(entries: slot.entries, scope: scope.isEmpty ? nil : scope)
+                // as a join would, so equal states have equal representations. In a whole
+                // record the record's scope covers the slot's.
+                record.slots[slot.key] = Slot(entries: slot.entries, scope: change.whole ? nil : slotScope)
             }
-            if !record.slots.isEmpty { stateRecords[change.ref] = record }
+            if !record.isEmpty { stateRecords[change.ref] = record }
         }
         return StoreState(context: context, records: stateRecords)
     }
@@ -108,10 +120,15 @@ public struct Delta: Hashable, Sendable {
                 throw ConcordError(.malformed, "records not in canonical order at \(change.ref)")
             }
             previous = change.ref
-            guard !change.slots.isEmpty else { throw ConcordError(.malformed, "record \(change.ref) carries no slot") }
+            guard !change.slots.isEmpty || change.whole else {
+                throw ConcordError(.malformed, "record \(change.ref) carries no slot")
+            }
             for (index, slot) in change.slots.enumerated() {
                 if index > 0, !SlotKey.canonicalOrder(change.slots[index - 1].key, slot.key) {
                     throw ConcordError(.malformed, "slots of \(change.ref) not in canonical order at \(slot.key)")
+                }
+                guard !(change.whole && slot.entries.isEmpty) else {
+                    throw ConcordError(.malformed, "record \(change.ref), shipped whole, carries the empty slot \(slot.key)")
                 }
                 guard DotStore.isWellOrdered(slot.entries) else {
                     throw ConcordError(.malformed, "entries of \(change.ref) \(slot.key) not sorted by stamp")

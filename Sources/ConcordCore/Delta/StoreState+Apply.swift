@@ -60,10 +60,19 @@ extension StoreState {
                 continue
             }
             updateRecord(change.ref) { slots in
+                let seenByOrigin: (Stamp) -> Bool = { $0.hlc <= observed[$0.replica] }
+                if change.whole {
+                    // Shipped whole: every slot it does not carry is empty at the origin.
+                    let carried = Set(change.slots.map(\.key))
+                    for (key, slot) in slots where !carried.contains(key) {
+                        let kept = slot.entries.filter { !seenByOrigin($0.dot) }
+                        slots[key] = kept.isEmpty ? nil : Slot(entries: kept)
+                    }
+                }
                 for slot in change.slots {
                     let merged = DotStore.join(
                         slots[slot.key]?.entries ?? [], seenBy: { context.contains($0) },
-                        slot.entries, seenBy: { $0.hlc <= observed[$0.replica] }
+                        slot.entries, seenBy: seenByOrigin
                     )
                     slots[slot.key] = merged.isEmpty ? nil : Slot(entries: merged)
                 }

@@ -33,6 +33,8 @@ public struct Replica: Sendable {
     public private(set) var clock: HybridLogicalClock
     /// Slots touched by local writes since the last seal.
     public private(set) var outbox: Set<SlotRef>
+    /// Records purged since the last seal: the next delta ships them whole.
+    public private(set) var wholeRecords: Set<RecordRef>
     /// The seq of the last sealed delta (0 before the first).
     public private(set) var sealedSeq: UInt64
     /// The greatest own hlc covered by a sealed delta.
@@ -43,6 +45,7 @@ public struct Replica: Sendable {
         state = StoreState()
         clock = HybridLogicalClock()
         outbox = []
+        wholeRecords = []
         sealedSeq = 0
         sealedUpTo = 0
     }
@@ -50,12 +53,13 @@ public struct Replica: Sendable {
     /// Restores a replica from persisted parts.
     public init(
         id: ReplicaID, state: StoreState, clock: HybridLogicalClock, outbox: Set<SlotRef>,
-        sealedSeq: UInt64, sealedUpTo: UInt64
+        wholeRecords: Set<RecordRef> = [], sealedSeq: UInt64, sealedUpTo: UInt64
     ) {
         self.id = id
         self.state = state
         self.clock = clock
         self.outbox = outbox
+        self.wholeRecords = wholeRecords
         self.sealedSeq = sealedSeq
         self.sealedUpTo = sealedUpTo
     }
@@ -142,34 +146,63 @@ public struct Replica: Sendable {
         return dot
     }
 
+    /// Purges a dead record: drops every entry it holds — field entries, set dots and
+    /// tombstones — and ships it whole in the next delta, so every replica drops what this
+    /// one had seen of it. Call it only once the deletion is causally stable (every
+    /// active replica has seen every entry, DESIGN.md §4): then no write that has not
+    /// seen the deletion can arrive from them, and the purge changes nothing anyone can
+    /// observe. Returns the purge's stamp, or nil when the replica holds no such record.
+    ///
+    /// - Throws: ``ConcordError/Code/invalidOperation`` if the record is visible.
+    @discardableResult
+    public mutating func purge(_ ref: RecordRef, now: UInt64) throws(ConcordError) -> Stamp? {
+        guard let record = state.record(ref) else { return nil }
+        guard !record.isVisible else {
+            throw ConcordError(.invalidOperation, "\(ref) is visible; only a deleted record can be purged")
+        }
+        let dot = nextDot(now: now)
+        state.updateRecord(ref) { $0 = [:] }
+        wholeRecords.insert(ref)
+        return dot
+    }
+
     // MARK: Sync
 
     /// Seals the outbox into a delta, or returns nil when nothing changed since the last
     /// seal. The delta carries the current entries of every touched slot.
     public mutating func seal() -> Delta? {
-        guard !outbox.isEmpty else { return nil }
+        guard hasPendingChanges else { return nil }
         let delta = makeDelta(seq: sealedSeq + 1)
         sealedSeq = delta.seq
         sealedUpTo = delta.upTo
         outbox = []
+        wholeRecords = []
         return delta
     }
 
     /// The delta ``seal()`` would return, without sealing.
     public func pendingDelta() -> Delta? {
-        outbox.isEmpty ? nil : makeDelta(seq: sealedSeq + 1)
+        hasPendingChanges ? makeDelta(seq: sealedSeq + 1) : nil
     }
+
+    /// Whether local writes or purges wait to be sealed.
+    public var hasPendingChanges: Bool { !outbox.isEmpty || !wholeRecords.isEmpty }
 
     private func makeDelta(seq: UInt64) -> Delta {
         var dependencies = state.context.coveredVector
         dependencies[id] = sealedUpTo
         var byRecord: [RecordRef: [(key: SlotKey, entries: [Entry])]] = [:]
-        for slot in outbox {
+        for slot in outbox where !wholeRecords.contains(slot.record) {
             let entries = state.record(slot.record)?.slots[slot.key]?.entries ?? []
             byRecord[slot.record, default: []].append((key: slot.key, entries: entries))
         }
+        for ref in wholeRecords {
+            byRecord[ref] = (state.record(ref)?.slots ?? [:]).map { (key: $0.key, entries: $0.value.entries) }
+        }
         let records = byRecord.keys.sorted().map { ref in
-            Delta.RecordChange(ref: ref, slots: byRecord[ref]!.sorted { SlotKey.canonicalOrder($0.key, $1.key) })
+            Delta.RecordChange(
+                ref: ref, slots: byRecord[ref]!.sorted { SlotKey.canonicalOrder($0.key, $1.key) },
+                whole: wholeRecords.contains(ref))
         }
         do {
             return try Delta(
@@ -197,7 +230,7 @@ public struct Replica: Sendable {
     /// B joined A's, each one's next delta would depend on the other's and neither could
     /// ever be applied first. So snapshots are taken with an empty outbox — right after
     /// ``seal()``, as push does.
-    public var snapshot: StoreState? { outbox.isEmpty ? state : nil }
+    public var snapshot: StoreState? { hasPendingChanges ? nil : state }
 
     /// Joins a full state (a snapshot). Local unsealed changes stay in the outbox.
     public mutating func join(snapshot: StoreState) {

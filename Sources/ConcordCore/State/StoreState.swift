@@ -57,7 +57,11 @@ public struct StoreState: Hashable, Sendable {
     public init(context: CausalContext, records: [RecordRef: Record]) {
         self.context = context
         self.records = records
-        hasScopes = records.values.contains { $0.slots.values.contains { $0.scope != nil } }
+        hasScopes = records.values.contains(where: Self.hasScope)
+    }
+
+    private static func hasScope(_ record: Record) -> Bool {
+        record.scope != nil || record.slots.values.contains { $0.scope != nil }
     }
 
     /// The record at `ref`, visible or not.
@@ -81,21 +85,29 @@ public struct StoreState: Hashable, Sendable {
     public func _checkInvariants() {
         context._checkInvariants()
         precondition(
-            hasScopes == records.values.contains { $0.slots.values.contains { $0.scope != nil } },
+            hasScopes == records.values.contains(where: Self.hasScope),
             "hasScopes out of date")
         do {
             for (_, record) in records {
-                precondition(!record.slots.isEmpty, "empty record stored")
+                precondition(!record.isEmpty, "empty record stored")
+                if let scope = record.scope {
+                    precondition(!scope.isEmpty, "empty record scope stored")
+                    precondition(scope.subtracting(context) == scope, "record scope overlaps context")
+                }
                 for (key, slot) in record.slots {
                     precondition(!slot.entries.isEmpty || slot.scope != nil, "empty slot \(key) stored")
                     precondition(DotStore.isWellOrdered(slot.entries), "slot \(key) not sorted")
                     if let scope = slot.scope {
                         precondition(!scope.isEmpty, "empty scope stored")
                         precondition(scope.subtracting(context) == scope, "scope overlaps context")
+                        if let recordScope = record.scope {
+                            precondition(scope.subtracting(recordScope) == scope, "slot scope overlaps the record's")
+                        }
                     }
                     for entry in slot.entries {
                         precondition(
-                            context.contains(entry.dot) || (slot.scope?.contains(entry.dot) ?? false),
+                            context.contains(entry.dot) || (slot.scope?.contains(entry.dot) ?? false)
+                                || (record.scope?.contains(entry.dot) ?? false),
                             "entry \(entry.dot) in \(key) not in its context")
                         precondition(key.accepts(entry.payload), "payload \(entry.payload) in slot \(key)")
                     }
@@ -111,7 +123,7 @@ extension StoreState {
     /// replicas' own states, which local writes and in-order deltas keep scope-free.
     mutating func updateRecord<Result>(_ ref: RecordRef, _ body: (inout [SlotKey: Slot]) -> Result) -> Result {
         let result = body(&records[ref, default: Record()].slots)
-        if records[ref]?.slots.isEmpty == true { records[ref] = nil }
+        if records[ref]?.isEmpty == true { records[ref] = nil }
         return result
     }
 }

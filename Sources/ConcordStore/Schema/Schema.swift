@@ -12,7 +12,8 @@ import GRDB
 /// - `concord_outbox`: slots changed locally since the last seal (field rows carry a
 ///   `dirty` column instead, so the common write needs no second row). Both record the hlc
 ///   of the local write that last touched the slot (0: clean), so the outbox can be sealed
-///   in bounded batches in write order.
+///   in bounded batches in write order. A row of kind 4 marks a purged record, which the
+///   next delta ships whole.
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
 /// - `concord_history`: superseded file versions, kept for the retention window.

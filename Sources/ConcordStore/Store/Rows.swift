@@ -18,6 +18,8 @@ enum Rows {
     static let slotTombstones: Int64 = 1
     static let slotField: Int64 = 2
     static let slotElement: Int64 = 3
+    /// An outbox row that marks a whole record (a purge), not one slot.
+    static let wholeRecord: Int64 = 4
 
     /// The (kind, value, file_size, media_type) columns of a register payload.
     static func columns(_ payload: Payload) -> (kind: Int64, value: DatabaseValue, size: DatabaseValue, type: DatabaseValue) {

@@ -200,11 +200,22 @@ enum SlotIO {
             case Rows.slotTombstones: key = .tombstones
             case Rows.slotField: key = .field(row["field"])
             case Rows.slotElement: key = .element(row["field"], try element(row["element"]))
+            case Rows.wholeRecord:
+                // A purge: the record is listed even if no slot of it is.
+                slots[ref, default: []].formUnion([])
+                continue
             default: throw ConcordError(.corrupt, "the outbox holds an unknown slot kind")
             }
             slots[ref, default: []].insert(key)
         }
         return slots
+    }
+
+    /// The records purged since the last seal (up to `upTo`): the next delta ships them whole.
+    static func wholeRecords(_ db: Database, upTo: UInt64 = .max) throws -> Set<RecordRef> {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id FROM concord_outbox WHERE kind = ? AND hlc <= ?"),
+                                    arguments: [Rows.wholeRecord, Rows.hlc(min(upTo, UInt64(Int64.max)))])
+        return Set(rows.map { RecordRef(collection: $0["collection"], id: $0["id"]) })
     }
 
     /// Loads the whole state (every record and the context).

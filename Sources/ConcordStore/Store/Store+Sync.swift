@@ -37,8 +37,15 @@ extension Store {
             guard !outbox.isEmpty else { return nil }
             dependencies[replicaID] = try meta(db, "sealed_up_to")
             let seq = try meta(db, "sealed_seq") + 1
+            let whole = try SlotIO.wholeRecords(db, upTo: upTo)
             var records: [Delta.RecordChange] = []
             for ref in outbox.keys.sorted() {
+                if whole.contains(ref) {
+                    // Purged since the last seal: shipped whole, with whatever it holds now.
+                    let slots = try SlotIO.record(db, ref)?.sortedSlots ?? []
+                    records.append(Delta.RecordChange(ref: ref, slots: slots.map { (key: $0.key, entries: $0.slot.entries) }, whole: true))
+                    continue
+                }
                 let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
                 records.append(Delta.RecordChange(ref: ref, slots: try keys.map { (key: $0, entries: try SlotIO.entries(db, ref, $0)) }))
             }
@@ -101,7 +108,8 @@ extension Store {
 
     /// How many slots changed locally since the last seal.
     public func pendingChangeCount() throws(ConcordError) -> Int {
-        try read { db in try SlotIO.outbox(db).values.reduce(0) { $0 + $1.count } }
+        // A purged record counts once: it has no slot of its own in the outbox.
+        try read { db in try SlotIO.outbox(db).values.reduce(0) { $0 + max($1.count, 1) } }
     }
 
     // MARK: Applying remote changes
@@ -180,7 +188,21 @@ extension Store {
         let previous = delta.dependencies[origin]
         let now = configuration.clock.millisecondsSinceEpoch()
         var changes: [RecordRef: Set<String>] = [:]
+        let seenByOrigin: (Stamp) -> Bool = { $0.hlc <= observed[$0.replica] }
         for change in delta.records {
+            if change.whole {
+                // Shipped whole: every slot it does not carry is empty at the origin.
+                let carried = Set(change.slots.map(\.key))
+                for (key, slot) in try SlotIO.record(db, change.ref)?.slots ?? [:] where !carried.contains(key) {
+                    let kept = slot.entries.filter { !seenByOrigin($0.dot) }
+                    guard kept.count < slot.entries.count else { continue }
+                    if case let .field(name) = key {
+                        try History.record(db, change.ref, name, superseded: slot.entries, by: kept, at: now)
+                    }
+                    try SlotIO.replace(db, change.ref, key, with: kept, dirty: 0)
+                    changes[change.ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
+                }
+            }
             for slot in change.slots {
                 if case let .field(name) = slot.key, slot.entries.count == 1,
                    slot.entries[0].dot.replica == origin, slot.entries[0].dot.hlc > previous,
@@ -204,7 +226,7 @@ extension Store {
                 let old = try SlotIO.entries(db, change.ref, slot.key)
                 let merged = DotStore.join(
                     old, seenBy: { context.contains($0) },
-                    slot.entries, seenBy: { $0.hlc <= observed[$0.replica] })
+                    slot.entries, seenBy: seenByOrigin)
                 guard merged != old else { continue }
                 if case let .field(name) = slot.key {
                     try History.record(db, change.ref, name, superseded: old, by: merged, at: now)

@@ -1,0 +1,57 @@
+import ConcordCore
+import ConcordStore
+
+/// What one metadata purge did (``SyncEngine/purgeStableDeletions(standings:)``).
+public struct PurgeReport: Hashable, Sendable {
+    /// Dead records whose metadata was purged here.
+    public var purged: [RecordRef] = []
+    /// Dead records still waiting for every active replica to have seen their deletion.
+    public var waiting = 0
+    /// Why nothing was purged, when the heads could not tell stability: a replica whose
+    /// changes this one applied has no readable head, or an active one's head does not
+    /// say what it had sealed, or says more than this replica has applied.
+    public var skipped: String?
+    public init() {}
+}
+
+extension SyncEngine {
+    /// Purges the metadata of deleted records once the deletion is causally stable
+    /// (DESIGN.md §4, "Compaction"): every active replica's head says it had seen every
+    /// entry of the record with nothing of its own left unsealed, and this replica has
+    /// applied everything those heads had. No write that has not seen the deletion can
+    /// then arrive from an active replica, so the purge changes nothing a user can see;
+    /// it is shipped in the next batch (the record whole, with nothing in it), so every
+    /// replica drops the same entries, and snapshots leave the record out. Retired
+    /// replicas are not waited for: one that returns with an update it made before it saw
+    /// the deletion brings back its own fields, not the purged ones.
+    func purgeStableDeletions(standings: [ReplicaID: Standing]) throws(ConcordError) -> PurgeReport {
+        var report = PurgeReport()
+        let applied = try store.versionVector()
+        var bound = applied
+        for replica in applied.entries.keys where replica != store.replicaID && standings[replica] == nil {
+            report.skipped = "replica \(replica) has changes here but no head on the remote"
+            return report
+        }
+        for (replica, standing) in standings where replica != store.replicaID && standing.status == .active {
+            guard let head = standing.head, let stable = head.stable else {
+                report.skipped = "the head of replica \(replica) does not say what it had sealed"
+                return report
+            }
+            var vector = VersionVector()
+            for (id, hlc) in stable {
+                guard let origin = ReplicaID(hex: id) else { continue }
+                vector[origin] = hlc
+            }
+            guard applied.dominates(vector) else {
+                report.skipped = "replica \(replica) had applied changes this replica has not yet"
+                return report
+            }
+            bound = bound.meeting(vector)
+        }
+        let dead = try store.deadRecords()
+        let stable = dead.filter { bound.dominates($0.newest) }
+        report.waiting = dead.count - stable.count
+        report.purged = try store.purge(stable.map(\.ref), within: bound)
+        return report
+    }
+}
