@@ -33,8 +33,8 @@ public struct History: Sendable {
     public mutating func step(_ code: Int) {
         let code = abs(code)
         let r = code % replicas.count
-        let operation = (code / replicas.count) % 12
-        let argument = code / (replicas.count * 12)
+        let operation = (code / replicas.count) % 13
+        let argument = code / (replicas.count * 13)
         let ref = Self.refs[argument % 2]
         let field = Self.fields[(argument / 2) % 2]
         // Skewed clocks: replica 1 runs a day behind.
@@ -50,6 +50,10 @@ public struct History: Sendable {
         case 6: replicas[r].keepRecord(ref, now: local)
         case 7, 8:
             if let delta = replicas[r].seal() { deltas.append(delta) }
+        case 12:
+            // A purge, stable or not: either way a CRDT operation the laws must hold for
+            // (its delta ships the record whole). A visible record is refused.
+            _ = try? replicas[r].purge([ref], now: local)
         default:
             guard !deltas.isEmpty else { return }
             deliver(deltas[argument % deltas.count], to: r)

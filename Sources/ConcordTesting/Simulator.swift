@@ -15,11 +15,23 @@ public struct Simulator {
         /// The largest clock skew of a replica, in milliseconds (default: one day).
         public var maxSkew: Int64
 
-        public init(seed: UInt64, replicaCount: Int? = nil, steps: Int = 60, maxSkew: Int64 = 86_400_000) {
+        /// A checkpoint halfway: replica 0 creates and deletes a scratch record and deletes
+        /// every visible record with the first id, every delta
+        /// reaches every replica, and replica 0 purges — with `true`, every dead record
+        /// (each deletion is causally stable then); with `false`, only the scratch record,
+        /// so both runs take the same stamps and random draws. Nil: no checkpoint. Runs
+        /// that differ only here must print the same dumps: a stable purge is invisible.
+        public var purgeAtCheckpoint: Bool?
+
+        public init(
+            seed: UInt64, replicaCount: Int? = nil, steps: Int = 60, maxSkew: Int64 = 86_400_000,
+            purgeAtCheckpoint: Bool? = nil
+        ) {
             self.seed = seed
             self.replicaCount = replicaCount
             self.steps = steps
             self.maxSkew = maxSkew
+            self.purgeAtCheckpoint = purgeAtCheckpoint
         }
     }
 
@@ -81,7 +93,42 @@ public struct Simulator {
             counts[kind, default: 0] += 1
         }
 
-        for _ in 0..<configuration.steps {
+        func exchangeEverything() {
+            for r in 0..<count {
+                if let delta = replicas[r].seal() { published.append(delta) }
+            }
+            var progress = true
+            while progress {
+                progress = false
+                for r in 0..<count {
+                    for delta in random.shuffled(published) where !replicas[r].state.hasApplied(delta) {
+                        if (try? replicas[r].apply(delta)) == .applied { progress = true }
+                    }
+                }
+            }
+        }
+
+        for step in 0..<configuration.steps {
+            if let purgeAll = configuration.purgeAtCheckpoint, step == configuration.steps / 2 {
+                let scratch = RecordRef(collection: "scratch", id: "checkpoint")
+                let local = UInt64(Int64(now) + skews[0])
+                replicas[0].set(scratch, "n", .int(1), now: local)
+                replicas[0].delete(scratch, now: local)
+                exchangeEverything()
+                // More dead records, so the second half re-creates and updates purged ones.
+                for ref in replicas[0].state.visibleRecords.map(\.ref) where ref.id == Self.ids[0] {
+                    replicas[0].delete(ref, now: local)
+                }
+                exchangeEverything()
+                let dead = purgeAll ? replicas[0].state.records.filter { !$0.value.isVisible }.map(\.key) : [scratch]
+                do {
+                    try replicas[0].purge(dead, now: local)
+                } catch {
+                    preconditionFailure("purging dead records failed: \(error)")
+                }
+                log(0, "purge \(dead.count) dead records", "purge")
+                exchangeEverything()
+            }
             now += UInt64(random.int(0...40))
             let r = random.int(0...(count - 1))
             let local = UInt64(Int64(now) + skews[r])
@@ -157,18 +204,7 @@ public struct Simulator {
         }
 
         // Quiescence: everyone seals, then deltas flow until nothing more applies.
-        for r in 0..<count {
-            if let delta = replicas[r].seal() { published.append(delta) }
-        }
-        var progress = true
-        while progress {
-            progress = false
-            for r in 0..<count {
-                for delta in random.shuffled(published) where !replicas[r].state.hasApplied(delta) {
-                    if (try? replicas[r].apply(delta)) == .applied { progress = true }
-                }
-            }
-        }
+        exchangeEverything()
 
         var reference = StoreState()
         for delta in random.shuffled(published) { reference.join(delta.state) }

@@ -60,7 +60,8 @@ import Testing
 
     @Test func simulatedDeltasAndSnapshotsRoundTrip() async throws {
         await propertyCheck(count: 60, input: Gen.int(in: 1...1_000_000)) { seed in
-            let outcome = Simulator(.init(seed: UInt64(seed), steps: 80)).run()
+            // Half the runs purge at a checkpoint: their deltas ship records whole.
+            let outcome = Simulator(.init(seed: UInt64(seed), steps: 80, purgeAtCheckpoint: seed % 2 == 0 ? true : nil)).run()
             for delta in outcome.deltas {
                 let bytes = DeltaCodec.encode(delta)
                 let decoded = try DeltaCodec.decode(bytes)
@@ -172,6 +173,38 @@ import Testing
         let scoped = s.phoneDelta.state
         #expect(scoped.hasScopes)
         #expect(throws: ConcordError.self) { try SnapshotCodec.encode(scoped) }
+    }
+
+    @Test func wholeRecordsRoundTripAndAreChecked() throws {
+        // The laptop deletes the phone's record, sees the phone has seen it, and purges it.
+        var (laptop, phone, _, _) = Samples.replicas()
+        let ref = try #require(laptop.state.visibleRecords.first?.ref)
+        laptop.delete(ref, now: 1_767_300_000_000)
+        let deletion = laptop.seal()
+        try phone.apply(try #require(deletion))
+        try laptop.purge([ref], now: 1_767_300_000_001)
+        let sealed = laptop.seal()
+        let purge = try #require(sealed)
+        let change = try #require(purge.records.first)
+        #expect(change.whole && change.slots.isEmpty)
+        let bytes = DeltaCodec.encode(purge)
+        #expect(try DeltaCodec.decode(bytes) == purge)
+        // The record's entry is the slot count 0 (whole) followed by the real count 0.
+        #expect(bytes.suffix(2) == [0, 0])
+        // Applied, it drops every entry the laptop had seen, in every slot.
+        try phone.apply(try DeltaCodec.decode(bytes))
+        #expect(phone.state.record(ref) == nil)
+        #expect(phone.state == laptop.state)
+
+        // A snapshot leaves the purged record out.
+        let snapshot = try SnapshotCodec.decode(try SnapshotCodec.encode(try #require(laptop.snapshot)))
+        #expect(snapshot == laptop.state && snapshot.record(ref) == nil)
+        // A whole record carries only non-empty slots.
+        #expect(throws: ConcordError.self) {
+            try Delta(
+                origin: purge.origin, seq: purge.seq, dependencies: purge.dependencies, upTo: purge.upTo,
+                records: [Delta.RecordChange(ref: ref, slots: [(key: .liveness, entries: [])], whole: true)])
+        }
     }
 
     @Test func deltaDecodingRejectsEntriesOutsideItsDependencies() throws {

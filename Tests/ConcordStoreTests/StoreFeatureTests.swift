@@ -96,6 +96,59 @@ struct Game: StoredRecord, Equatable {
         #expect(!store.blobs.contains(second.hash))
     }
 
+    @Test func purgeDropsADeadRecordEverywhereAndKeepsItsFilesInHistory() throws {
+        let clock = ManualClock()
+        let laptop = try Store.temporary(directory, "purge-laptop", clock: clock)
+        let phone = try Store.temporary(directory, "purge-phone", clock: clock)
+        let ref = RecordRef(collection: "notes", id: "n1")
+        let file = try laptop.attachFile(ref, "doc", bytes: Array("draft".utf8))
+        _ = try phone.blobs.add(bytes: Array("draft".utf8))
+        try laptop.set(ref, "title", .string("Draft"))
+        try laptop.add(ref, "tags", .string("work"))
+        try exchange([laptop, phone])
+        // The phone updates it; then the laptop, having seen that, deletes it.
+        try phone.set(ref, "title", .string("Draft 2"))
+        try exchange([laptop, phone])
+        try laptop.delete(ref)
+        try exchange([laptop, phone])
+        let dumps = try [laptop.canonicalDump(), phone.canonicalDump()]
+
+        // Dead on both, holding fields, set dots and a tombstone.
+        let dead = try laptop.deadRecords()
+        #expect(dead.map(\.ref) == [ref])
+        #expect(try laptop.deadRecords() == phone.deadRecords())
+        // A bound below the record's newest entries purges nothing.
+        var short = try #require(dead.first).newest
+        short[laptop.replicaID] -= 1
+        #expect(try laptop.purge([ref], within: short).isEmpty)
+        // Within what both have seen: purged, with nothing visible changed.
+        #expect(try laptop.purge([ref], within: laptop.versionVector()) == [ref])
+        #expect(try laptop.rawRecord(ref) == nil)
+        #expect(try laptop.deadRecords().isEmpty)
+        #expect(try laptop.canonicalDump() == dumps[0])
+        #expect(try laptop.pendingChangeCount() == 1)
+        #expect(throws: ConcordError.self) { try laptop.exportSnapshot() }
+        // The file version stays in history for the retention window.
+        #expect(try laptop.versions(ref, "doc").map(\.file.hash) == [file.hash])
+
+        // The next delta ships the record whole and empty; the phone drops it too.
+        let delta = try #require(try laptop.seal())
+        #expect(delta.records.map(\.ref) == [ref] && delta.records[0].whole && delta.records[0].slots.isEmpty)
+        try phone.apply(encoded: DeltaCodec.encode(delta))
+        #expect(try phone.rawRecord(ref) == nil)
+        #expect(try phone.state() == laptop.state())
+        #expect(try phone.canonicalDump() == dumps[1])
+        #expect(try laptop.exportSnapshot().record(ref) == nil)
+
+        // Re-created on the phone: only the new field, on both.
+        try phone.set(ref, "title", .string("New"))
+        try exchange([laptop, phone])
+        #expect(try laptop.record(ref)?.map(\.name) == ["title"])
+        #expect(try laptop.canonicalDump() == phone.canonicalDump())
+        // A visible record is never purged.
+        #expect(try laptop.purge([ref], within: laptop.versionVector()).isEmpty)
+    }
+
     @Test func storeWrittenByANewerReleaseIsRefused() throws {
         let path = directory.file("newer.db")
         _ = try Store(path: path)

@@ -146,23 +146,28 @@ public struct Replica: Sendable {
         return dot
     }
 
-    /// Purges a dead record: drops every entry it holds — field entries, set dots and
-    /// tombstones — and ships it whole in the next delta, so every replica drops what this
-    /// one had seen of it. Call it only once the deletion is causally stable (every
-    /// active replica has seen every entry, DESIGN.md §4): then no write that has not
-    /// seen the deletion can arrive from them, and the purge changes nothing anyone can
-    /// observe. Returns the purge's stamp, or nil when the replica holds no such record.
+    /// Purges dead records: drops every entry they hold — field entries, set dots and
+    /// tombstones — and ships them whole in the next delta, so every replica drops what
+    /// this one had seen of them. Call it only once the deletions are causally stable
+    /// (every active replica has seen every entry, DESIGN.md §4): then no write that has
+    /// not seen a deletion can arrive from them, and the purge changes nothing anyone can
+    /// observe. One write (one stamp) for all; returns it, or nil when none of `refs` is
+    /// held.
     ///
-    /// - Throws: ``ConcordError/Code/invalidOperation`` if the record is visible.
+    /// - Throws: ``ConcordError/Code/invalidOperation`` if one of them is visible; nothing
+    ///   is purged then.
     @discardableResult
-    public mutating func purge(_ ref: RecordRef, now: UInt64) throws(ConcordError) -> Stamp? {
-        guard let record = state.record(ref) else { return nil }
-        guard !record.isVisible else {
-            throw ConcordError(.invalidOperation, "\(ref) is visible; only a deleted record can be purged")
+    public mutating func purge(_ refs: [RecordRef], now: UInt64) throws(ConcordError) -> Stamp? {
+        let held = refs.filter { state.record($0) != nil }
+        if let visible = held.first(where: { state.record($0)!.isVisible }) {
+            throw ConcordError(.invalidOperation, "\(visible) is visible; only a deleted record can be purged")
         }
+        guard !held.isEmpty else { return nil }
         let dot = nextDot(now: now)
-        state.updateRecord(ref) { $0 = [:] }
-        wholeRecords.insert(ref)
+        for ref in held {
+            state.updateRecord(ref) { $0 = [:] }
+            wholeRecords.insert(ref)
+        }
         return dot
     }
 
