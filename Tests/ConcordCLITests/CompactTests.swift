@@ -23,6 +23,29 @@ import Testing
         #expect(try cli.dump("c") == cli.dump("a"))
     }
 
+    /// `concord compact` purges a deleted record's metadata once every replica has seen
+    /// the deletion, and says how many records still wait.
+    @Test func compactPurgesADeletionEveryReplicaHasSeen() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        try cli.on("a", ["put", "games", "zelda", "title=Zelda", "level=2"])
+        try cli.syncAll(["a", "b"])
+        try cli.on("a", ["delete", "games", "zelda"])
+        try cli.on("a", ["sync"])
+        let waiting = try cli.on("a", ["compact", "--json"]).object()
+        #expect(waiting["recordsPurged"] as? Int == 0)
+        #expect(waiting["recordsAwaitingPurge"] as? Int == 1)
+        try cli.syncAll(["b", "a"])
+        let purged = try cli.on("a", ["compact", "--json"]).object()
+        #expect(purged["recordsPurged"] as? Int == 1)
+        #expect(purged["recordsAwaitingPurge"] as? Int == 0)
+        #expect(purged["purgeSkipped"] is NSNull)
+        try cli.syncAll(["a", "b"])
+        #expect(try cli.dump("b") == cli.dump("a"))
+        #expect(try cli.on("b", ["compact", "--json"]).object()["recordsAwaitingPurge"] as? Int == 0)
+    }
+
     /// `concord replicas forget` retires a replica on every replica: compaction stops
     /// waiting for it, `replicas` shows it forgotten, and when it syncs again it is active
     /// and loses nothing.

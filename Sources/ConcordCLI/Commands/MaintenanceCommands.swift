@@ -57,6 +57,9 @@ struct Compact: AsyncParsableCommand {
             let files = compaction.files
             lines.append("remote: deleted \(files.deletedFiles.count) unreferenced file\(files.deletedFiles.count == 1 ? "" : "s"); kept \(files.referencedFiles) referenced, \(files.youngFiles) younger than the grace period and \(files.awaitingFiles) not yet seen unreferenced that long")
             if let skipped = files.skipped { lines.append("remote: file collection skipped: \(skipped)") }
+            let metadata = compaction.metadata
+            lines.append("purged the metadata of \(metadata.purged.count) deleted record\(metadata.purged.count == 1 ? "" : "s"); \(metadata.waiting) wait\(metadata.waiting == 1 ? "s" : "") for every active replica to see the deletion")
+            if let skipped = metadata.skipped { lines.append("metadata purge skipped: \(skipped)") }
         }
         lines += [
             "deleted \(deleted.count) unreferenced local file\(deleted.count == 1 ? "" : "s") (\(freed) bytes) from \(store.blobs.directory)",
@@ -76,6 +79,9 @@ struct Compact: AsyncParsableCommand {
                 ("remoteFilesYoung", .int(Int64(compaction?.files.youngFiles ?? 0))),
                 ("remoteFilesAwaiting", .int(Int64(compaction?.files.awaitingFiles ?? 0))),
                 ("remoteFileCollectionSkipped", .string(compaction?.files.skipped)),
+                ("recordsPurged", .int(Int64(compaction?.metadata.purged.count ?? 0))),
+                ("recordsAwaitingPurge", .int(Int64(compaction?.metadata.waiting ?? 0))),
+                ("purgeSkipped", .string(compaction?.metadata.skipped)),
             ]),
             lines.joined(separator: "\n"))
     }
