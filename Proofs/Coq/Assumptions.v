@@ -72,6 +72,8 @@ Print Assumptions delta_state_wf.
 Print Assumptions apply_fast_eq_join.
 Print Assumptions apply_eq_join.
 Print Assumptions apply_twice.
+Print Assumptions purge_removes_exactly_observed.
+Print Assumptions apply_fast_untouched.
 
 (* The replica: local writes and sealing *)
 Print Assumptions seal_is_join.

@@ -195,7 +195,7 @@ Qed.
 Lemma delta_state_positive d : delta_valid d -> positive (delta_state d).
 Proof.
   intros Hv c i k e He. rewrite delta_state_slot in He.
-  destruct (records d c i k) eqn:E; [|destruct He]. apply (dv_positive d Hv c i k l e E He).
+  destruct (carried d c i k) eqn:E; [|destruct He]. apply (dv_positive d Hv c i k l e E He).
 Qed.
 
 Lemma emptyState_Good G : Good G emptyState.

@@ -17,14 +17,32 @@ From Concord Require Import Stamp Context DotStore Values StoreState.
 Import ListNotations.
 
 (** [struct Delta { origin; seq; dependencies: VersionVector; upTo; records }];
-    [records] gives, per touched slot, the entries it carries ([None]: not touched). *)
+    [records] gives, per touched slot, the entries it carries ([None]: not touched), and
+    [whole] the records shipped whole ([RecordChange.whole]: a purge, or a record a purge
+    touched before the seal). *)
 Record Delta := mkDelta {
   origin : ReplicaID;
   seq : nat;
   dependencies : VersionVector;
   upTo : nat;
-  records : string -> string -> SlotKey -> option (list Entry)
+  records : string -> string -> SlotKey -> option (list Entry);
+  whole : string -> string -> bool
 }.
+
+(** What the delta says of each slot: its carried entries; in a record shipped whole,
+    every slot it does not carry is carried empty.  Swift's [Delta.state] writes those
+    empty slots as one record-wide scope ([Record.scope]), which the join spreads over
+    every slot of the record ([StoreState.joinRecords]); here the state is a total map of
+    slots, so they are simply empty slots under the delta's scope. *)
+Definition carried (d : Delta) (c i : string) (k : SlotKey) : option (list Entry) :=
+  match records d c i k with
+  | Some es => Some es
+  | None => if whole d c i then Some [] else None
+  end.
+
+(** A delta with no record shipped whole carries exactly its [records]. *)
+Lemma carried_not_whole d c i k : whole d c i = false -> carried d c i k = records d c i k.
+Proof. intro H. unfold carried. destruct (records d c i k); [reflexivity|]. rewrite H. reflexivity. Qed.
 
 (** [var observed: VersionVector] — dependencies with the origin raised to [upTo]. *)
 Definition observed (d : Delta) : VersionVector := vv_set (dependencies d) (origin d) (upTo d).
@@ -44,7 +62,7 @@ Definition delta_state (d : Delta) : StoreState :=
   let context := ownContext d in
   let scope := ctx_subtracting (ctx_of_vv (observed d)) context in
   mkState context (fun c i => mkRecord (fun k =>
-    match records d c i k with
+    match carried d c i k with
     | Some es => mkSlot es scope
     | None => emptySlot
     end)).
@@ -55,10 +73,10 @@ Definition delta_state (d : Delta) : StoreState :=
     least one, see [Stamp.tick_gt_latest]). *)
 Record delta_valid (d : Delta) : Prop := {
   dv_upTo : dependencies d (origin d) < upTo d;
-  dv_ordered : forall c i k es, records d c i k = Some es -> ordered dot es;
-  dv_observed : forall c i k es e, records d c i k = Some es -> In e es ->
+  dv_ordered : forall c i k es, carried d c i k = Some es -> ordered dot es;
+  dv_observed : forall c i k es e, carried d c i k = Some es -> In e es ->
                 hlc (dot e) <= observed d (replica (dot e));
-  dv_positive : forall c i k es e, records d c i k = Some es -> In e es -> 0 < hlc (dot e)
+  dv_positive : forall c i k es e, carried d c i k = Some es -> In e es -> 0 < hlc (dot e)
 }.
 
 (** Every entry of a state has a positive clock value. *)
@@ -92,7 +110,7 @@ Definition apply_fast (s : StoreState) (d : Delta) : StoreState :=
   let ctx := context s in
   mkState (ctx_insert_range ctx (ownRange_lo d) (upTo d) (origin d))
     (fun c i => mkRecord (fun k =>
-       match records d c i k with
+       match carried d c i k with
        | Some es => mkSlot (dotstore_join dot (entries (slot_at s c i k)) ctx es
                                           (fun x => Nat.leb (hlc x) (obs (replica x))))
                            ctx_empty
@@ -135,7 +153,7 @@ Proof. reflexivity. Qed.
 
 Lemma delta_state_slot d c i k :
   slot_at (delta_state d) c i k =
-  match records d c i k with
+  match carried d c i k with
   | Some es => mkSlot es (ctx_subtracting (ctx_of_vv (observed d)) (ownContext d))
   | None => emptySlot
   end.
@@ -145,7 +163,7 @@ Lemma delta_state_wf d : delta_valid d -> state_wf (delta_state d).
 Proof.
   intros Hv c i k. change (slot_wf (context (delta_state d)) (slot_at (delta_state d) c i k)).
   rewrite delta_state_context, delta_state_slot.
-  destruct (records d c i k) as [es|] eqn:E.
+  destruct (carried d c i k) as [es|] eqn:E.
   - split; [|split]; cbn [entries scope].
     + eapply dv_ordered; eassumption.
     + intros e He. unfold seenBy, ctx_subtracting; cbn [scope].
@@ -209,14 +227,14 @@ Proof.
     change (slot_eq (slot_at (apply_fast s d) c i k) (slot_at (joined s (delta_state d)) c i k)).
     rewrite slot_at_joined, delta_state_context, delta_state_slot.
     assert (Hfast : slot_at (apply_fast s d) c i k =
-      match records d c i k with
+      match carried d c i k with
       | Some es => mkSlot (dotstore_join dot (entries (slot_at s c i k)) (context s) es
                                          (fun x => Nat.leb (hlc x) (observed d (replica x))))
                           ctx_empty
       | None => slot_at s c i k
       end) by reflexivity.
     rewrite Hfast.
-    destruct (records d c i k) as [es|] eqn:E.
+    destruct (carried d c i k) as [es|] eqn:E.
     + split; cbn [entries scope joinSlots].
       * apply dotstore_join_ctx_local.
         -- intros y _. unfold seenBy. rewrite (Hns c i k (dot y)), orb_false_r. reflexivity.
@@ -241,6 +259,27 @@ Proof.
         reflexivity.
       * intro x. unfold ctx_subtracting, ctx_union. rewrite (Hns c i k x). reflexivity.
 Qed.
+
+(** ** The metadata purge
+
+    A purge ships a dead record whole and empty ([Replica.purge], [Store.purge]): in
+    every slot of that record, applying it keeps exactly the entries its origin had not
+    observed — and leaves every slot the delta does not carry as it was.  With
+    [apply_eq_join] this is a join like any other delta, so replicas that purge and
+    replicas that apply the purge converge. *)
+Theorem purge_removes_exactly_observed s d c i k :
+  whole d c i = true -> records d c i k = None ->
+  entries (slot_at (apply_fast s d) c i k) =
+    filter (fun x => negb (Nat.leb (hlc (dot x)) (observed d (replica (dot x)))))
+           (entries (slot_at s c i k)).
+Proof.
+  intros Hw Hr. cbn [apply_fast slot_at collections slots]. unfold carried. rewrite Hr, Hw.
+  cbn [entries]. rewrite dotstore_join_merge, merge_nil_r. reflexivity.
+Qed.
+
+Theorem apply_fast_untouched s d c i k :
+  carried d c i k = None -> slot_at (apply_fast s d) c i k = slot_at s c i k.
+Proof. intro H. cbn [apply_fast slot_at collections slots]. rewrite H. reflexivity. Qed.
 
 (** Applying a delta that a state has not applied yet — by whichever branch — gives
     the join of the state with the delta's state (the theorem the Swift tests check). *)

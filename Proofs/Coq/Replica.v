@@ -200,7 +200,8 @@ Definition keepRecord (r : Replica) (ref : RecordRef) (now : nat) : Replica * St
 Definition makeDelta (r : Replica) (covered : VersionVector) (ownMax : nat) (seq : nat) : Delta :=
   mkDelta (rep_id r) seq (vv_set covered (rep_id r) (rep_sealedUpTo r)) ownMax
           (fun c i k => if rep_outbox r c i k then Some (entries (slot_at (rep_state r) c i k))
-                        else None).
+                        else None)
+          (fun _ _ => false).
 
 (** [mutating func seal() -> Delta?] (called with a non-empty outbox). *)
 Definition seal (r : Replica) (covered : VersionVector) (ownMax : nat) : Replica * Delta :=
@@ -632,9 +633,9 @@ Section Seal.
       rewrite (sb_ctx _ _ Hb x), seal_ctx. apply (pd_ctx _ _ _ _ Hp).
     - intros c i k. change (slot_eq (slot_at (rep_state r) c i k) (slot_at (joined s0 (delta_state delta)) c i k)).
       rewrite slot_at_joined, delta_state_context, delta_state_slot.
-      assert (Hrec : records delta c i k =
+      assert (Hrec : carried delta c i k =
                      if rep_outbox r c i k then Some (entries (slot_at (rep_state r) c i k)) else None)
-        by reflexivity.
+        by (unfold carried; cbn; destruct (rep_outbox r c i k); reflexivity).
       rewrite Hrec. destruct (rep_outbox r c i k) eqn:Eout.
       + split; cbn [entries scope joinSlots].
         * symmetry. apply (ordered_lookup_ext dot).
@@ -680,16 +681,16 @@ Section Seal.
   Proof.
     constructor.
     - unfold delta, sealed_delta, makeDelta; cbn. rewrite vv_set_same, (pd_sealed _ _ _ _ Hp). assumption.
-    - intros c i k es E. unfold delta, sealed_delta, makeDelta in E; cbn in E.
+    - intros c i k es E. unfold delta, sealed_delta, carried, makeDelta in E; cbn in E.
       destruct (rep_outbox r c i k); inversion E; subst. apply (pd_ordered _ _ _ _ Hp).
-    - intros c i k es e E He. unfold delta, sealed_delta, makeDelta in E; cbn in E.
+    - intros c i k es e E He. unfold delta, sealed_delta, carried, makeDelta in E; cbn in E.
       destruct (rep_outbox r c i k); inversion E; subst. rewrite seal_observed.
       destruct (pd_entries _ _ _ _ Hp c i k e He) as [I|[N1 [N2 N3]]].
       + destruct (seal_s0_entry c i k e I) as [Hv _]. apply ctx_of_vv_spec in Hv as [_ Hv].
         unfold vv_set. destruct (Nat.eqb_spec (replica (dot e)) (rep_id r)) as [Er|]; [|assumption].
         rewrite Er in Hv. lia.
       + rewrite N1, vv_set_same. assumption.
-    - intros c i k es e E He. unfold delta, sealed_delta, makeDelta in E; cbn in E.
+    - intros c i k es e E He. unfold delta, sealed_delta, carried, makeDelta in E; cbn in E.
       destruct (rep_outbox r c i k); inversion E; subst.
       destruct (pd_entries _ _ _ _ Hp c i k e He) as [I|[N1 [N2 N3]]].
       + apply (sb_pos _ _ Hb c i k e I).

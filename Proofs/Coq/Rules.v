@@ -115,7 +115,7 @@ Lemma sealed_delta_slot r V u seq c i k :
                                (ownContext (sealed_delta r V u seq)))
   else emptySlot.
 Proof.
-  rewrite delta_state_slot. unfold sealed_delta at 1, makeDelta at 1; cbn [records].
+  rewrite delta_state_slot. unfold carried, sealed_delta at 1, makeDelta at 1; cbn [records whole].
   destruct (rep_outbox r c i k); reflexivity.
 Qed.
 
