@@ -211,6 +211,13 @@ enum SlotIO {
         return slots
     }
 
+    /// Whether nothing waits to be sealed: one indexed probe per table.
+    static func outboxIsEmpty(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT NOT EXISTS (SELECT 1 FROM concord_fields WHERE dirty > 0) AND NOT EXISTS (SELECT 1 FROM concord_outbox)
+            """)) ?? false
+    }
+
     /// The records purged since the last seal (up to `upTo`): the next delta ships them whole.
     static func wholeRecords(_ db: Database, upTo: UInt64 = .max) throws -> Set<RecordRef> {
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id FROM concord_outbox WHERE kind = ? AND hlc <= ?"),

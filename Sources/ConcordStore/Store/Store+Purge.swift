@@ -87,7 +87,7 @@ extension Store {
     /// when a deletion is causally stable.
     public func stableVector(pushedSeq: UInt64) throws(ConcordError) -> VersionVector? {
         try read { db in
-            guard try SlotIO.outbox(db).isEmpty, try meta(db, "sealed_seq") == pushedSeq else { return nil }
+            guard try SlotIO.outboxIsEmpty(db), try meta(db, "sealed_seq") == pushedSeq else { return nil }
             var vector = try SlotIO.context(db)
             vector[replicaID] = try meta(db, "sealed_up_to")
             return vector

@@ -354,7 +354,7 @@ extension Store {
     ///   only sealed changes (see ``ConcordCore/Replica/snapshot``); call ``seal()`` first.
     public func exportSnapshot() throws(ConcordError) -> StoreState {
         try read { db in
-            guard try SlotIO.outbox(db).isEmpty else {
+            guard try SlotIO.outboxIsEmpty(db) else {
                 throw ConcordError(.invalidOperation, "local changes are not sealed yet; seal (push) before exporting a snapshot")
             }
             return try SlotIO.state(db)
