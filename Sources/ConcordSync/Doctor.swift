@@ -325,9 +325,7 @@ extension SyncEngine {
         var known = try store.appliedSeqs()
         known[me] = max(known[me] ?? 0, try pushedSeq())
         for head in scan.readHeads.values.flatMap(\.values) {
-            for (id, seq) in head.applied {
-                if let replica = ReplicaID(hex: id) { known[replica] = max(known[replica] ?? 0, seq) }
-            }
+            known.merge(Head.replicaKeyed(head.applied), uniquingKeysWith: max)
         }
         known = known.filter { $0.value > 0 }
         let replicas = Set(scan.heads.keys).union(scan.deltas.keys).union(scan.snapshots.keys).union(known.keys)

@@ -31,6 +31,21 @@ public struct Head: Codable, Hashable, Sendable {
     /// the deleted record's metadata can be purged. Absent while it had unsealed changes.
     public var stable: [String: UInt64]?
 
+    /// Replica-keyed values as heads hold them: keyed by the replica's 32 hex digits.
+    static func hexKeyed(_ values: [ReplicaID: UInt64]) -> [String: UInt64] {
+        Dictionary(uniqueKeysWithValues: values.map { ($0.key.description, $0.value) })
+    }
+
+    /// The values of a head's hex-keyed map whose keys are replica ids (others, which
+    /// Concord never writes, are passed over).
+    static func replicaKeyed(_ values: [String: UInt64]) -> [ReplicaID: UInt64] {
+        var result: [ReplicaID: UInt64] = [:]
+        for (id, value) in values {
+            if let replica = ReplicaID(hex: id) { result[replica] = value }
+        }
+        return result
+    }
+
     func json() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

@@ -37,11 +37,7 @@ extension SyncEngine {
                 report.skipped = "the head of replica \(replica) does not say what it had sealed"
                 return report
             }
-            var vector = VersionVector()
-            for (id, hlc) in stable {
-                guard let origin = ReplicaID(hex: id) else { continue }
-                vector[origin] = hlc
-            }
+            let vector = VersionVector(Head.replicaKeyed(stable))
             guard applied.dominates(vector) else {
                 report.skipped = "replica \(replica) had applied changes this replica has not yet"
                 return report

@@ -82,55 +82,56 @@ extension SyncEngine {
     }
 
     /// Writes this replica's head at its pushed seq unless the newest one written already
-    /// says everything it would say (``advertisement(pushed:)``) and is younger than an
-    /// eighth of ``retention`` — so a replica that syncs is never taken for a silent one.
-    /// Returns whether it wrote one.
+    /// says everything it would say (``advertisement(of:)``) and is younger than an eighth
+    /// of ``retention`` — so a replica that syncs is never taken for a silent one. Returns
+    /// whether it wrote one.
     func refreshHead() async throws(ConcordError) -> Bool {
-        let pushed = try pushedSeq()
-        let now = clock.millisecondsSinceEpoch()
+        let head = try currentHead(seq: try pushedSeq())
         let written = UInt64(try store.syncValue(SyncKey.headWrittenAt) ?? "0") ?? 0
-        let recent = written <= now && now - written <= retention / 8
-        guard try store.syncValue(SyncKey.headAdvertised) != (try advertisement(pushed: pushed)) || !recent else { return false }
-        try await putHead(seq: pushed)
+        let recent = written <= head.syncedAt && head.syncedAt - written <= retention / 8
+        guard try store.syncValue(SyncKey.headAdvertised) != Self.advertisement(of: head) || !recent else { return false }
+        try await put(head)
         return true
     }
 
-    /// What a head at `pushed` says, but for its time: the pushed seq, the applied seqs,
-    /// the newest snapshot, the replicas retired here and the stable vector.
-    func advertisement(pushed: UInt64) throws(ConcordError) -> String {
-        let applied = try store.appliedSeqs().sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-        let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-        let stable = try store.stableVector(pushedSeq: pushed).map { vector in
-            vector.sorted.map { "\($0.replica):\($0.hlc)" }.joined(separator: ",")
-        } ?? "-"
-        return "\(pushed)|\(applied)|\(try snapshotSeq())|\(retired)|\(stable)"
+    /// Writes the head `heads/<replica>-<seq>` as this replica would now.
+    func putHead(seq: UInt64) async throws(ConcordError) {
+        try await put(try currentHead(seq: seq))
     }
 
-    /// Writes the head `heads/<replica>-<seq>` and records what it says; a failed put
-    /// forgets it, since it may have torn the head that was there.
-    func putHead(seq: UInt64) async throws(ConcordError) {
-        var applied: [String: UInt64] = [:]
-        for (replica, appliedSeq) in try store.appliedSeqs() { applied[replica.description] = appliedSeq }
-        var vector: [String: UInt64] = [:]
-        for (replica, hlc) in try store.versionVector().entries { vector[replica.description] = hlc }
+    /// The head this replica would write at `seq` now: what it applied, the replicas it
+    /// retired, its newest snapshot and its stable vector.
+    private func currentHead(seq: UInt64) throws(ConcordError) -> Head {
         var head = Head(
             replica: store.replicaID.description, seq: seq, device: try store.name(),
-            syncedAt: clock.millisecondsSinceEpoch(), applied: applied, vector: vector)
+            syncedAt: clock.millisecondsSinceEpoch(), applied: Head.hexKeyed(try store.appliedSeqs()),
+            vector: Head.hexKeyed(try store.versionVector().entries))
         let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) }
         if !retired.isEmpty { head.retired = retired }
         let snapshot = try snapshotSeq()
         if snapshot > 0 { head.snapshot = snapshot }
-        if let stable = try store.stableVector(pushedSeq: seq) {
-            head.stable = Dictionary(uniqueKeysWithValues: stable.entries.map { ($0.key.description, $0.value) })
-        }
-        let path = RemoteLayout.head(store.replicaID, seq: seq)
+        head.stable = try store.stableVector(pushedSeq: seq).map { Head.hexKeyed($0.entries) }
+        return head
+    }
+
+    /// What a head says, but for its time: its JSON without `syncedAt`.
+    static func advertisement(of head: Head) -> String {
+        var timeless = head
+        timeless.syncedAt = 0
+        return String(decoding: timeless.json(), as: UTF8.self)
+    }
+
+    /// Puts `head` and records what it says; a failed put forgets it, since it may have
+    /// torn the head that was there.
+    private func put(_ head: Head) async throws(ConcordError) {
+        let path = RemoteLayout.head(store.replicaID, seq: head.seq)
         do {
             try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
         } catch {
             try store.setSyncValue(SyncKey.headAdvertised, nil)
             throw error
         }
-        try store.setSyncValue(SyncKey.headAdvertised, try advertisement(pushed: seq))
+        try store.setSyncValue(SyncKey.headAdvertised, Self.advertisement(of: head))
         try store.setSyncValue(SyncKey.headWrittenAt, String(head.syncedAt))
     }
 }

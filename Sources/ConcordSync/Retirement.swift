@@ -33,12 +33,8 @@ extension SyncEngine {
             if let head = try? await readHead(replica, seq: seq) { read[replica] = head }
         }
         // Retirements are kept in heads, so they reach every replica; the latest one wins.
-        var retiredAt: [ReplicaID: UInt64] = [:]
-        let own = try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) }
-        for (id, at) in read.values.flatMap({ ($0.retired ?? [:]).map { $0 } }) + own.map({ $0 }) {
-            guard let replica = ReplicaID(hex: id) else { continue }
-            retiredAt[replica] = max(retiredAt[replica] ?? 0, at)
-        }
+        var retiredAt = Head.replicaKeyed(try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) })
+        for head in read.values { retiredAt.merge(Head.replicaKeyed(head.retired ?? [:]), uniquingKeysWith: max) }
         let now = clock.millisecondsSinceEpoch()
         var standings: [ReplicaID: Standing] = [:]
         for (replica, seq) in heads.latest {

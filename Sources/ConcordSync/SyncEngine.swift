@@ -239,7 +239,7 @@ enum SyncKey {
     static let pushedSeq = "push.seq"
     /// The seq named by the newest own snapshot.
     static let snapshotSeq = "snapshot.seq"
-    /// What the newest own head written says (``SyncEngine/advertisement(pushed:)``).
+    /// What the newest own head written says (``SyncEngine/advertisement(of:)``).
     static let headAdvertised = "head.advertised"
     /// When the newest own head was written.
     static let headWrittenAt = "head.writtenAt"
