@@ -8,6 +8,11 @@ import ConcordStore
 public struct CompactionReport: Hashable, Sendable {
     /// The snapshot written first, if one was needed.
     public var snapshot: String?
+    /// Another replica's snapshot that covered this replica's batches well enough (all but
+    /// ``SyncEngine/snapshotSlack`` at most) that none was written.
+    public var sharedSnapshot: String?
+    /// This replica's snapshots deleted because another one on the remote supersedes them.
+    public var droppedSnapshots: [String] = []
     /// The newest own seq every replica with a head had applied.
     public var appliedEverywhere: UInt64 = 0
     /// This replica's batches deleted.
@@ -53,34 +58,53 @@ extension SyncEngine {
     }
 
     func compactBatches(batchGracePeriod: UInt64?, standings: [ReplicaID: Standing], into report: inout CompactionReport) async throws(ConcordError) {
+        let me = store.replicaID
         let pushed = try pushedSeq()
-        // 1. A snapshot covering every pushed batch (one set of bytes per name: written only
-        //    when the seq moved past the last one).
-        if try snapshotSeq() < pushed {
-            report.snapshot = try await writeSnapshot()
-        }
-        let covered = try snapshotSeq()
-        // Only a snapshot that is there and opens covers anything (a put may have been lost).
         var unused = SyncReport()
-        guard covered > 0, try await fetchSnapshot(RemoteLayout.snapshot(store.replicaID, seq: covered), into: &unused) != nil else {
-            report.snapshotMissing = true
-            return
+        var snapshots = try await snapshotsOnRemote(into: &unused)
+        var covered = snapshots.compactMap { $0.covers?[me] }.max() ?? 0
+        // 1. A snapshot covering every pushed batch — unless another replica's already
+        //    leaves at most `snapshotSlack` of them out: then it is shared, and the fleet
+        //    keeps a copy or two of the state rather than two per replica. One set of bytes
+        //    per name: written only when the seq moved past the last one.
+        let shared = snapshots.first { $0.writer != me && $0.covers != nil && pushed - min(pushed, $0.covers?[me] ?? 0) <= snapshotSlack }
+        if try snapshotSeq() < pushed {
+            if let shared {
+                report.sharedSnapshot = shared.path
+            } else if covered < pushed {
+                report.snapshot = try await writeSnapshot()
+            }
         }
+        let own = try snapshotSeq()
+        if own > covered {
+            // Only a snapshot that is there and opens covers anything (a put may have been lost).
+            let path = RemoteLayout.snapshot(me, seq: own)
+            if let covers = try await coverage(of: path, into: &unused) {
+                snapshots.removeAll { $0.path == path }
+                snapshots.append(RemoteSnapshot(path: path, writer: me, seq: own, modified: clock.millisecondsSinceEpoch(), covers: covers))
+                covered = max(covered, covers[me] ?? 0)
+            } else if own == pushed {
+                report.snapshotMissing = true
+            }
+        }
+        try store.setSyncValue(SyncKey.snapshotCovered, String(covered))
+        report.droppedSnapshots = try await dropSupersededSnapshots(snapshots)
+        guard covered > 0 else { return }
         // 2. What every active replica has applied of ours (retired ones join a snapshot
         //    if they come back; an unreadable head counts as having applied nothing).
         var everywhere = covered
-        for (replica, standing) in standings where replica != store.replicaID {
+        for (replica, standing) in standings where replica != me {
             switch standing.status {
-            case .active: everywhere = min(everywhere, standing.head?.applied[store.replicaID.description] ?? 0)
+            case .active: everywhere = min(everywhere, standing.head?.applied[me.description] ?? 0)
             case .silent, .forgotten: report.retiredReplicas.append(replica)
             }
         }
         report.retiredReplicas.sort()
         report.appliedEverywhere = everywhere
-        // 3. Delete: applied everywhere, or past the grace period; always within the snapshot.
+        // 3. Delete: applied everywhere, or past the grace period; always within a snapshot.
         let now = clock.millisecondsSinceEpoch()
-        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(store.replicaID)) {
-            guard case let .delta(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID, seq <= covered else { continue }
+        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
+            guard case let .delta(replica, seq)? = RemoteLayout.parse(object.path), replica == me, seq <= covered else { continue }
             let old = batchGracePeriod.map { grace in (object.modified ?? now) + grace < now } ?? false
             guard seq <= everywhere || old else { continue }
             try await remote.delete(object.path)
@@ -93,21 +117,42 @@ extension SyncEngine {
         let previous = (try store.syncValue(SyncKey.sealedToForget) ?? "").split(separator: ",").compactMap { UInt64($0) }
         try store.forgetSealedDeltas(previous)
         try store.setSyncValue(SyncKey.sealedToForget, report.deletedBatches.map(String.init).joined(separator: ","))
-        try await dropOlderSnapshot()
     }
 
-    /// Deletes this replica's snapshots older than its newest once the newest is old enough
-    /// that every listing shows it (two upload deadlines): the older one only served readers
-    /// that listed it before the newest appeared, and a reader that misses it tries the
-    /// next. So a store keeps one snapshot per replica, two for a while after each new one.
-    func dropOlderSnapshot() async throws(ConcordError) {
-        let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> (seq: UInt64, modified: UInt64?)? in
-            if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { (seq, object.modified) } else { nil }
-        }.sorted { $0.seq < $1.seq }
-        guard let newest = mine.last, let modified = newest.modified else { return }
+    /// Deletes this replica's snapshots that another one on the remote supersedes: a
+    /// readable snapshot covering at least as much of every origin (between equal ones, the
+    /// greater name wins), old enough that every listing shows it (two upload deadlines).
+    /// Whatever a lagging replica could catch up on from the deleted one, it can from the
+    /// superseding one, so the batches deleted because of it stay covered: a snapshot is
+    /// only ever deleted for one that outranks it, so a chain of such deletions ends at one
+    /// that is there. A reader that listed the deleted one tries the next. So the remote
+    /// keeps a snapshot or two in all, plus those of replicas that stopped compacting.
+    func dropSupersededSnapshots(_ snapshots: [RemoteSnapshot]) async throws(ConcordError) -> [String] {
+        var dropped: [String] = []
+        let me = store.replicaID
         let now = clock.millisecondsSinceEpoch()
-        guard modified <= now, now - modified >= 2 * uploadDeadline else { return }
-        for older in mine.dropLast() { try await remote.delete(RemoteLayout.snapshot(store.replicaID, seq: older.seq)) }
+        let settled = snapshots.compactMap { snapshot -> (path: String, covers: [ReplicaID: UInt64])? in
+            guard let covers = snapshot.covers, let modified = snapshot.modified, modified <= now, now - modified >= 2 * uploadDeadline else { return nil }
+            return (snapshot.path, covers)
+        }
+        // One that does not open serves nobody: it counts as covering its own seq at most.
+        for candidate in snapshots where candidate.writer == me {
+            let covers = candidate.covers ?? [me: candidate.seq]
+            if settled.contains(where: { $0.path != candidate.path && Self.outranks($0.covers, $0.path, covers, candidate.path) }) {
+                try await remote.delete(candidate.path)
+                dropped.append(candidate.path)
+            }
+        }
+        return dropped.sorted()
+    }
+
+    /// Whether snapshot `a` supersedes snapshot `b`: it covers at least as much of every
+    /// origin, and more of one — or, covering the same, has the greater name. A strict order,
+    /// so two snapshots never supersede each other.
+    static func outranks(_ a: [ReplicaID: UInt64], _ aPath: String, _ b: [ReplicaID: UInt64], _ bPath: String) -> Bool {
+        guard b.allSatisfy({ (a[$0.key] ?? 0) >= $0.value }) else { return false }
+        let more = a.contains { (b[$0.key] ?? 0) < $0.value }
+        return more || aPath > bPath
     }
 
     /// Forgets when files were uploaded once that is older than the upload deadline: such a
@@ -120,31 +165,34 @@ extension SyncEngine {
         }
     }
 
-    /// Joins the newest snapshot of `origin` that covers its batch `seq`, for a replica
-    /// whose next batch was compacted away. Returns whether it joined one.
+    /// Joins the newest snapshot — of any replica — that covers batch `seq` of `origin`, for
+    /// a replica whose next batch of it was compacted away. Returns whether it joined one.
     func catchUp(origin: ReplicaID, seq: UInt64, into report: inout SyncReport) async throws(ConcordError) -> Bool {
-        let candidates = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
-            if case let .snapshot(replica, snapshotSeq)? = RemoteLayout.parse(object.path), replica == origin, snapshotSeq >= seq { snapshotSeq } else { nil }
-        }.sorted(by: >)
-        for candidate in candidates {
-            let path = RemoteLayout.snapshot(origin, seq: candidate)
-            guard let snapshot = try await fetchSnapshot(path, into: &report),
-                  (snapshot.appliedSeqs[origin] ?? 0) >= seq else { continue }
-            if try await join(snapshot, path: path, into: &report) { return true }
+        for listed in try await listSnapshots() {
+            // What a snapshot read before covers is known without fetching it again.
+            if let known = try knownCoverage(of: listed.path), (known[origin] ?? 0) < seq { continue }
+            guard let snapshot = try await fetchSnapshot(listed.path, into: &report), (snapshot.appliedSeqs[origin] ?? 0) >= seq else { continue }
+            if try await join(snapshot, path: listed.path, into: &report) { return true }
         }
         return false
     }
 
     /// Fetches, authenticates and decodes the snapshot at `path`; nil when it is not there or
-    /// fails to open (recorded in the report: it is treated as not there).
+    /// fails to open (recorded in the report: it is treated as not there). Remembers what
+    /// it covers.
     func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> (state: StoreState, appliedSeqs: [ReplicaID: UInt64])? {
         guard let sealed = try await remote.get(path) else { return nil }
+        let snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64])
         do {
-            return try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+            snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
         } catch {
             report.rejected.append("\(path): \(error.message)")
             return nil
         }
+        // A name never gets other bytes: what it covers is remembered (``knownCoverage(of:)``).
+        let encoded = snapshot.appliedSeqs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+        try store.setSyncValue(SyncKey.coversPrefix + path, encoded)
+        return snapshot
     }
 
     /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet.

@@ -64,7 +64,7 @@ public struct DoctorFinding: Hashable, Sendable {
         public static let malformed = Kind("malformed")
         /// It was written in a format version this release cannot read.
         public static let newerFormat = Kind("newerFormat")
-        /// A gap in a replica's batch sequence that no snapshot of that replica covers:
+        /// A gap in a replica's batch sequence that no readable snapshot (any replica's) covers:
         /// replicas that have not applied it cannot apply anything newer from that replica.
         public static let missingBatch = Kind("missingBatch")
         /// A replica has batches (or others applied its batches) but no head: the others
@@ -272,7 +272,8 @@ extension SyncEngine {
             scan.report.objects.snapshots += 1
             do throws(ConcordError) {
                 let snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
-                scan.coverage[replica] = max(scan.coverage[replica] ?? 0, snapshot.appliedSeqs[replica] ?? 0)
+                // A snapshot covers the batches of every origin it contains, not just its writer's.
+                scan.coverage.merge(snapshot.appliedSeqs, uniquingKeysWith: max)
                 let entries = snapshot.state.records.values.lazy.flatMap { $0.slots.values.lazy.flatMap(\.entries) }
                 for (hash, writer) in Self.fileReferences(in: entries) {
                     scan.reference(BlobName.keyedName(for: hash, key: keys.blobNames), hash, writer, by: path)
@@ -724,7 +725,7 @@ struct DoctorScan {
     var snapshots: [ReplicaID: Set<UInt64>] = [:]
     var readHeads: [ReplicaID: [UInt64: Head]] = [:]
     var readDeltas: [ReplicaID: Set<UInt64>] = [:]
-    /// Per replica, the newest own seq a readable snapshot of it covers.
+    /// Per replica, the newest seq of it a readable snapshot (of any replica) covers.
     var coverage: [ReplicaID: UInt64] = [:]
     var blobs: Set<String> = []
     var damagedBlobs: [String: ConcordError] = [:]

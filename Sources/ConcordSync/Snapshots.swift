@@ -81,6 +81,59 @@ extension SyncEngine {
         return path
     }
 
+    /// A snapshot on the remote: its writer, the seq in its name, when it was written, and
+    /// per origin the seq of the newest delta it contains (nil: not there, or does not open).
+    struct RemoteSnapshot: Sendable {
+        let path: String
+        let writer: ReplicaID
+        let seq: UInt64
+        let modified: UInt64?
+        var covers: [ReplicaID: UInt64]?
+    }
+
+    /// The snapshots listed on the remote, newest first; what each covers is not read yet.
+    func listSnapshots() async throws(ConcordError) -> [RemoteSnapshot] {
+        var snapshots: [RemoteSnapshot] = []
+        for object in try await remote.list(prefix: RemoteLayout.snapshotsPrefix) {
+            guard case let .snapshot(writer, seq)? = RemoteLayout.parse(object.path) else { continue }
+            snapshots.append(RemoteSnapshot(path: object.path, writer: writer, seq: seq, modified: object.modified, covers: nil))
+        }
+        return snapshots.sorted { ($0.modified ?? 0, $0.path) > ($1.modified ?? 0, $1.path) }
+    }
+
+    /// The snapshots listed on the remote, newest first, with what each covers.
+    func snapshotsOnRemote(into report: inout SyncReport) async throws(ConcordError) -> [RemoteSnapshot] {
+        var snapshots = try await listSnapshots()
+        for index in snapshots.indices {
+            snapshots[index].covers = try await coverage(of: snapshots[index].path, into: &report)
+        }
+        // What snapshots no longer listed covered is not needed any more.
+        let listed = Set(snapshots.map(\.path))
+        for (path, _) in try store.syncValues(prefix: SyncKey.coversPrefix) where !listed.contains(path) {
+            try store.setSyncValue(SyncKey.coversPrefix + path, nil)
+        }
+        return snapshots
+    }
+
+    /// Per origin, the seq of the newest delta the snapshot at `path` contains; nil when it
+    /// is not there or does not open. A name never gets other bytes, so each snapshot is
+    /// read once for this and the answer remembered.
+    func coverage(of path: String, into report: inout SyncReport) async throws(ConcordError) -> [ReplicaID: UInt64]? {
+        if let known = try knownCoverage(of: path) { return known }
+        return try await fetchSnapshot(path, into: &report)?.appliedSeqs
+    }
+
+    /// What the snapshot at `path` covers, if it was read before.
+    func knownCoverage(of path: String) throws(ConcordError) -> [ReplicaID: UInt64]? {
+        guard let known = try store.syncValue(SyncKey.coversPrefix + path) else { return nil }
+        var covers: [ReplicaID: UInt64] = [:]
+        for pair in known.split(separator: ",") {
+            let parts = pair.split(separator: "=")
+            if parts.count == 2, let replica = ReplicaID(hex: parts[0]), let seq = UInt64(parts[1]) { covers[replica] = seq }
+        }
+        return covers
+    }
+
     /// A replica that has applied nothing joins the newest readable snapshot first.
     func bootstrapIfNew(into report: inout SyncReport) async throws(ConcordError) {
         guard try store.appliedSeqs().isEmpty, try store.sealedSeq() == 0 else { return }

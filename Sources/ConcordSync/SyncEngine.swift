@@ -22,6 +22,9 @@ public actor SyncEngine {
     let keys: Keys
     let storeID: StoreID
     let snapshotEvery: UInt64?
+    /// Compaction shares another replica's snapshot, instead of writing one, when it leaves
+    /// at most this many of this replica's pushed batches out (they wait for the next).
+    public nonisolated let snapshotSlack: UInt64
     /// How long a replica may stay silent (no head written) before the others treat it as
     /// retired: excluded from "every active replica has applied" (DESIGN.md §4).
     public nonisolated let retention: UInt64
@@ -59,14 +62,17 @@ public actor SyncEngine {
     /// sync against a remote deleted and re-created (another id) is refused.
     /// `snapshotEvery`: after a push, write a snapshot once this many batches have been
     /// pushed since the last one (nil: only when asked, or by ``compact(batchGracePeriod:)``).
+    /// `snapshotSlack`: compaction shares another replica's snapshot when it leaves at most
+    /// this many of this replica's batches out (0: a replica always writes its own).
     /// `retention`: silence after which a replica counts as retired (default 90 days).
     /// `blobGracePeriod`: the least age of a remote file collection deletes (default 7 days).
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
         clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64,
-        retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day
+        snapshotSlack: UInt64 = 4, retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day
     ) {
         self.snapshotEvery = snapshotEvery
+        self.snapshotSlack = snapshotSlack
         self.retention = retention
         self.blobGracePeriod = blobGracePeriod
         self.store = store
@@ -154,7 +160,7 @@ public actor SyncEngine {
         if mode != .pullOnly {
             try await push(into: &report, progress: emit)
             let pushed = try pushedSeq()
-            if let every = snapshotEvery, pushed >= (try snapshotSeq()) + every, try store.pendingChangeCount() == 0 {
+            if let every = snapshotEvery, pushed >= (try snapshotCovered()) + every, try store.pendingChangeCount() == 0 {
                 report.snapshot = try await writeSnapshot()
             }
         }
@@ -228,6 +234,11 @@ public actor SyncEngine {
     func snapshotSeq() throws(ConcordError) -> UInt64 {
         UInt64(try store.syncValue(SyncKey.snapshotSeq) ?? "0") ?? 0
     }
+
+    /// The newest own seq a snapshot covers, its own or a shared one compaction found.
+    func snapshotCovered() throws(ConcordError) -> UInt64 {
+        max(try snapshotSeq(), UInt64(try store.syncValue(SyncKey.snapshotCovered) ?? "0") ?? 0)
+    }
 }
 
 /// The sync engine's own values in a store (``ConcordStore/Store/syncValue(_:)``), named in
@@ -239,6 +250,10 @@ enum SyncKey {
     static let pushedSeq = "push.seq"
     /// The seq named by the newest own snapshot.
     static let snapshotSeq = "snapshot.seq"
+    /// The newest own seq a readable snapshot on the remote covered at the last compaction.
+    static let snapshotCovered = "snapshot.covered"
+    /// `covers.<path>`: per origin, the newest seq the snapshot at `path` contains.
+    static let coversPrefix = "covers."
     /// What the newest own head written says (``SyncEngine/advertisement(of:)``).
     static let headAdvertised = "head.advertised"
     /// When the newest own head was written.

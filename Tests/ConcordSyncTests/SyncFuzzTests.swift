@@ -46,6 +46,7 @@ import Testing
             for kind in [
                 "write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches",
                 "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned",
+                "sharedSnapshot", "droppedSnapshots",
             ] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
@@ -122,7 +123,7 @@ final class FuzzRun {
         // still exceeds deadline + staleness + the ±1 day skew (DESIGN.md §4).
         engines.append(SyncEngine(
             store: store, remote: faulty, key: key, storeID: storeID, clock: clock, snapshotEvery: 3,
-            retention: 10 * Self.day, blobGracePeriod: 5 * Self.day))
+            snapshotSlack: UInt64(random.int(0...3)), retention: 10 * Self.day, blobGracePeriod: 5 * Self.day))
     }
 
     func run() async throws -> [String] {
@@ -181,10 +182,12 @@ final class FuzzRun {
                 try logSealed(r)
                 do {
                     let report = try await compact(r)
-                    trace.log("r\(r) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), retired \(report.retiredReplicas.count)")
+                    trace.log("r\(r) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), shared \(report.sharedSnapshot ?? "-"), dropped \(report.droppedSnapshots), files \(report.files.deletedFiles.count), retired \(report.retiredReplicas.count)")
                     stats.count("compact")
                     stats.count("deletedBatches", report.deletedBatches.count)
                     stats.count("collectedFiles", report.files.deletedFiles.count)
+                    stats.count("sharedSnapshot", report.sharedSnapshot == nil ? 0 : 1)
+                    stats.count("droppedSnapshots", report.droppedSnapshots.count)
                     stats.count("retired", report.retiredReplicas.count)
                     retired.formUnion(report.retiredReplicas)
                 } catch {
@@ -258,9 +261,11 @@ final class FuzzRun {
                 do {
                     try await engines[index].sync()
                     let report = try await compact(index)
-                    trace.log("week \(week): r\(index) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), files \(report.files.deletedFiles.count), awaiting \(report.files.awaitingFiles)\(report.files.skipped.map { ", skipped: \($0)" } ?? "")")
+                    trace.log("week \(week): r\(index) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), shared \(report.sharedSnapshot ?? "-"), dropped \(report.droppedSnapshots), files \(report.files.deletedFiles.count), awaiting \(report.files.awaitingFiles)\(report.files.skipped.map { ", skipped: \($0)" } ?? "")")
                     stats.count("deletedBatches", report.deletedBatches.count)
                     stats.count("collectedFiles", report.files.deletedFiles.count)
+                    stats.count("sharedSnapshot", report.sharedSnapshot == nil ? 0 : 1)
+                    stats.count("droppedSnapshots", report.droppedSnapshots.count)
                 } catch {
                     trace.log("week \(week): r\(index) upkeep failed: \(error)")
                 }

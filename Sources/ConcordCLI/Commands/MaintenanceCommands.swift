@@ -49,8 +49,11 @@ struct Compact: AsyncParsableCommand {
         }
         var lines: [String] = []
         if let compaction {
-            lines.append("remote: \(compaction.snapshot.map { "wrote \($0); " } ?? "")deleted \(compaction.deletedBatches.count) own batch\(compaction.deletedBatches.count == 1 ? "" : "es") (applied everywhere up to seq \(compaction.appliedEverywhere))")
-            if compaction.snapshotMissing { lines.append("remote: this replica's newest snapshot is missing or damaged, so no batch was deleted; it is written again after the next push") }
+            lines.append("remote: \(compaction.snapshot.map { "wrote \($0); " } ?? "")\(compaction.sharedSnapshot.map { "shared \($0) (another replica's, covering this one's batches); " } ?? "")deleted \(compaction.deletedBatches.count) own batch\(compaction.deletedBatches.count == 1 ? "" : "es") (applied everywhere up to seq \(compaction.appliedEverywhere))")
+            if compaction.snapshotMissing { lines.append("remote: this replica's newest snapshot is missing or damaged, so no batch it alone covers was deleted; it is written again after the next push") }
+            if !compaction.droppedSnapshots.isEmpty {
+                lines.append("remote: deleted \(compaction.droppedSnapshots.count) own snapshot\(compaction.droppedSnapshots.count == 1 ? "" : "s") a newer one supersedes: \(compaction.droppedSnapshots.joined(separator: ", "))")
+            }
             if !compaction.retiredReplicas.isEmpty {
                 lines.append("remote: not waiting for \(compaction.retiredReplicas.count) retired replica\(compaction.retiredReplicas.count == 1 ? "" : "s"): \(compaction.retiredReplicas.map(\.description).joined(separator: ", "))")
             }
@@ -71,6 +74,8 @@ struct Compact: AsyncParsableCommand {
                 ("localFilesDeleted", .int(Int64(deleted.count))), ("bytesFreed", .uint(freed)),
                 ("remoteTemporariesDeleted", swept.map { .int(Int64($0)) } ?? .null),
                 ("snapshotWritten", compaction?.snapshot.map { .string($0) } ?? .null),
+                ("snapshotShared", compaction?.sharedSnapshot.map { .string($0) } ?? .null),
+                ("snapshotsDropped", .array((compaction?.droppedSnapshots ?? []).map { .string($0) })),
                 ("batchesDeleted", .int(Int64(compaction?.deletedBatches.count ?? 0))),
                 ("snapshotMissing", .bool(compaction?.snapshotMissing ?? false)),
                 ("retiredReplicas", .array((compaction?.retiredReplicas ?? []).map { .string($0.description) })),
