@@ -132,7 +132,7 @@ mutants() {
   echo "== mutants: every run must report errors > 0 (the bug is caught)"
   local m
   for m in NO_GRACE COMPACT_UNSAFE COMPACT_ALL_APPLIED BATCH_BEFORE_BLOBS HEAD_BEFORE_BATCH \
-           NO_DEADLINE SNAP_NO_REPUT NO_CAUSAL JOIN_OVERWRITE RESEAL; do
+           NO_DEADLINE SNAP_NO_REPUT NO_CAUSAL JOIN_OVERWRITE RESEAL DROP_UNCOVERED; do
     job "MUTANT_$m" fail "$CFG_A -DMUTANT_$m" "$QUICK" ""
   done
   # a relaxed modelling assumption: the collector acts on a stale decision
@@ -149,6 +149,7 @@ vacuity() {
     job "REACH_$n" fail "$CFG_A -DREACH=$n" "$QUICK" ""
   done
   job "REACH_10.cfgB" fail "$CFG_B -DREACH=10" "$QUICK" ""
+  job "REACH_18.cfgD" fail "$CFG_D -DREACH=18" "$QUICK" ""
   run_all
 }
 

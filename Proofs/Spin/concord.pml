@@ -132,7 +132,8 @@
  *   11 a batch waits for its dependencies  12 a join replaces a compacted batch
  *   13 compaction deletes a batch some replica has not applied
  *   14 a lagging replica writes a snapshot 15 a torn blob
- *   16 a slow tick overtakes an upload     17 a terminal state after 2 faults */
+ *   16 a slow tick overtakes an upload     17 a terminal state after 2 faults
+ *   18 a replica drops its own snapshot for another replica's (config D) */
 #ifdef REACH
 #define REACHED(n) assert(REACH != (n))
 #else
@@ -499,6 +500,33 @@ inline snap_done(r) {
                      || COVERS(r,10))
 #endif
 
+/* ====================================================================== */
+/* DROP (DESIGN.md 4, shared snapshots): a replica deletes its own        */
+/* snapshot that another one supersedes -- authentic, settled (every      */
+/* listing shows it: not fresh), covering at least as much of every       */
+/* origin, and more of one or, covering the same, with the greater slot   */
+/* (the greater name).  A strict order, so no two snapshots ever delete   */
+/* each other, and the batches compacted because of the dropped one stay */
+/* covered.  A snapshot its writer is still uploading is never dropped.   */
+/* ====================================================================== */
+#define SGEQ(a,b) (svv[SV(a,0)] >= svv[SV(b,0)] && svv[SV(a,1)] >= svv[SV(b,1)] \
+                   && svv[SV(a,2)] >= svv[SV(b,2)])
+#define SGT(a,b)  (svv[SV(a,0)] > svv[SV(b,0)] || svv[SV(a,1)] > svv[SV(b,1)] \
+                   || svv[SV(a,2)] > svv[SV(b,2)])
+#ifdef MUTANT_DROP_UNCOVERED
+/* MUTANT: drop for any settled snapshot, whatever it covers */
+#define SUPERSEDES(a,b) ((a) != (b) && snap[a] == OK && sfr[a] == 0)
+#else
+#define SUPERSEDES(a,b) ((a) != (b) && snap[a] == OK && sfr[a] == 0 && SGEQ(a,b) \
+                         && (SGT(a,b) || (a) > (b)))
+#endif
+#define SUP_ANY(b) (SUPERSEDES(0,b) || SUPERSEDES(1,b) || SUPERSEDES(2,b)  \
+                 || SUPERSEDES(4,b) || SUPERSEDES(5,b) || SUPERSEDES(6,b)     \
+                 || SUPERSEDES(8,b) || SUPERSEDES(9,b) || SUPERSEDES(10,b))
+#define SUP_ANY_OWN(r,b) (SUPERSEDES(B(r,0),b) || SUPERSEDES(B(r,1),b) || SUPERSEDES(B(r,2),b))
+#define DROPPABLE(r,b) (snap[b] == OK && !(spn[r] != 0 && PSLOT(r) == (b)) && SUP_ANY(b))
+#define CAN_DROP(r) (DROPPABLE(r,B(r,0)) || DROPPABLE(r,B(r,1)) || DROPPABLE(r,B(r,2)))
+
 /* state probes for the non-vacuity check (see REACHED) */
 inline probes() {
   for (ci : 0 .. NR-1) {
@@ -654,6 +682,20 @@ end_idle:
   :: d_step { mode[r] == SNAP && faults > 0 -> crash(r) }
   /*         deadline exceeded: restart, re-uploading the blobs */
   :: d_step { mode[r] == SNAP && !IN_TIME(r) -> put_snap_blobs(r) }
+
+  /* ---- DROP: delete one own snapshot another supersedes ---- */
+  :: d_step { mode[r] == IDLE && CAN_DROP(r) ->
+       ck = 0;
+       for (ci : 0 .. 2) {
+         if
+         :: ck == 0 && DROPPABLE(r, B(r,ci)) ->
+            /* 18: dropped for another replica's snapshot */
+            if :: !SUP_ANY_OWN(r, B(r,ci)) -> REACHED(18) :: else -> skip fi;
+            snap[B(r,ci)] = ABS; sfr[B(r,ci)] = 0; ck = 1
+         :: else -> skip
+         fi
+       };
+       ck = 0 }
 
   /* ---- COMPACT: read the snapshots and delete one own pushed batch that
    *      an authentic snapshot covers.  Read and delete are one step: a writer deletes
