@@ -131,14 +131,20 @@ extension SyncEngine {
         var dropped: [String] = []
         let me = store.replicaID
         let now = clock.millisecondsSinceEpoch()
-        let settled = snapshots.compactMap { snapshot -> (path: String, covers: [ReplicaID: UInt64])? in
+        let settled = snapshots.compactMap { snapshot -> (path: String, writer: ReplicaID, seq: UInt64, covers: [ReplicaID: UInt64])? in
             guard let covers = snapshot.covers, let modified = snapshot.modified, modified <= now, now - modified >= 2 * uploadDeadline else { return nil }
-            return (snapshot.path, covers)
+            return (snapshot.path, snapshot.writer, snapshot.seq, covers)
         }
-        // One that does not open serves nobody: it counts as covering its own seq at most.
         for candidate in snapshots where candidate.writer == me {
-            let covers = candidate.covers ?? [me: candidate.seq]
-            if settled.contains(where: { $0.path != candidate.path && Self.outranks($0.covers, $0.path, covers, candidate.path) }) {
+            let superseded: Bool
+            if let covers = candidate.covers {
+                superseded = settled.contains { $0.path != candidate.path && Self.outranks($0.covers, $0.path, covers, candidate.path) }
+            } else {
+                // One that did not open here (torn, or a bad read): what it covers is unknown,
+                // so only a newer own one — whose applied seqs can only be greater — replaces it.
+                superseded = settled.contains { $0.writer == me && $0.seq > candidate.seq }
+            }
+            if superseded {
                 try await remote.delete(candidate.path)
                 dropped.append(candidate.path)
             }
