@@ -23,6 +23,29 @@ import Testing
         #expect(try cli.dump("c") == cli.dump("a"))
     }
 
+    /// A second replica's `concord compact` shares the first one's snapshot instead of
+    /// writing its own, and still deletes its batches; the remote holds one snapshot.
+    @Test func compactSharesAnotherReplicasSnapshot() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        try cli.on("a", ["put", "games", "zelda", "title=Zelda"])
+        try cli.on("b", ["put", "games", "mario", "title=Mario"])
+        try cli.syncAll(["a", "b"])
+        let first = try cli.on("a", ["compact", "--json"]).object()
+        let written = try #require(first["snapshotWritten"] as? String)
+        let second = try cli.on("b", ["compact", "--json"]).object()
+        #expect(second["snapshotWritten"] is NSNull)
+        #expect(second["snapshotShared"] as? String == written)
+        #expect(second["snapshotsDropped"] as? [Any] != nil)
+        #expect(second["batchesDeleted"] as? Int == 1)
+        let snapshots = try FileManager.default.subpathsOfDirectory(atPath: cli.path("remote")).filter { $0.hasSuffix(written) || $0.contains("snapshots/") }
+        #expect(snapshots.count == 1 && snapshots[0].hasSuffix(written), "\(snapshots)")
+        try cli.replicas(["c"])
+        try cli.syncAll(["a", "b", "c"])
+        #expect(try cli.dump("c") == cli.dump("a"))
+    }
+
     /// `concord compact` purges a deleted record's metadata once every replica has seen
     /// the deletion, and says how many records still wait.
     @Test func compactPurgesADeletionEveryReplicaHasSeen() throws {
