@@ -195,9 +195,7 @@ extension SyncEngine {
             report.rejected.append("\(path): \(error.message)")
             return nil
         }
-        // A name never gets other bytes: what it covers is remembered (``knownCoverage(of:)``).
-        let encoded = snapshot.appliedSeqs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-        try store.setSyncValue(SyncKey.coversPrefix + path, encoded)
+        try rememberCoverage(snapshot.appliedSeqs, of: path)
         return snapshot
     }
 

@@ -72,9 +72,7 @@ extension SyncEngine {
         try await remote.put(path, sealed)
         try store.setSyncValue(SyncKey.snapshotSeq, String(seq))
         _ = try await refreshHead()  // the head names the newest snapshot
-        let mine = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).compactMap { object -> UInt64? in
-            if case let .snapshot(replica, seq)? = RemoteLayout.parse(object.path), replica == store.replicaID { seq } else { nil }
-        }.sorted()
+        let mine = try await listSnapshots().filter { $0.writer == store.replicaID }.map(\.seq).sorted()
         for old in mine.dropLast(2) where old < seq {
             try await remote.delete(RemoteLayout.snapshot(store.replicaID, seq: old))
         }
@@ -123,23 +121,25 @@ extension SyncEngine {
         return try await fetchSnapshot(path, into: &report)?.appliedSeqs
     }
 
-    /// What the snapshot at `path` covers, if it was read before.
+    /// What the snapshot at `path` covers, if it was read before (``rememberCoverage(_:of:)``).
     func knownCoverage(of path: String) throws(ConcordError) -> [ReplicaID: UInt64]? {
-        guard let known = try store.syncValue(SyncKey.coversPrefix + path) else { return nil }
-        var covers: [ReplicaID: UInt64] = [:]
-        for pair in known.split(separator: ",") {
-            let parts = pair.split(separator: "=")
-            if parts.count == 2, let replica = ReplicaID(hex: parts[0]), let seq = UInt64(parts[1]) { covers[replica] = seq }
-        }
-        return covers
+        guard let known = try store.syncValue(SyncKey.coversPrefix + path),
+              let covers = try? JSONDecoder().decode([String: UInt64].self, from: Data(known.utf8)) else { return nil }
+        return Head.replicaKeyed(covers)
+    }
+
+    /// Remembers what the snapshot at `path` covers: a name never gets other bytes.
+    func rememberCoverage(_ covers: [ReplicaID: UInt64], of path: String) throws(ConcordError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let json = try? encoder.encode(Head.hexKeyed(covers)) else { return }
+        try store.setSyncValue(SyncKey.coversPrefix + path, String(decoding: json, as: UTF8.self))
     }
 
     /// A replica that has applied nothing joins the newest readable snapshot first.
     func bootstrapIfNew(into report: inout SyncReport) async throws(ConcordError) {
         guard try store.appliedSeqs().isEmpty, try store.sealedSeq() == 0 else { return }
-        let candidates = try await remote.list(prefix: RemoteLayout.snapshotsPrefix).filter {
-            if case .snapshot? = RemoteLayout.parse($0.path) { true } else { false }
-        }.sorted { ($0.modified ?? 0, $0.path) > ($1.modified ?? 0, $1.path) }
+        let candidates = try await listSnapshots()
         // The newest that can be joined: one whose file is gone is passed over.
         for candidate in candidates {
             guard let snapshot = try await fetchSnapshot(candidate.path, into: &report) else { continue }
