@@ -243,17 +243,20 @@ extension SyncEngine {
                 failure = error
             }
             if found {
-                scan.heads[replica, default: []].insert(seq)
+                // A head counts only once it authenticates: a planted or copied name claims
+                // nothing (it is reported as damaged below).
+                if failure == nil { scan.heads[replica, default: []].insert(seq) }
                 scan.report.objects.heads += 1
             }
         case let .delta(replica, seq):
-            guard let sealed = try await remote.get(path) else {
-                found = false
-                break
-            }
-            scan.deltas[replica, default: []].insert(seq)
-            scan.report.objects.deltas += 1
+            // An object that is not a readable file, or is too large, is damage too.
             do throws(ConcordError) {
+                guard let sealed = try await remote.get(path) else {
+                    found = false
+                    break
+                }
+                scan.deltas[replica, default: []].insert(seq)
+                scan.report.objects.deltas += 1
                 let delta = try openDelta(sealed, replica: replica, seq: seq)
                 scan.readDeltas[replica, default: []].insert(seq)
                 for (hash, writer) in Self.fileReferences(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) }) {
@@ -261,17 +264,19 @@ extension SyncEngine {
                 }
             } catch {
                 guard Self.isDamage(error) else { throw error }
+                if scan.deltas[replica, default: []].insert(seq).inserted { scan.report.objects.deltas += 1 }
                 failure = error
             }
         case let .snapshot(replica, seq):
-            guard let sealed = try await remote.get(path) else {
-                found = false
-                break
-            }
-            scan.snapshots[replica, default: []].insert(seq)
-            scan.report.objects.snapshots += 1
             do throws(ConcordError) {
+                guard let sealed = try await remote.get(path) else {
+                    found = false
+                    break
+                }
+                scan.snapshots[replica, default: []].insert(seq)
+                scan.report.objects.snapshots += 1
                 let snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+                scan.readSnapshots[replica, default: []].insert(seq)
                 // A snapshot covers the batches of every origin it contains, not just its writer's.
                 scan.coverage.merge(snapshot.appliedSeqs, uniquingKeysWith: max)
                 let entries = snapshot.state.records.values.lazy.flatMap { $0.slots.values.lazy.flatMap(\.entries) }
@@ -280,6 +285,7 @@ extension SyncEngine {
                 }
             } catch {
                 guard Self.isDamage(error) else { throw error }
+                if scan.snapshots[replica, default: []].insert(seq).inserted { scan.report.objects.snapshots += 1 }
                 failure = error
             }
         case let .blob(keyedName):
@@ -331,9 +337,15 @@ extension SyncEngine {
         known = known.filter { $0.value > 0 }
         let replicas = Set(scan.heads.keys).union(scan.deltas.keys).union(scan.snapshots.keys).union(known.keys)
         for replica in replicas.sorted() {
-            var latest = max(scan.heads[replica]?.max() ?? 0, scan.deltas[replica]?.max() ?? 0, scan.snapshots[replica]?.max() ?? 0, known[replica] ?? 0)
+            // Only what authenticated counts: a name alone (a planted `…-ffffffffffffffff`)
+            // claims nothing.
+            var latest = max(
+                scan.heads[replica]?.max() ?? 0, scan.readDeltas[replica]?.max() ?? 0, scan.readSnapshots[replica]?.max() ?? 0,
+                known[replica] ?? 0)
             // Batches newer than any listing showed: walk forward while they are there.
-            while try await examine(.delta(replica: replica, seq: latest + 1), &scan) { latest += 1 }
+            while latest < .max, try await examine(.delta(replica: replica, seq: latest + 1), &scan), scan.readDeltas[replica]?.contains(latest + 1) == true {
+                latest += 1
+            }
             if (scan.heads[replica]?.max() ?? 0) < latest || scan.heads[replica] == nil {
                 try await examine(.head(replica: replica, seq: latest), &scan)
             }
@@ -558,7 +570,8 @@ extension SyncEngine {
             } else if finding.kind == .unannouncedBatch, finding.replica == me {
                 needed = true
                 if case let .delta(_, batch)? = RemoteLayout.parse(finding.path), batch <= seq { fixedByHead.append(index) }
-            } else if finding.isProblem, finding.path == ownPath {
+            } else if finding.isProblem, finding.path == ownPath || finding.path == path {
+                // A damaged head at the name about to be written is replaced by it.
                 needed = true
                 if finding.path == path { fixedByHead.append(index) }
             }
@@ -656,11 +669,6 @@ extension SyncEngine {
         return millis % 1000 == 0 ? "\(millis / 1000) s" : "\(millis) ms"
     }
 
-    /// Errors that say an object is unusable (as opposed to the remote failing).
-    static func isDamage(_ error: ConcordError) -> Bool {
-        [.authenticationFailed, .unsupportedVersion, .malformed, .truncated, .limitExceeded].contains(error.code)
-    }
-
     static func kind(of error: ConcordError) -> DoctorFinding.Kind {
         switch error.code {
         case .authenticationFailed: .damaged
@@ -719,12 +727,14 @@ struct DoctorScan {
     var me: ReplicaID?
     /// Path → whether the remote holds it, for every object fetched.
     var examined: [String: Bool] = [:]
-    /// Objects there (readable or not), per replica.
+    /// Heads that authenticated, per replica.
     var heads: [ReplicaID: Set<UInt64>] = [:]
+    /// Batches and snapshots there (readable or not), per replica.
     var deltas: [ReplicaID: Set<UInt64>] = [:]
     var snapshots: [ReplicaID: Set<UInt64>] = [:]
     var readHeads: [ReplicaID: [UInt64: Head]] = [:]
     var readDeltas: [ReplicaID: Set<UInt64>] = [:]
+    var readSnapshots: [ReplicaID: Set<UInt64>] = [:]
     /// Per replica, the newest seq of it a readable snapshot (of any replica) covers.
     var coverage: [ReplicaID: UInt64] = [:]
     var blobs: Set<String> = []

@@ -9,21 +9,22 @@ extension SyncEngine {
     /// order, one transaction each, fetching the files they hold back.
     func pull(_ heads: Heads, into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?) async throws(ConcordError) {
         let applied = try store.appliedSeqs()
-        var wanted: [(replica: ReplicaID, seq: UInt64)] = []
-        for (replica, latest) in heads.latest.sorted(by: { $0.key < $1.key }) where replica != store.replicaID {
+        // Per origin, the range of seqs past what is applied, up to its newest head (which
+        // ``listHeads()`` authenticated: a planted name claims nothing here).
+        var next: [ReplicaID: UInt64] = [:]
+        var last: [ReplicaID: UInt64] = [:]
+        var total = 0
+        for (replica, latest) in heads.latest where replica != store.replicaID {
             let have = applied[replica] ?? 0
-            if latest > have { wanted += (have + 1...latest).map { (replica, $0) } }
+            guard latest > have else { continue }
+            next[replica] = have + 1
+            last[replica] = latest
+            total = total.addingReportingOverflow(Int(clamping: latest - have)).partialValue
         }
-        guard !wanted.isEmpty else { return }
+        guard total > 0 else { return }
         // Per origin, fetch in seq order and apply as we go; an origin whose next batch cannot
         // apply yet (its dependencies are another origin's later batches) waits, holding just
         // that one batch, while the others advance. Memory stays at one batch per origin.
-        var next: [ReplicaID: UInt64] = [:]
-        var last: [ReplicaID: UInt64] = [:]
-        for item in wanted {
-            next[item.replica] = min(next[item.replica] ?? .max, item.seq)
-            last[item.replica] = max(last[item.replica] ?? 0, item.seq)
-        }
         var waiting: [ReplicaID: Delta] = [:]
         var stopped: Set<ReplicaID> = []
         var caughtUp: Set<ReplicaID> = []
@@ -39,9 +40,18 @@ extension SyncEngine {
                         delta = held
                     } else {
                         let seq = next[replica]!
-                        progress?(SyncProgress(phase: .downloading, objectsDone: done, objectsTotal: wanted.count, bytesDone: bytes, bytesTotal: 0))
+                        progress?(SyncProgress(phase: .downloading, objectsDone: done, objectsTotal: total, bytesDone: bytes, bytesTotal: 0))
                         let path = RemoteLayout.delta(replica, seq: seq)
-                        guard let sealed = try await remote.get(path) else {
+                        let fetched: [UInt8]?
+                        do throws(ConcordError) {
+                            fetched = try await remote.get(path)
+                        } catch where Self.isDamage(error) {
+                            // Not a readable object (too large, not a file): skipped, reported.
+                            report.rejected.append("\(path): \(error.message)")
+                            stopped.insert(replica)
+                            break
+                        }
+                        guard let sealed = fetched else {
                             // Not there yet — or compacted away: then a snapshot of its
                             // origin covers it, and joining that catches up.
                             if !caughtUp.contains(replica), try await catchUp(origin: replica, seq: seq, into: &report) {
@@ -65,7 +75,7 @@ extension SyncEngine {
                             break
                         }
                     }
-                    progress?(SyncProgress(phase: .applying, objectsDone: done, objectsTotal: wanted.count, bytesDone: bytes, bytesTotal: 0))
+                    progress?(SyncProgress(phase: .applying, objectsDone: done, objectsTotal: total, bytesDone: bytes, bytesTotal: 0))
                     let step = try await apply(delta, into: &report)
                     // A file that is not there may be gone for good (collected once every
                     // reference but this old batch's was gone): a snapshot covering the

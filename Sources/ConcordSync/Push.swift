@@ -45,7 +45,7 @@ extension SyncEngine {
         // when idle.
         guard try await refreshHead() || report.pushed > 0 else { return }
         // 4. Older heads of this replica.
-        for head in try await listHeads().all where head.replica == store.replicaID && head.seq < pushed {
+        for head in try await listHeadNames() where head.replica == store.replicaID && head.seq < pushed {
             try await remote.delete(RemoteLayout.head(head.replica, seq: head.seq))
         }
     }

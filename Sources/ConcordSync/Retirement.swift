@@ -28,8 +28,8 @@ extension SyncEngine {
     /// when some replica retired it and it has not written a head since; silent when its
     /// newest head is older than ``retention``; active otherwise.
     func standings(_ heads: Heads) async throws(ConcordError) -> [ReplicaID: Standing] {
-        var read: [ReplicaID: Head] = [:]
-        for (replica, seq) in heads.latest {
+        var read = heads.read
+        for (replica, seq) in heads.latest where read[replica] == nil {
             if let head = try? await readHead(replica, seq: seq) { read[replica] = head }
         }
         // Retirements are kept in heads, so they reach every replica; the latest one wins.
@@ -71,7 +71,8 @@ extension SyncEngine {
         guard let seq = heads.latest[replica] else {
             throw ConcordError(.notFound, "the remote has no head of replica \(replica): `concord replicas` lists the replicas it knows")
         }
-        let head = try? await readHead(replica, seq: seq)
+        var head = heads.read[replica]
+        if head == nil { head = try? await readHead(replica, seq: seq) }
         // Retired up to its newest head's time: a head written after it means it is back.
         let at = head?.syncedAt ?? clock.millisecondsSinceEpoch()
         try store.setSyncValue(SyncKey.retiredPrefix + replica.description, String(at))

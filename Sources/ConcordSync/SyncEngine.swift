@@ -131,12 +131,23 @@ public actor SyncEngine {
     func checkStoreIdentity() async throws(ConcordError) {
         let current = try await Self.manifest(of: remote).storeID
         guard current == storeID else {
-            throw ConcordError(.storeMismatch, "the remote store was deleted and re-created (store id \(current.hex), expected \(storeID.hex)); nothing was merged — sync with a new local store, or restore the old remote")
+            throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: current.hex, recorded: storeID.hex, at: "the remote"))
         }
-        if let recorded = try store.syncValue(SyncKey.storeID), recorded != storeID.hex {
-            throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was merged")
-        }
+        try checkRecordedStoreID()
         try store.setSyncValue(SyncKey.storeID, storeID.hex)
+    }
+
+    /// Throws unless this engine's store id (read from `concord.json` when it was unlocked)
+    /// is the one the local store recorded at its first sync. Costs no request.
+    func checkRecordedStoreID() throws(ConcordError) {
+        if let recorded = try store.syncValue(SyncKey.storeID), recorded != storeID.hex {
+            throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: storeID.hex, recorded: recorded, at: "the remote"))
+        }
+    }
+
+    /// The one line that says the remote's `concord.json` is another store's.
+    public static func storeChangedMessage(found: String, recorded: String, at place: String) -> String {
+        "the store changed: \(place) holds store \(found), but this replica synced with store \(recorded) (its concord.json was replaced, or the store deleted and re-created); nothing was merged or written — restore the old concord.json or folder, or sync a new local store with it"
     }
 
     // MARK: Sync
@@ -144,9 +155,10 @@ public actor SyncEngine {
     /// Syncs once: pull (unless push-only), then push (unless pull-only).
     @discardableResult
     public func sync(mode: SyncMode = .twoWay, progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(ConcordError) -> SyncReport {
-        if try store.syncValue(SyncKey.storeID) == nil { try await checkStoreIdentity() }
+        if try store.syncValue(SyncKey.storeID) == nil { try await checkStoreIdentity() } else { try checkRecordedStoreID() }
         var report = SyncReport()
         let heads = try await listHeads()
+        report.rejected += heads.rejected
         // Our pushed head is missing (or unreadable): the remote may have been re-created.
         if try pushedSeq() > 0 && heads.latest[store.replicaID] == nil { try await checkStoreIdentity() }
         let emit = { @Sendable (update: SyncProgress) in
@@ -205,25 +217,6 @@ public actor SyncEngine {
     /// The id (hex) of the remote store `store` last synced with, if it synced.
     public static func remoteStoreID(in store: Store) throws(ConcordError) -> String? {
         try store.syncValue(SyncKey.storeID)
-    }
-
-    // MARK: Heads
-
-    struct Heads {
-        /// Per replica, the newest head seq listed.
-        var latest: [ReplicaID: UInt64] = [:]
-        /// All listed heads, to delete our own older ones.
-        var all: [(replica: ReplicaID, seq: UInt64)] = []
-    }
-
-    func listHeads() async throws(ConcordError) -> Heads {
-        var heads = Heads()
-        for object in try await remote.list(prefix: "heads/") {
-            guard case let .head(replica, seq)? = RemoteLayout.parse(object.path) else { continue }
-            heads.all.append((replica, seq))
-            heads.latest[replica] = max(heads.latest[replica] ?? 0, seq)
-        }
-        return heads
     }
 
     func pushedSeq() throws(ConcordError) -> UInt64 {

@@ -58,10 +58,12 @@ import Testing
         case (.batch, _):
             try await scenario.check(observer: [scenario.damagedBatch, scenario.orphan], writer: [scenario.damagedBatch])
         case (.head, false):
-            // The push stopped: the older head was never deleted.
-            try await scenario.check(observer: [scenario.damagedHead, scenario.staleHead], writer: [scenario.damagedHead, scenario.staleHead])
+            // The push stopped: the older head is still there, and a torn head claims
+            // nothing, so batch 2 is not announced yet.
+            try await scenario.check(observer: [scenario.damagedHead, scenario.unannounced], writer: [scenario.damagedHead, scenario.unannounced])
         case (.head, true):
-            try await scenario.check(observer: [scenario.damagedHead], writer: [scenario.damagedHead])
+            // The older head was deleted too: a has batches but no readable head.
+            try await scenario.check(observer: [scenario.damagedHead, scenario.missingHead], writer: [scenario.damagedHead, scenario.missingHead])
         }
     }
 
@@ -129,7 +131,7 @@ import Testing
         case (.head, .applied):
             try await s.check(observer: [s.staleHead], writer: [s.staleHead])
         case (.head, _):
-            try await s.check(observer: [s.damagedHead, s.staleHead], writer: [s.damagedHead, s.staleHead])
+            try await s.check(observer: [s.damagedHead, s.unannounced], writer: [s.damagedHead, s.unannounced])
         }
     }
 

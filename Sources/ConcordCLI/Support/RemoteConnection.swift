@@ -78,6 +78,11 @@ struct RemoteConnection {
         guard let location = try RemoteLocation.configured(in: store) else { throw CLIError.noRemote }
         let remote = try FolderRemote(root: location.folder)
         let manifest = try await readManifest(remote, location: location)
+        // Before any passphrase: a concord.json of another store (re-created, or swapped in)
+        // is named as such, never answered with "wrong passphrase" or merged into.
+        if let recorded = try SyncEngine.remoteStoreID(in: store), recorded != manifest.storeID.hex {
+            throw ConcordError(.storeMismatch, SyncEngine.storeChangedMessage(found: manifest.storeID.hex, recorded: recorded, at: location.folder))
+        }
         let credential = try credential(for: manifest, location: location, store: store, options: options)
         let key = try unlock(manifest, with: credential)
         let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID)

@@ -1,0 +1,110 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Testing
+
+/// What someone who can write the remote, but has no key, can plant there: names claim
+/// nothing until their objects authenticate, and no planted object stops a replica.
+@Suite struct HostileRemoteTests {
+    let note = RecordRef(collection: "notes", id: "n1")
+
+    /// Writes `bytes` at `path` below the fleet's remote folder, as a stranger would.
+    func plant(_ fleet: Fleet, _ path: String, _ bytes: [UInt8] = Array("hello".utf8)) throws {
+        let file = fleet.scratch.file("remote") + "/" + path
+        try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: file, contents: Data(bytes)))
+    }
+
+    @Test func plantedHeadNamesWithAbsurdSeqsClaimNothingAndEverythingElseSyncs() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.set(note, "title", .string("from a"))
+        try await fleet.syncAll(rounds: 1)
+        let stranger = ReplicaID(hex: "0123456789abcdef0123456789abcdef")!
+        let planted = [
+            RemoteLayout.head(stranger, seq: .max),  // traps a range today
+            RemoteLayout.head(stranger, seq: 1 << 32),  // a 103 GB allocation today
+            RemoteLayout.head(a.replicaID, seq: .max),  // under a real replica's name
+            RemoteLayout.head(b.replicaID, seq: 1 << 24),
+        ]
+        for path in planted { try plant(fleet, path) }
+        try a.set(note, "body", .string("a again"))
+        try b.set(RecordRef(collection: "notes", id: "n2"), "title", .string("from b"))
+        // Every replica still pulls and pushes; the planted heads are reported, never believed.
+        var rejected: Set<String> = []
+        for _ in 0..<2 {
+            for engine in fleet.engines {
+                let report = try await engine.sync()
+                for line in report.rejected { rejected.insert(String(line.prefix { $0 != ":" })) }
+            }
+        }
+        #expect(try fleet.dumps().count == 1)
+        #expect(try b.record(note)?.first { $0.name == "body" }?.value == .scalar(.string("a again")))
+        #expect(try a.record(RecordRef(collection: "notes", id: "n2")) != nil)
+        // b's own planted name and a's are among those reported by the other replica.
+        #expect(rejected.isSuperset(of: [planted[0], planted[1]]), "\(rejected)")
+        // A new replica joins through the same remote.
+        var grown = fleet
+        try await grown.add(name: "newcomer")
+        try await grown.engines[2].sync()
+        #expect(try grown.stores[2].canonicalDump() == a.canonicalDump())
+        // `replicas` lists the real three, not the stranger.
+        let replicas = try await fleet.engines[0].replicas()
+        #expect(Set(replicas.map(\.id)) == [a.replicaID, b.replicaID, grown.stores[2].replicaID])
+    }
+
+    @Test func doctorReportsACopiedHeadWithoutFalseFindings() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.set(note, "title", .string("from a"))
+        try b.set(note, "body", .string("from b"))
+        try await fleet.syncAll()
+        #expect(try await fleet.engines[0].doctor().isHealthy)
+        // b's real head copied under a's name with a million batches, and a 5-byte name of
+        // seq ffffffffffffffff: both fail to authenticate.
+        let bHead = try #require(try await fleet.remote.list(prefix: "heads/").first { $0.path.contains(b.replicaID.description) })
+        let copied = RemoteLayout.head(a.replicaID, seq: 1_000_000)
+        try plant(fleet, copied, try #require(try await fleet.remote.get(bHead.path)))
+        let absurd = RemoteLayout.head(b.replicaID, seq: .max)
+        try plant(fleet, absurd)
+        let absurdBatch = RemoteLayout.delta(b.replicaID, seq: .max)
+        try plant(fleet, absurdBatch)
+        let report = try await fleet.engines[0].doctor()
+        let byPath = Dictionary(grouping: report.problems, by: \.path)
+        #expect(Set(byPath.keys) == [copied, absurd, absurdBatch], "\(report.problems)")
+        #expect(report.problems.allSatisfy { $0.kind == .damaged }, "\(report.problems)")
+        #expect(!report.findings.contains { $0.kind == .missingBatch || $0.kind == .staleHead })
+        // Every real replica is still listed.
+        #expect(Set(try await fleet.engines[1].replicas().map(\.id)) == [a.replicaID, b.replicaID])
+    }
+
+    @Test func aSwappedStoreManifestStopsEverySyncWithOneLine() async throws {
+        let fleet = try await Fleet(count: 1)
+        try fleet.stores[0].set(note, "title", .string("mine"))
+        try await fleet.syncAll(rounds: 1)
+        // Another store created with the same passphrase; its concord.json replaces ours,
+        // while every other object stays.
+        let other = TemporaryDirectory("other")
+        let otherFolder = try FolderRemote(root: other.file("remote"), createIfMissing: true)
+        let created = try await SyncEngine.createRemote(otherFolder, passphrase: Fleet.passphrase, limits: .minimum)
+        try plant(fleet, RemoteLayout.manifestPath, try #require(try await otherFolder.get(RemoteLayout.manifestPath)))
+        // An engine opened now (as every CLI command does) gets the other store's key and id.
+        let (key, storeID) = try await SyncEngine.unlock(fleet.remote, passphrase: Fleet.passphrase)
+        #expect(storeID == created.storeID)
+        let engine = SyncEngine(store: fleet.stores[0], remote: fleet.remote, key: key, storeID: storeID, clock: fleet.clock)
+        try fleet.stores[0].set(note, "title", .string("not pushed under the other key"))
+        let before = try await fleet.remote.list(prefix: "").map(\.path).sorted()
+        do {
+            try await engine.sync()
+            Issue.record("a sync went on against another store's concord.json")
+        } catch {
+            #expect(error.code == .storeMismatch, "\(error)")
+            #expect(error.message.contains("the store changed"), "\(error)")
+        }
+        #expect(try await fleet.remote.list(prefix: "").map(\.path).sorted() == before)
+    }
+}
