@@ -75,7 +75,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ConcordSyncTests",
-            dependencies: ["ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordRemote", "ConcordCore", "ConcordCodec", "ConcordTesting"]
+            dependencies: ["ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordRemote", "ConcordCore", "ConcordCodec", "ConcordTesting",
+                           .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // End-to-end tests of the built `concord` binary (run next to the test bundle).
         .testTarget(

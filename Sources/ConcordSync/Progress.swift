@@ -1,3 +1,4 @@
+import ConcordCore
 /// How far a sync has got.
 public struct SyncProgress: Hashable, Sendable {
     /// What the sync is doing.
@@ -31,6 +32,15 @@ public struct SyncReport: Hashable, Sendable {
     public var filesUploaded = 0
     /// Remote objects that failed authentication or were malformed: skipped, not applied.
     public var rejected: [String] = []
+    /// Set when this store turned out to be an older copy of itself (restored from a
+    /// backup): it continues under a new replica id, and the old id's history it lacked
+    /// is pulled like any other replica's (``SyncEngine/sync(mode:progress:)``).
+    public var restoredCopy: IdentityChange?
+    /// The objects this sync published again because the remote no longer held them
+    /// (it was rolled back, restored from an older copy, or objects were deleted): this
+    /// replica's own batches (the exact bytes it sealed), its head, and a snapshot for
+    /// what it applied from others. Empty when the remote held everything.
+    public var remoteRolledBack: [String] = []
     /// Deltas seen but not yet applicable (their dependencies or files are not there yet).
     public var waiting = 0
     /// Replicas whose clocks run ahead.
@@ -53,4 +63,15 @@ public enum SyncMode: String, Hashable, Sendable {
     case pushOnly
     /// Only apply remote changes (a mirror).
     case pullOnly
+}
+
+/// A replica id a store gave up for a new one, because the store was an older copy of
+/// itself: pushing on under the old id would have reused batch names.
+public struct IdentityChange: Hashable, Sendable {
+    /// The id the copy had, which the remote holds more history of.
+    public let old: ReplicaID
+    /// The id it continues under.
+    public let new: ReplicaID
+    /// What showed that the store is an older copy.
+    public let evidence: String
 }

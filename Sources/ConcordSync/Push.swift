@@ -31,9 +31,13 @@ extension SyncEngine {
                 if case let .file(file) = entry.payload, entry.dot.replica == store.replicaID { file.hash } else { nil }
             })
             try await uploadFiles(files, batch: seq, into: &report, progress: progress)
-            // 2. The batch.
+            // 2. The batch — never over another authentic batch of the same name (one name,
+            //    one content): if the remote holds different, authentic bytes there, this
+            //    store is an older copy of a replica that pushed on (restored from a backup).
             let path = RemoteLayout.delta(store.replicaID, seq: seq)
-            try await remote.put(path, SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches))
+            let bytes = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
+            try await checkNameIsFree(path, for: bytes, seq: seq)
+            try await remote.put(path, bytes)
             // 3. The head naming it.
             try await putHead(seq: seq)
             pushed = seq
@@ -48,6 +52,20 @@ extension SyncEngine {
         for head in try await listHeadNames() where head.replica == store.replicaID && head.seq < pushed {
             try await remote.delete(RemoteLayout.head(head.replica, seq: head.seq))
         }
+    }
+
+    /// Throws ``ConcordCore/ConcordError/Code/storeRestored`` if the remote holds other
+    /// authentic bytes at `path`, this replica's batch `seq`. The same bytes (a push that
+    /// crashed after the put) or a torn, unreadable object there are fine to (re)write.
+    private func checkNameIsFree(_ path: String, for bytes: [UInt8], seq: UInt64) async throws(ConcordError) {
+        let existing: [UInt8]?
+        do throws(ConcordError) {
+            existing = try await remote.get(path)
+        } catch where Self.isDamage(error) {
+            return
+        }
+        guard let existing, existing != bytes, (try? SealedObject.open(existing, path: path, key: keys.batches)) != nil else { return }
+        throw ConcordError(.storeRestored, "the remote batch \(path) holds other changes than this store sealed under that name: this store is an older copy of itself")
     }
 
     /// Uploads `files` unless this replica uploaded them within ``uploadDeadline``, and

@@ -153,24 +153,55 @@ public actor SyncEngine {
     // MARK: Sync
 
     /// Syncs once: pull (unless push-only), then push (unless pull-only).
+    ///
+    /// A store that turns out to be an older copy of itself — restored from a backup after
+    /// it had pushed more — continues under a new replica id (``SyncReport/restoredCopy``):
+    /// the old id's newer history is pulled from the remote like another replica's, and the
+    /// writes made since the restore are pushed under the new id. No batch name is ever
+    /// given other contents, and nothing is lost.
     @discardableResult
     public func sync(mode: SyncMode = .twoWay, progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(ConcordError) -> SyncReport {
+        try await sync(mode: mode, progress: progress, restoredCopy: nil)
+    }
+
+    private func sync(mode: SyncMode, progress: (@Sendable (SyncProgress) -> Void)?, restoredCopy: IdentityChange?) async throws(ConcordError) -> SyncReport {
         if try store.syncValue(SyncKey.storeID) == nil { try await checkStoreIdentity() } else { try checkRecordedStoreID() }
         var report = SyncReport()
-        let heads = try await listHeads()
+        report.restoredCopy = restoredCopy
+        var heads = try await listHeads()
         report.rejected += heads.rejected
+        // An authentic head of this replica newer than anything it sealed: this store is an
+        // older copy of itself (restored from a backup). It continues under a new id.
+        let sealed = try store.sealedSeq()
+        if let remoteSeq = heads.latest[store.replicaID], remoteSeq > sealed {
+            report.restoredCopy = try recoverRestoredCopy(
+                evidence: "its head \(RemoteLayout.head(store.replicaID, seq: remoteSeq)) names batch \(remoteSeq); this store sealed up to \(sealed)",
+                oldHead: heads.read[store.replicaID])
+            heads = try await listHeads()
+        }
         // Our pushed head is missing (or unreadable): the remote may have been re-created.
         if try pushedSeq() > 0 && heads.latest[store.replicaID] == nil { try await checkStoreIdentity() }
         let emit = { @Sendable (update: SyncProgress) in
             progress?(update)
             self.updates.publish(update)
         }
+        // Objects the remote lost (rolled back, restored, deleted): published again.
+        let republished = try await republishWhatTheRemoteLost(heads, into: &report)
+        if !republished.isEmpty { report.remoteRolledBack = republished }
         if mode != .pushOnly {
             try await bootstrapIfNew(into: &report)
             try await pull(heads, into: &report, progress: emit)
         }
         if mode != .pullOnly {
-            try await push(into: &report, progress: emit)
+            do throws(ConcordError) {
+                try await push(into: &report, progress: emit)
+            } catch where error.code == .storeRestored && report.restoredCopy == nil {
+                // A batch name of this replica already holds other authentic bytes: the same
+                // finding, made by the push itself. Continue under a new id and sync again.
+                var again = try await sync(mode: mode, progress: progress, restoredCopy: try recoverRestoredCopy(evidence: error.message, oldHead: nil))
+                again.rejected = report.rejected + again.rejected
+                return again
+            }
             let pushed = try pushedSeq()
             if let every = snapshotEvery, pushed >= (try snapshotCovered()) + every, try store.pendingChangeCount() == 0 {
                 report.snapshot = try await writeSnapshot()
@@ -263,6 +294,8 @@ enum SyncKey {
     static let unreferencedPrefix = "unreferenced."
     /// `retired.<replica>`: replicas this one forgot, with the time of their newest head.
     static let retiredPrefix = "retired."
+    /// Set while something the remote lost waits for a snapshot under a new name.
+    static let republishPending = "republish.pending"
 
     static func uploaded(_ hash: ContentHash) -> String { uploadedPrefix + hash.hex }
     static func skew(_ replica: ReplicaID) -> String { "skew.\(replica)" }

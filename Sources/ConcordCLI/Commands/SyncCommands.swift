@@ -112,6 +112,12 @@ struct Sync: AsyncParsableCommand {
         if report.waiting > 0 {
             lines.append("concord: warning: \(report.waiting) change batch\(report.waiting == 1 ? " waits" : "es wait") for objects not on the remote yet; sync again later (or run `concord doctor`)")
         }
+        if !report.remoteRolledBack.isEmpty {
+            lines.append("concord: warning: the remote had lost objects this replica knew were there (it was rolled back, restored from an older copy, or objects were deleted); published again from this replica: \(report.remoteRolledBack.joined(separator: ", "))")
+        }
+        if let change = report.restoredCopy {
+            lines.append("concord: warning: this store is an older copy of replica \(change.old) (restored from a backup: \(Entry.oneLine(change.evidence))); it continues as replica \(change.new), pulled the history it lacked, and pushed its newer changes under the new id — nothing was lost or overwritten")
+        }
         for skew in report.skews {
             lines.append("concord: warning: replica \(skew.replica)'s clock runs \(Format.duration(skew.aheadBy)) ahead of this device's; its changes were applied anyway")
         }
@@ -128,6 +134,10 @@ struct Sync: AsyncParsableCommand {
             ("waiting", .int(Int64(report.waiting))),
             ("rejected", .array(report.rejected.map { .string($0) })),
             ("skews", .array(report.skews.map { .object([("replica", .string($0.replica.description)), ("aheadByMs", .uint($0.aheadBy))]) })),
+            ("remoteRolledBack", .array(report.remoteRolledBack.map { .string($0) })),
+            ("restoredCopy", report.restoredCopy.map {
+                .object([("oldReplica", .string($0.old.description)), ("newReplica", .string($0.new.description)), ("evidence", .string($0.evidence))])
+            } ?? .null),
         ])
     }
 }

@@ -2,6 +2,7 @@ import ConcordCodec
 import ConcordCore
 import Foundation
 import GRDB
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,8 +39,10 @@ public final class Store: Sendable {
         }
     }
 
-    /// This replica's id, chosen when the store file was created.
-    public let replicaID: ReplicaID
+    /// This replica's id, chosen when the store file was created (and changed only by
+    /// ``adoptIdentity(_:sharedThrough:)``, when the store turns out to be a restored copy).
+    public var replicaID: ReplicaID { identity.withLock { $0 } }
+    let identity: Mutex<ReplicaID>
     /// The store file's path.
     public let path: String
     /// The content-addressed files.
@@ -71,14 +74,14 @@ public final class Store: Sendable {
             try migrator.migrate(database)
             var generator = SystemRandomNumberGenerator()
             let fresh = ReplicaID.random(using: &generator)
-            replicaID = try database.write { db in
+            identity = Mutex(try database.write { db in
                 if let data = try Data.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'replica'") {
                     return try Rows.replica(data)
                 }
                 try db.execute(sql: "INSERT INTO concord_meta (key, value) VALUES ('replica', ?), ('schema', ?)",
                                arguments: [Rows.replicaBlob(fresh), Schema.version])
                 return fresh
-            }
+            })
         } catch let error as ConcordError {
             throw error
         } catch {

@@ -1,0 +1,101 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+
+extension SyncEngine {
+    /// Checks, from the heads listing the sync already made, that the remote still holds
+    /// what this replica knows was there — its own newest head and batches, and the
+    /// batches of others it applied — and publishes again from local state whatever is
+    /// gone: a remote restored from an older copy, rolled back by a sync client or by
+    /// bucket versioning, or objects deleted behind the replicas' backs.
+    ///
+    /// Costs no request when the listing shows every replica at or past what this one
+    /// knows. A listing may be stale, so a head that looks behind is confirmed with one
+    /// `get` before anything is republished. Returns the objects published again.
+    func republishWhatTheRemoteLost(_ heads: Heads, into report: inout SyncReport) async throws(ConcordError) -> [String] {
+        let me = store.replicaID
+        var republished: [String] = []
+        // 1. This replica's own head and batches: the exact bytes it sealed.
+        let pushed = try pushedSeq()
+        if pushed > 0, (heads.latest[me] ?? 0) < pushed, try await remote.get(RemoteLayout.head(me, seq: pushed)) == nil {
+            republished += try await republishOwn(through: pushed, into: &report)
+        }
+        // 2. Others' batches it applied: gone, and covered by no snapshot, they live on
+        //    here — a snapshot of this replica publishes them again.
+        let retired = Set(try store.syncValues(prefix: SyncKey.retiredPrefix).keys.compactMap { ReplicaID(hex: $0) })
+        var lost: [ReplicaID: UInt64] = [:]
+        for (origin, seq) in try store.appliedSeqs().sorted(by: { $0.key < $1.key })
+        where origin != me && seq > 0 && !retired.contains(origin) && (heads.latest[origin] ?? 0) < seq {
+            if try await remote.get(RemoteLayout.delta(origin, seq: seq)) == nil { lost[origin] = seq }
+        }
+        if !lost.isEmpty {
+            let snapshots = try await snapshotsOnRemote(into: &report)
+            lost = lost.filter { origin, seq in !snapshots.contains { ($0.covers?[origin] ?? 0) >= seq } }
+        }
+        let pending = try store.syncValue(SyncKey.republishPending) != nil
+        if !lost.isEmpty || pending {
+            if let path = try await snapshotUnderANewName() {
+                republished.append(path)
+                try store.setSyncValue(SyncKey.republishPending, nil)
+            } else {
+                // Its snapshot at the current seq was written before it applied what was
+                // lost: a name never gets other bytes, so the next own batch gives the new
+                // snapshot its name.
+                try store.setSyncValue(SyncKey.republishPending, "1")
+            }
+        }
+        return republished
+    }
+
+    /// Uploads again this replica's batches through `pushed` that the remote no longer
+    /// holds (their files first), then its head. A batch whose sealed bytes were
+    /// forgotten (compacted long ago) is covered by a snapshot; if that is gone too, a
+    /// snapshot of the current state replaces it.
+    private func republishOwn(through pushed: UInt64, into report: inout SyncReport) async throws(ConcordError) -> [String] {
+        let me = store.replicaID
+        var present: Set<UInt64> = []
+        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
+            if case let .delta(_, seq)? = RemoteLayout.parse(object.path) { present.insert(seq) }
+        }
+        var republished: [String] = []
+        var uncovered = false
+        let ownSnapshot = try snapshotSeq()
+        var snapshotThere = false
+        if ownSnapshot > 0 { snapshotThere = try await remote.get(RemoteLayout.snapshot(me, seq: ownSnapshot)) != nil }
+        for seq in 1...pushed where !present.contains(seq) {
+            guard let plaintext = try store.sealedDelta(seq: seq) else {
+                if !snapshotThere || seq > ownSnapshot { uncovered = true }
+                continue
+            }
+            let delta = try DeltaCodec.decode(plaintext)
+            for hash in Self.files(in: delta).sorted() where store.blobs.contains(hash) {
+                try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
+                report.filesUploaded += 1
+            }
+            let path = RemoteLayout.delta(me, seq: seq)
+            try await remote.put(path, try SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches))
+            republished.append(path)
+        }
+        try await putHead(seq: pushed)
+        republished.append(RemoteLayout.head(me, seq: pushed))
+        // The older heads the old copy brought back, as a push deletes them.
+        for head in try await listHeadNames() where head.replica == me && head.seq < pushed {
+            try await remote.delete(RemoteLayout.head(me, seq: head.seq))
+        }
+        if uncovered {
+            if let path = try await snapshotUnderANewName() { republished.append(path) } else { try store.setSyncValue(SyncKey.republishPending, "1") }
+        }
+        return republished
+    }
+
+    /// Writes a snapshot of the current state, unless this replica already wrote one under
+    /// the name its pushed seq gives (nil then).
+    private func snapshotUnderANewName() async throws(ConcordError) -> String? {
+        let pushed = try pushedSeq()
+        let written = try store.syncValue(SyncKey.snapshotSeq) != nil
+        let current = try snapshotSeq()
+        guard pushed > 0, !written || current != pushed else { return nil }
+        return try await writeSnapshot()
+    }
+}

@@ -1,0 +1,78 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Testing
+
+/// The remote goes back in time: a folder restored from a backup, a bucket rolled back.
+/// Every write pushed before the rollback survives as long as a replica holding it syncs.
+@Suite struct RemoteRollbackTests {
+    func ref(_ id: String) -> RecordRef { RecordRef(collection: "notes", id: id) }
+
+    /// a and b sync n1; the remote is copied aside; a writes n2, b writes m2, both sync
+    /// (each has both); the old copy is put back.
+    func rolledBack() async throws -> Fleet {
+        let fleet = try await Fleet(count: 2)
+        try fleet.stores[0].set(ref("n1"), "title", .string("one"))
+        try await fleet.syncAll()
+        let root = fleet.scratch.file("remote")
+        let aside = fleet.scratch.file("remote-copy")
+        try FileManager.default.copyItem(atPath: root, toPath: aside)
+        try fleet.stores[0].set(ref("n2"), "title", .string("two"))
+        try fleet.stores[1].set(ref("m2"), "title", .string("from b"))
+        try await fleet.syncAll()
+        #expect(try fleet.stores[0].record(ref("m2")) != nil && fleet.stores[1].record(ref("n2")) != nil)
+        try FileManager.default.removeItem(atPath: root)
+        try FileManager.default.moveItem(atPath: aside, toPath: root)
+        return fleet
+    }
+
+    @Test func everyWriteSurvivesARollbackEvenIfItsWriterNeverReturns() async throws {
+        var fleet = try await rolledBack()
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        // Only a syncs again: it republishes its own batch and head, and a snapshot for b's
+        // batch it applied.
+        let report = try await fleet.engines[0].sync()
+        #expect(report.remoteRolledBack.contains(RemoteLayout.delta(a.replicaID, seq: 2)), "\(report.remoteRolledBack)")
+        #expect(report.remoteRolledBack.contains(RemoteLayout.head(a.replicaID, seq: 2)), "\(report.remoteRolledBack)")
+        #expect(report.remoteRolledBack.contains { $0.hasPrefix(RemoteLayout.snapshotsPrefix) }, "\(report.remoteRolledBack)")
+        // A new replica gets n1, n2 and b's m2, though b never came back.
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].canonicalDump() == a.canonicalDump())
+        #expect(try fleet.stores[2].record(ref("m2")) != nil)
+        // A second sync of a finds nothing missing: no request beyond the listing's.
+        let again = try await fleet.engines[0].sync()
+        #expect(again.remoteRolledBack.isEmpty, "\(again.remoteRolledBack)")
+        // b comes back: it republishes its own batch, and everyone converges.
+        let fromB = try await fleet.engines[1].sync()
+        #expect(fromB.remoteRolledBack.contains(RemoteLayout.delta(b.replicaID, seq: 1)) || fromB.remoteRolledBack.contains(RemoteLayout.head(b.replicaID, seq: 1)), "\(fromB.remoteRolledBack)")
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+    }
+
+    @Test func aRollbackNoticedByEveryReplicaConverges() async throws {
+        var fleet = try await rolledBack()
+        try await fleet.syncAll()
+        try await fleet.add(name: "newcomer")
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+        for id in ["n1", "n2", "m2"] { #expect(try fleet.stores[2].record(ref(id)) != nil, "\(id) missing") }
+        let doctor = try await fleet.engines[2].doctor()
+        #expect(doctor.isHealthy, "\(doctor.problems)")
+    }
+
+    @Test func anIdleSyncOfAnIntactRemoteRepublishesNothing() async throws {
+        let fleet = try await Fleet(count: 2) { FaultyRemote(wrapping: $0, seed: 3) }
+        try fleet.stores[0].set(ref("n1"), "title", .string("one"))
+        try await fleet.syncAll()
+        let faulty = try #require(fleet.remote as? FaultyRemote)
+        let before = faulty.counts
+        let report = try await fleet.engines[1].sync()
+        #expect(report.remoteRolledBack.isEmpty)
+        #expect(faulty.counts.gets == before.gets && faulty.counts.puts == before.puts)
+    }
+}

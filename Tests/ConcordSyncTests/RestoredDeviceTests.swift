@@ -1,0 +1,82 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import GRDB
+import Testing
+
+/// A device restored from a backup brings back an older copy of its store. Its replica id
+/// is the same, so pushing as usual would give a batch name that others already applied
+/// different contents.
+@Suite struct RestoredDeviceTests {
+    /// A consistent copy of `store`'s file, as a backup would take it.
+    func backup(_ store: Store, to path: String) throws {
+        try store.reader.backup(to: try DatabaseQueue(path: path))
+    }
+
+    /// a syncs; its store is backed up; it writes n2 and syncs; b pulls n2; the backup is
+    /// restored and writes n3.
+    func restoredScenario(compactFirst: Bool) async throws -> (fleet: Fleet, restoredStore: Store, restored: SyncEngine, batch2: [UInt8]?) {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.set(RecordRef(collection: "notes", id: "n1"), "title", .string("one"))
+        try await fleet.syncAll()
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(a, to: copy)
+        try a.set(RecordRef(collection: "notes", id: "n2"), "title", .string("two"))
+        try await fleet.engines[0].sync()
+        try await fleet.engines[1].sync()
+        #expect(try b.record(RecordRef(collection: "notes", id: "n2")) != nil)
+        let batch2Path = RemoteLayout.delta(a.replicaID, seq: 2)
+        if compactFirst {
+            // Compacted: a snapshot of a covers batch 2, and the batch is gone; only the
+            // head and the snapshot tell.
+            try await fleet.engines[0].writeSnapshot()
+            try await fleet.remote.delete(batch2Path)
+        }
+        let batch2 = try await fleet.remote.get(batch2Path)
+        let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        #expect(restoredStore.replicaID == a.replicaID)
+        try restoredStore.set(RecordRef(collection: "notes", id: "n3"), "title", .string("three"))
+        let restored = SyncEngine(store: restoredStore, remote: fleet.remote, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
+        return (fleet, restoredStore, restored, batch2)
+    }
+
+    @Test(arguments: [false, true])
+    func aRestoredStoreContinuesUnderANewIdAndLosesNothing(batchCompacted: Bool) async throws {
+        var (fleet, restoredStore, restored, batch2) = try await restoredScenario(compactFirst: batchCompacted)
+        let old = fleet.stores[0].replicaID
+        let report = try await restored.sync()
+        // The copy noticed, and continues under a new id; the old id's batch 2 is untouched.
+        let change = try #require(report.restoredCopy)
+        #expect(change.old == old && change.new != old && restoredStore.replicaID == change.new)
+        #expect(try await fleet.remote.get(RemoteLayout.delta(old, seq: 2)) == batch2)
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(old)).count == (batchCompacted ? 1 : 2))
+        // It recovered n2 from the remote: from the batch, or the snapshot covering it.
+        #expect(try restoredStore.record(RecordRef(collection: "notes", id: "n2")) != nil)
+        // Every replica, and a new one, converge: n1, n2 and n3 everywhere.
+        try await fleet.engines[1].sync()
+        try await restored.sync()
+        try await fleet.engines[1].sync()
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        let dumps = Set([try restoredStore.canonicalDump(), try fleet.stores[1].canonicalDump(), try fleet.stores[2].canonicalDump()])
+        #expect(dumps.count == 1)
+        for store in [restoredStore, fleet.stores[1]] {
+            for id in ["n1", "n2", "n3"] {
+                #expect(try store.record(RecordRef(collection: "notes", id: id)) != nil, "\(id) missing")
+            }
+        }
+        // Its later writes go out under the new id, and the old one is retired.
+        try restoredStore.set(RecordRef(collection: "notes", id: "n4"), "title", .string("four"))
+        try await restored.sync()
+        try await fleet.engines[1].sync()
+        #expect(try fleet.stores[1].record(RecordRef(collection: "notes", id: "n4")) != nil)
+        let replicas = try await fleet.engines[1].replicas()
+        #expect(replicas.first { $0.id == old }?.status == .forgotten)
+        #expect(replicas.first { $0.id == change.new }?.status == .active)
+    }
+}
