@@ -89,6 +89,11 @@ public struct DoctorFinding: Hashable, Sendable {
         /// The remote lost everything this replica knows was there: emptied, replaced, or
         /// re-created as another store.
         public static let remoteEmptied = Kind("remoteEmptied")
+        /// The remote went back in time: it no longer holds batches this replica pushed or
+        /// applied (and no snapshot covers them), or this replica's head is behind what it
+        /// pushed — restored from an older copy, rolled back, or objects deleted. Every
+        /// sync of a replica that holds them publishes them again; so does `--repair`.
+        public static let remoteRolledBack = Kind("remoteRolledBack")
     }
 
     /// The remote object concerned (`""` for the remote as a whole).
@@ -335,6 +340,9 @@ extension SyncEngine {
             known.merge(Head.replicaKeyed(head.applied), uniquingKeysWith: max)
         }
         known = known.filter { $0.value > 0 }
+        var held = try store.appliedSeqs()
+        held[me] = try pushedSeq()
+        let retired = Set(try store.syncValues(prefix: SyncKey.retiredPrefix).keys.compactMap { ReplicaID(hex: $0) })
         let replicas = Set(scan.heads.keys).union(scan.deltas.keys).union(scan.snapshots.keys).union(known.keys)
         for replica in replicas.sorted() {
             // Only what authenticated counts: a name alone (a planted `…-ffffffffffffffff`)
@@ -367,6 +375,22 @@ extension SyncEngine {
                     seq -= 1
                 }
                 missing.removeAll { $0 <= scan.coverage[replica] ?? 0 }
+            }
+            // The remote went back in time: batches this replica pushed or applied are gone
+            // and nothing covers them, or its own newest head is behind what it pushed.
+            let mine = held[replica] ?? 0
+            let newestHead = scan.heads[replica]?.max() ?? 0
+            let lostHere = missing.filter { $0 <= mine }
+            if !retired.contains(replica), !(scan.heads.isEmpty && scan.deltas.isEmpty && scan.snapshots.isEmpty),
+               replica == me ? (mine > newestHead && scan.heads[me] != nil) : !lostHere.isEmpty {
+                scan.add(
+                    .remoteRolledBack, RemoteLayout.head(replica, seq: mine), replica,
+                    replica == me
+                        ? "this replica pushed up to batch \(mine), but its newest head on the remote names \(newestHead): the remote went back in time (restored from an older copy, rolled back, or objects deleted)"
+                        : "batch\(lostHere.count == 1 ? "" : "es") \(lostHere.map(String.init).joined(separator: ", ")) of replica \(scan.who(replica)), which this replica applied, \(lostHere.count == 1 ? "is" : "are") gone and no snapshot covers \(lostHere.count == 1 ? "it" : "them"): the remote went back in time (restored from an older copy, rolled back, or objects deleted)",
+                    replica == me
+                        ? "`concord sync` or `concord doctor --repair` here publishes this replica's batches and head again"
+                        : "`concord sync` or `concord doctor --repair` here publishes a snapshot holding them")
             }
             for seq in missing {
                 scan.add(
@@ -564,7 +588,7 @@ extension SyncEngine {
         for (index, finding) in scan.report.findings.enumerated() where !finding.repaired {
             if finding.kind == .remoteEmptied && finding.path.isEmpty {
                 needed = true
-            } else if finding.kind == .missingHead || finding.kind == .staleReplica, finding.replica == me {
+            } else if finding.kind == .missingHead || finding.kind == .staleReplica || finding.kind == .remoteRolledBack, finding.replica == me {
                 needed = true
                 fixedByHead.append(index)
             } else if finding.kind == .unannouncedBatch, finding.replica == me {
@@ -616,7 +640,31 @@ extension SyncEngine {
             }
         }
 
-        // 5. An emptied remote is repaired, from here, once this replica's objects are back.
+        // 5. Others' batches it applied that the remote lost: a snapshot holds them again.
+        let lostOthers = scan.report.findings.indices.filter {
+            scan.report.findings[$0].kind == .remoteRolledBack && scan.report.findings[$0].replica != me && !scan.report.findings[$0].repaired
+        }
+        if !lostOthers.isEmpty {
+            var outcome: String
+            var done = false
+            do throws(ConcordError) {
+                if let path = try await snapshotUnderANewName() {
+                    outcome = "published snapshot \(path), which holds them"
+                    done = true
+                } else {
+                    try store.setSyncValue(SyncKey.republishPending, "1")
+                    outcome = "not yet: this replica's snapshot name for its current batch is taken, so its next change publishes the snapshot"
+                }
+            } catch {
+                outcome = "repair failed: \(Self.clean(error.message))"
+            }
+            for index in lostOthers {
+                scan.report.findings[index].repaired = done
+                scan.report.findings[index].repair = outcome
+            }
+        }
+
+        // 6. An emptied remote is repaired, from here, once this replica's objects are back.
         let ownOpen = scan.report.findings.contains { $0.isProblem && !$0.repaired && $0.replica == me }
         for index in scan.report.findings.indices where scan.report.findings[index].kind == .remoteEmptied && scan.report.findings[index].path.isEmpty {
             if !ownOpen && newest != nil {

@@ -91,7 +91,7 @@ extension SyncEngine {
 
     /// Writes a snapshot of the current state, unless this replica already wrote one under
     /// the name its pushed seq gives (nil then).
-    private func snapshotUnderANewName() async throws(ConcordError) -> String? {
+    func snapshotUnderANewName() async throws(ConcordError) -> String? {
         let pushed = try pushedSeq()
         let written = try store.syncValue(SyncKey.snapshotSeq) != nil
         let current = try snapshotSeq()

@@ -65,6 +65,22 @@ import Testing
         #expect(doctor.isHealthy, "\(doctor.problems)")
     }
 
+    @Test func doctorNamesARollbackAndRepairHealsIt() async throws {
+        var fleet = try await rolledBack()
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let report = try await fleet.engines[0].doctor()
+        let rolled = report.problems.filter { $0.kind == .remoteRolledBack }
+        #expect(Set(rolled.compactMap(\.replica)) == [a.replicaID, b.replicaID], "\(report.problems)")
+        let repaired = try await fleet.engines[0].doctor(repair: true)
+        let rolledRepaired = repaired.findings.filter { $0.kind == .remoteRolledBack }
+        #expect(!rolledRepaired.isEmpty && rolledRepaired.allSatisfy { $0.repaired }, "\(repaired.findings)")
+        // b never syncs again; a new replica still gets everything.
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        for id in ["n1", "n2", "m2"] { #expect(try fleet.stores[2].record(ref(id)) != nil, "\(id) missing") }
+        #expect(try fleet.stores[2].canonicalDump() == (try a.canonicalDump()))
+    }
+
     @Test func anIdleSyncOfAnIntactRemoteRepublishesNothing() async throws {
         let fleet = try await Fleet(count: 2) { FaultyRemote(wrapping: $0, seed: 3) }
         try fleet.stores[0].set(ref("n1"), "title", .string("one"))
