@@ -261,6 +261,13 @@ public final class FaultyRemote: Remote {
         return try await base.get(path)
     }
 
+    /// Slowness and failure, then the base's bounded get (the limit is the base's to keep).
+    public func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        var call = try begin(.get, path)
+        try await common(&call)
+        return try await base.get(path, limit: limit)
+    }
+
     /// Slowness and failure; then the base's listing (sorted, and remembered for stale
     /// listings), made stale, incomplete, duplicated or reordered as the plan says.
     public func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {

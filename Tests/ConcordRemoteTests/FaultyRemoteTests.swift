@@ -52,6 +52,23 @@ import Testing
         #expect(remote.counts == FaultyRemote.Counts())
     }
 
+    /// A bounded get goes to the wrapped remote with its limit (so a folder's bound on
+    /// memory holds through the wrapper), and its faults still apply.
+    @Test func aBoundedGetForwardsItsLimitAndStillFails() async throws {
+        let folder = TemporaryFolder()
+        let inner = try FolderRemote(root: folder.path)
+        try await inner.put(head(1), Sample.bytes(50))
+        let remote = FaultyRemote(wrapping: inner, seed: 3, plan: .none)
+        #expect(try await remote.get(head(1), limit: 50) == Sample.bytes(50))
+        let over = try await #require(throws: ConcordError.self) { try await remote.get(head(1), limit: 49) }
+        #expect(over.code == .limitExceeded)
+        #expect(remote.counts.gets == 2)
+        let failing = FaultyRemote(wrapping: inner, seed: 3, plan: FaultyRemote.Plan(failure: 1))
+        let failed = try await #require(throws: ConcordError.self) { try await failing.get(head(1), limit: 50) }
+        #expect(failed.code == .remote)
+        #expect(failing.counts.failed == 1)
+    }
+
     @Test func failedCallsThrowAndDoNothing() async throws {
         try await base.put(head(1), [1])
         let remote = faulty(FaultyRemote.Plan(failure: 1))
