@@ -30,6 +30,17 @@ public protocol Remote: Sendable {
     func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError)
     /// The object at `path`, or nil if there is none.
     func get(_ path: String) async throws(ConcordError) -> [UInt8]?
+    /// The object at `path`, or nil if there is none — unless it is larger than `limit`
+    /// bytes: then it throws ``ConcordCore/ConcordError/Code/limitExceeded``
+    /// (``ConcordCore/ConcordError/objectTooLarge(_:size:atLeast:limit:)``) having read at
+    /// most `limit + 1` bytes. Pass the limit of the object's kind,
+    /// ``RemoteLayout/maxObjectSize(forPath:)``.
+    ///
+    /// *Why*: whoever can write the storage chooses object sizes; a sparse file of
+    /// gigabytes costs nothing to plant and, read whole, exhausts memory. The default
+    /// implementation calls ``get(_:)`` and checks the size afterwards (typed error, but no
+    /// memory bound); backends that can learn the size first implement it themselves.
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]?
     /// The objects whose path starts with `prefix`, in no particular order.
     func list(prefix: String) async throws(ConcordError) -> [RemoteObject]
     /// Deletes the object at `path`; deleting a missing object succeeds.
@@ -39,4 +50,14 @@ public protocol Remote: Sendable {
     func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError)
     /// Streams the object at `path` to `write` in chunks; false if there is no object.
     func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool
+}
+
+extension Remote {
+    /// ``get(_:)``, then the size check: the typed error of a bounded get, without its memory
+    /// bound. For remotes that cannot learn an object's size before reading it.
+    public func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        guard let bytes = try await get(path) else { return nil }
+        guard UInt64(bytes.count) <= limit else { throw ConcordError.objectTooLarge(path, size: UInt64(bytes.count), limit: limit) }
+        return bytes
+    }
 }

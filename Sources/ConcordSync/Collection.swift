@@ -160,12 +160,12 @@ extension SyncEngine {
         for path in wanted.sorted() {
             if let known = cached[path] {
                 // Seen before: still there if listed, or if it can be fetched.
-                if !listed.contains(path), try await remote.get(path) == nil { continue }
+                if !listed.contains(path), try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) == nil { continue }
                 names.formUnion(known.split(separator: ",").map(String.init))
                 present.insert(path)
                 continue
             }
-            guard let sealed = try await remote.get(path) else { continue }  // not there (deleted, or never written)
+            guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else { continue }  // not there (deleted, or never written)
             let hashes: Set<ContentHash>
             do throws(ConcordError) {
                 if case .delta? = RemoteLayout.parse(path) {

@@ -187,7 +187,7 @@ extension SyncEngine {
     /// fails to open (recorded in the report: it is treated as not there). Remembers what
     /// it covers.
     func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> (state: StoreState, appliedSeqs: [ReplicaID: UInt64])? {
-        guard let sealed = try await remote.get(path) else { return nil }
+        guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else { return nil }
         let snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64])
         do {
             snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)

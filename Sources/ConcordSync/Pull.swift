@@ -44,7 +44,7 @@ extension SyncEngine {
                         let path = RemoteLayout.delta(replica, seq: seq)
                         let fetched: [UInt8]?
                         do throws(ConcordError) {
-                            fetched = try await remote.get(path)
+                            fetched = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
                         } catch where Self.isDamage(error) {
                             // Not a readable object (too large, not a file): skipped, reported.
                             report.rejected.append("\(path): \(error.message)")

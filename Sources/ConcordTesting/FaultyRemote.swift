@@ -140,6 +140,10 @@ public final class FaultyRemote: Remote {
         public var reorderedListings = 0
         /// Calls that threw ``ConcordError/Code/simulatedCrash`` (the crashing one included).
         public var crashed = 0
+        /// Times the wrapped remote went back to an earlier copy (``rollback(to:)``).
+        public var rollbacks = 0
+        /// Objects deleted behind the replicas' backs (``vanish(prefix:probability:)``).
+        public var vanished = 0
 
         /// All zero.
         public init() {}
@@ -227,6 +231,69 @@ public final class FaultyRemote: Remote {
     /// One line per injected fault, in order, numbered by request: what a failing seed did.
     public var log: [String] { state.withLock { $0.log } }
 
+    // MARK: Storage that goes back in time
+
+    /// A copy of the objects the wrapped remote holds under a prefix, taken with
+    /// ``copy(prefix:)``: what a backup, a snapshot of a NAS share, or an earlier version
+    /// of a bucket holds.
+    public struct Copy: Sendable {
+        /// The prefix copied (`""`: the whole store).
+        public let prefix: String
+        /// Every object under it, by path.
+        public let objects: [String: [UInt8]]
+    }
+
+    /// Copies every object the wrapped remote holds under `prefix`, reading it directly
+    /// (no faults, not counted).
+    public func copy(prefix: String = "") async throws(ConcordError) -> Copy {
+        var objects: [String: [UInt8]] = [:]
+        for object in try await base.list(prefix: prefix) {
+            var bytes: [UInt8] = []
+            if try await base.getStream(object.path, write: { (chunk: [UInt8]) throws(ConcordError) in bytes += chunk }) {
+                objects[object.path] = bytes
+            }
+        }
+        return Copy(prefix: prefix, objects: objects)
+    }
+
+    /// The wrapped remote goes back to `copy` under its prefix — restored from a backup,
+    /// rolled back by bucket versioning or a sync client: objects written since are
+    /// deleted, and objects changed or deleted since come back with the copy's bytes.
+    public func rollback(to copy: Copy) async throws(ConcordError) {
+        for object in try await base.list(prefix: copy.prefix) where copy.objects[object.path] == nil {
+            try await base.delete(object.path)
+        }
+        for (path, bytes) in copy.objects.sorted(by: { $0.key < $1.key }) {
+            var sent = false
+            try await base.putStream(path, read: { () throws(ConcordError) -> [UInt8] in
+                defer { sent = true }
+                return sent ? [] : bytes
+            })
+        }
+        state.withLock {
+            $0.counts.rollbacks += 1
+            $0.log.append("rollback of \(copy.prefix.isEmpty ? "the whole remote" : copy.prefix) to a copy of \(copy.objects.count) objects")
+        }
+    }
+
+    /// Deletes objects behind the replicas' backs — a sync client that takes them for
+    /// conflicts, a person cleaning up: each object under `prefix` goes with probability
+    /// `probability`, drawn from the seed. Returns the paths deleted.
+    @discardableResult
+    public func vanish(prefix: String, probability: Double) async throws(ConcordError) -> [String] {
+        var gone: [String] = []
+        for object in try await base.list(prefix: prefix).sorted(by: Self.order) {
+            guard state.withLock({ $0.generator.chance(probability) }) else { continue }
+            try await base.delete(object.path)
+            gone.append(object.path)
+        }
+        state.withLock {
+            $0.counts.vanished += gone.count
+            if !gone.isEmpty { $0.log.append("vanished: \(gone.joined(separator: ", "))") }
+        }
+        return gone
+    }
+
     // MARK: Remote
 
     /// Crash, slowness, failure, lost put, torn put, lost acknowledgement — or the base's put.
@@ -259,6 +326,13 @@ public final class FaultyRemote: Remote {
         var call = try begin(.get, path)
         try await common(&call)
         return try await base.get(path)
+    }
+
+    /// Slowness and failure, then the base's bounded get (the limit is the base's to keep).
+    public func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        var call = try begin(.get, path)
+        try await common(&call)
+        return try await base.get(path, limit: limit)
     }
 
     /// Slowness and failure; then the base's listing (sorted, and remembered for stale

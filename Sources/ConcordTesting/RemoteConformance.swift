@@ -9,6 +9,8 @@ import Foundation
 /// What it checks:
 /// - put/get round trips of 0 bytes, a few bytes and more than 1 MiB; get of a missing
 ///   object is nil; an overwrite replaces the whole object, longer or shorter;
+/// - a bounded get (`get(_:limit:)`) returns an object of exactly `limit` bytes, throws
+///   `limitExceeded` naming the object for one byte more, and is nil for a missing object;
 /// - delete of a missing object succeeds; after a delete, get is nil and the object is not
 ///   listed;
 /// - `list(prefix:)` returns exactly the objects written whose path starts with the prefix
@@ -64,6 +66,7 @@ public enum RemoteConformance {
             }
             await checkMissing()
             await checkRoundTrips()
+            await checkBoundedGet()
             await checkOverwrite()
             await checkDelete()
             await checkListing()
@@ -100,6 +103,33 @@ public enum RemoteConformance {
                 guard await put(path, bytes, "put/get round trip of \(size) bytes") else { continue }
                 await expectObject(path, bytes, "put/get round trip of \(size) bytes")
             }
+        }
+
+        mutating func checkBoundedGet() async {
+            let path = RemoteLayout.head(RemoteConformance.replica, seq: 0xb0)
+            let bytes = RemoteConformance.pattern(300, salt: 30)
+            guard await put(path, bytes, "bounded get") else { return }
+            do {
+                let found = try await remote.get(path, limit: 300)
+                if found != bytes { issues.append("get(\(path), limit: 300) of a 300-byte object returned \(Self.describe(found))") }
+            } catch {
+                issues.append("get(\(path), limit: 300) of a 300-byte object threw \(error)")
+            }
+            do {
+                let found = try await remote.get(path, limit: 299)
+                issues.append("get(\(path), limit: 299) of a 300-byte object returned \(Self.describe(found)); an object over the limit must throw limitExceeded")
+            } catch {
+                if error.code != .limitExceeded || !error.message.contains(path) {
+                    issues.append("get(\(path), limit: 299) of a 300-byte object threw \(error); expected limitExceeded naming the object")
+                }
+            }
+            do {
+                let missing = RemoteLayout.head(RemoteConformance.absent, seq: 0xb1)
+                if let found = try await remote.get(missing, limit: 10) { issues.append("get(\(missing), limit: 10) of a missing object returned \(Self.describe(found)); expected nil") }
+            } catch {
+                issues.append("get(limit:) of a missing object threw \(error); expected nil")
+            }
+            await delete(path, "bounded get clean-up")
         }
 
         mutating func checkOverwrite() async {

@@ -52,6 +52,23 @@ import Testing
         #expect(remote.counts == FaultyRemote.Counts())
     }
 
+    /// A bounded get goes to the wrapped remote with its limit (so a folder's bound on
+    /// memory holds through the wrapper), and its faults still apply.
+    @Test func aBoundedGetForwardsItsLimitAndStillFails() async throws {
+        let folder = TemporaryFolder()
+        let inner = try FolderRemote(root: folder.path)
+        try await inner.put(head(1), Sample.bytes(50))
+        let remote = FaultyRemote(wrapping: inner, seed: 3, plan: .none)
+        #expect(try await remote.get(head(1), limit: 50) == Sample.bytes(50))
+        let over = try await #require(throws: ConcordError.self) { try await remote.get(head(1), limit: 49) }
+        #expect(over.code == .limitExceeded)
+        #expect(remote.counts.gets == 2)
+        let failing = FaultyRemote(wrapping: inner, seed: 3, plan: FaultyRemote.Plan(failure: 1))
+        let failed = try await #require(throws: ConcordError.self) { try await failing.get(head(1), limit: 50) }
+        #expect(failed.code == .remote)
+        #expect(failing.counts.failed == 1)
+    }
+
     @Test func failedCallsThrowAndDoNothing() async throws {
         try await base.put(head(1), [1])
         let remote = faulty(FaultyRemote.Plan(failure: 1))
@@ -287,5 +304,42 @@ import Testing
         for fault in ["failed call", "lost put", "torn", "stale listing", "incomplete listing", "simulated crash"] {
             #expect(log.contains(fault), "seed 42 never produced \(fault)")
         }
+    }
+
+    @Test func rollbackBringsBackAnEarlierCopyOfThePrefix() async throws {
+        let remote = faulty(.none)
+        try await remote.put(head(1), [1])
+        try await remote.put(RemoteLayout.delta(Sample.a, seq: 1), [1, 1])
+        let copy = try await remote.copy(prefix: "heads/")
+        let whole = try await remote.copy()
+        // Written, changed and deleted since the copies were taken.
+        try await remote.put(head(2), [2])
+        try await remote.delete(head(1))
+        try await remote.put(RemoteLayout.delta(Sample.a, seq: 2), [2, 2])
+        try await remote.rollback(to: copy)
+        #expect(try await base.list(prefix: "heads/").map(\.path) == [head(1)])
+        #expect(try await base.get(head(1)) == [1])
+        // Another prefix is untouched by a prefix rollback.
+        #expect(try await base.list(prefix: "replicas/").count == 2)
+        try await remote.rollback(to: whole)
+        #expect(Set(try await base.list(prefix: "").map(\.path)) == Set(whole.objects.keys))
+        #expect(remote.counts.rollbacks == 2)
+        #expect(remote.log.contains { $0.hasPrefix("rollback") })
+    }
+
+    @Test func vanishDeletesBehindTheReplicasBacksAsTheSeedSays() async throws {
+        for seq in 1...20 { try await base.put(head(UInt64(seq)), [UInt8(seq)]) }
+        try await base.put(RemoteLayout.delta(Sample.a, seq: 1), [1])
+        let first = faulty(.none, seed: 7)
+        let gone = try await first.vanish(prefix: "heads/", probability: 0.5)
+        #expect(!gone.isEmpty && gone.count < 20 && gone.allSatisfy { $0.hasPrefix("heads/") })
+        #expect(try await base.list(prefix: "heads/").count == 20 - gone.count)
+        #expect(try await base.get(RemoteLayout.delta(Sample.a, seq: 1)) != nil)
+        #expect(first.counts.vanished == gone.count)
+        // The same seed over the same objects picks the same ones.
+        let again = MemoryRemote()
+        for seq in 1...20 { try await again.put(head(UInt64(seq)), [UInt8(seq)]) }
+        #expect(try await FaultyRemote(wrapping: again, seed: 7).vanish(prefix: "heads/", probability: 0.5) == gone)
+        #expect(try await faulty(.none).vanish(prefix: "heads/", probability: 0).isEmpty)
     }
 }

@@ -198,9 +198,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: folder.path + "/concord.json", withIntermediateDirectories: true)
         folder.plant("heads", "not a folder")
         let read = try await #require(throws: ConcordError.self) { try await remote.get(RemoteLayout.manifestPath) }
-        #expect(read.code == .remote)
+        #expect(read.code == .unreadableObject)
         #expect(read.message.contains("concord.json"))
-        #expect(read.message.contains("move it out of the store folder"))
+        #expect(read.message.contains("remove it from the store folder"))
         let write = try await #require(throws: ConcordError.self) { try await remote.put(RemoteLayout.head(Sample.a, seq: 1), [1]) }
         #expect(write.code == .remote)
         #expect(write.message.contains(RemoteLayout.head(Sample.a, seq: 1)))

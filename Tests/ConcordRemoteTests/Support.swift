@@ -58,6 +58,8 @@ final class MemoryRemote: Remote {
         case deliversOneChunk
         /// `delete` of a missing object throws.
         case deleteMissingThrows
+        /// `get(_:limit:)` ignores its limit.
+        case ignoresLimit
     }
 
     let flaw: Flaw
@@ -85,6 +87,13 @@ final class MemoryRemote: Remote {
     func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
         try check(path)
         return objects.withLock { $0[path] }
+    }
+
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        try check(path)
+        guard let bytes = objects.withLock({ $0[path] }) else { return nil }
+        if flaw != .ignoresLimit, UInt64(bytes.count) > limit { throw ConcordError.objectTooLarge(path, size: UInt64(bytes.count), limit: limit) }
+        return bytes
     }
 
     func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {

@@ -107,4 +107,34 @@ import Testing
         }
         #expect(try await fleet.remote.list(prefix: "").map(\.path).sorted() == before)
     }
+
+    @Test func aFIFOInPlaceOfABatchIsSkippedWhileEverythingElseSyncs() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.set(note, "title", .string("one"))
+        try await fleet.syncAll()
+        try a.set(note, "title", .string("two"))
+        try await fleet.engines[0].sync()
+        // a's batch 2, which b still needs, becomes a FIFO: reading it would block forever.
+        let batch = RemoteLayout.delta(a.replicaID, seq: 2)
+        let file = fleet.scratch.file("remote") + "/" + batch
+        try FileManager.default.removeItem(atPath: file)
+        #expect(mkfifo(file, 0o644) == 0)
+        try b.set(RecordRef(collection: "notes", id: "from-b"), "title", .string("b's"))
+        // b's sync returns (a hang would never get here), skips the FIFO, and pushes its own.
+        let report = try await fleet.engines[1].sync()
+        #expect(report.rejected.contains { $0.hasPrefix(batch) }, "\(report.rejected)")
+        #expect(report.pushed == 1)
+        try await fleet.engines[0].sync()
+        #expect(try a.record(RecordRef(collection: "notes", id: "from-b")) != nil)
+        // doctor names it, and nothing else.
+        let doctor = try await fleet.engines[1].doctor()
+        #expect(doctor.problems.map(\.path) == [batch], "\(doctor.problems)")
+        #expect(doctor.problems.first?.kind == .unreadable)
+        // Once a person removes it, a's repair writes the batch again and b catches up.
+        try FileManager.default.removeItem(atPath: file)
+        _ = try await fleet.engines[0].doctor(repair: true)
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+    }
 }

@@ -73,7 +73,7 @@ struct RemoteSet: AsyncParsableCommand {
         let storeID: StoreID
         let created: Bool
         var notes: [String] = []
-        if let bytes = try await remote.get(RemoteLayout.manifestPath) {
+        if let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) {
             let manifest = try StoreManifest(json: bytes)
             let credential = try RemoteConnection.credential(for: manifest, location: location, store: nil, options: options)
             _ = try RemoteConnection.unlock(manifest, with: credential)

@@ -90,7 +90,7 @@ struct RemoteConnection {
     }
 
     static func readManifest(_ remote: FolderRemote, location: RemoteLocation) async throws -> StoreManifest {
-        guard let bytes = try await remote.get(RemoteLayout.manifestPath) else {
+        guard let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) else {
             throw CLIError("noRemoteStore", "the folder \(location.folder) holds no Concord store (no concord.json): run `concord remote set \(location.url)` to create one there")
         }
         return try StoreManifest(json: bytes)

@@ -14,3 +14,27 @@ extension ConcordError.Code {
     /// written, and retrying will not help.
     public static let invalidRemotePath = ConcordError.Code("invalidRemotePath")
 }
+
+extension ConcordError.Code {
+    /// An object of the layout is there but is not something Concord can read as an
+    /// object: a folder, a symbolic link, a FIFO, a device or a socket where a file belongs,
+    /// a file this user may not read, or an object below a folder that is a link. Anyone who
+    /// can write the storage can plant one. The message names the object and says what to
+    /// do (remove it from the store folder). The object is unusable, nothing else is
+    /// affected: a caller reports it and carries on with the other objects.
+    public static let unreadableObject = ConcordError.Code("unreadableObject")
+}
+
+extension ConcordError {
+    /// The ``ConcordCore/ConcordError/Code/limitExceeded`` error of a
+    /// ``Remote/get(_:limit:)`` whose object is larger than `limit`: it names the object,
+    /// the size found (at least, when the remote stopped reading at `limit + 1` bytes) and
+    /// the limit. One message for every remote, so callers and people see the same words.
+    public static func objectTooLarge(_ path: String, size: UInt64, atLeast: Bool = false, limit: UInt64) -> ConcordError {
+        ConcordError(
+            .limitExceeded,
+            "remote object \(path) is \(atLeast ? "more than " : "")\(size) bytes, over the limit of \(limit) bytes for its kind: "
+                + "Concord never writes one that large, so it was planted or damaged; it was not read — remove it, or run `concord doctor`"
+        )
+    }
+}

@@ -11,51 +11,55 @@ extension FolderRemote {
     /// One put in progress: a temporary file in the destination's folder that becomes the
     /// object on ``commit()`` (fsync, rename, fsync the folder) or vanishes on ``discard()``
     /// — or, as a backstop, when the writer is released uncommitted.
+    ///
+    /// The destination's folder is opened once, from the root, one component at a time and
+    /// never through a link (``FolderRemote/walk(to:create:_:_:)``); the temporary file is
+    /// created, renamed and removed relative to that open folder. So a folder replaced by a
+    /// link to somewhere else is refused, and nothing is ever written outside the root.
     final class ObjectWriter {
         let remote: FolderRemote
         let path: String
+        let name: String
         let temporary: String
+        /// The destination's folder, open.
+        private let folder: Int32
         private var descriptor: Int32?
 
         /// Creates the layout's folders below the root as needed, then the temporary file.
         init(remote: FolderRemote, path: String) throws(ConcordError) {
             self.remote = remote
             self.path = path
-            let components = path.split(separator: "/")
-            var folder = ""
-            for component in components.dropLast() {
-                let parent = folder
-                folder = folder.isEmpty ? String(component) : folder + "/" + component
-                switch POSIX.makeFolder(remote.location(folder)) {
-                case .success(false):
-                    break
-                case .success(true):
-                    // The new folder's entry must survive a crash too.
-                    if let error = POSIX.syncFolder(remote.location(parent)) { throw remote.failure("write", path, error) }
-                case let .failure(error):
-                    if error.code == ENOENT { try remote.checkRoot() }
-                    throw remote.failure("write", path, error)
-                }
+            let (folderPath, name) = FolderRemote.split(path)
+            self.name = name
+            switch try remote.walk(to: folderPath, create: true, "write", path) {
+            case let .opened(opened):
+                folder = opened
+            case .missing:
+                throw remote.failure("write", path, POSIX.Errno(ENOENT))  // not reached: the walk creates
+            case let .blocked(blocked, what, _):
+                throw remote.blockedFolder("write", path, folder: blocked, what: what)
             }
             var attempt = 0
             while true {
-                let name = FolderRemote.temporaryPrefix + RemoteLayout.hex(UInt64.random(in: 0...UInt64.max))
-                let candidate = folder.isEmpty ? name : folder + "/" + name
-                switch POSIX.open(remote.location(candidate), O_WRONLY | O_CREAT | O_EXCL) {
+                let candidate = FolderRemote.temporaryPrefix + RemoteLayout.hex(UInt64.random(in: 0...UInt64.max))
+                switch POSIX.createFile(at: folder, candidate) {
                 case let .success(opened):
-                    temporary = remote.location(candidate)
+                    temporary = candidate
                     descriptor = opened
                     return
                 case let .failure(error) where error.code == EEXIST && attempt < 8:
                     attempt += 1
                 case let .failure(error):
-                    if error.code == ENOENT { try remote.checkRoot() }
+                    POSIX.close(folder)
                     throw remote.failure("write", path, error)
                 }
             }
         }
 
-        deinit { discard() }
+        deinit {
+            discard()
+            POSIX.close(folder)
+        }
 
         func append(_ bytes: [UInt8]) throws(ConcordError) {
             guard let descriptor, !bytes.isEmpty else { return }
@@ -71,12 +75,11 @@ extension FolderRemote {
             if let error = POSIX.sync(descriptor) { throw remote.failure("write", path, error) }
             POSIX.close(descriptor)
             self.descriptor = nil
-            if let error = POSIX.rename(temporary, remote.location(path)) {
-                _ = POSIX.unlink(temporary)
+            if let error = POSIX.rename(in: folder, temporary, name) {
+                _ = POSIX.unlink(at: folder, temporary)
                 throw remote.failure("write", path, error)
             }
-            let folder = path.split(separator: "/").dropLast().joined(separator: "/")
-            if let error = POSIX.syncFolder(remote.location(folder)) { throw remote.failure("write", path, error) }
+            if let error = POSIX.syncFolder(descriptor: folder) { throw remote.failure("write", path, error) }
         }
 
         /// Removes the temporary file, if it is still there.
@@ -84,7 +87,7 @@ extension FolderRemote {
             guard let descriptor else { return }
             POSIX.close(descriptor)
             self.descriptor = nil
-            _ = POSIX.unlink(temporary)
+            _ = POSIX.unlink(at: folder, temporary)
         }
     }
 }

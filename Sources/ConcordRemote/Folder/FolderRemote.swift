@@ -27,10 +27,32 @@ import Darwin
 ///   ``ConcordError/Code/remote`` rather than answering "nothing there", so a replica never
 ///   mistakes an absent folder for an empty store and starts a new one. Operations create
 ///   the layout's folders below the root but never the root itself.
+/// - **Nothing planted in the folder makes it leave the root, hang or read without bound.**
+///   Anyone who can write the folder can plant links, FIFOs, devices and huge sparse files
+///   at the store's names, so:
+///   - it never follows a symbolic link below the root: each folder is opened relative to
+///     its parent with `openat(…, O_DIRECTORY|O_NOFOLLOW)`, and files are created, renamed,
+///     examined and deleted relative to their open folder (`openat`, `renameat`,
+///     `unlinkat`, `fstatat(AT_SYMLINK_NOFOLLOW)`). A put or delete through a folder that is
+///     a link throws ``ConcordError/Code/remote``; nothing outside the root is written, read
+///     or deleted, and ``sweepTemporaryFiles(olderThan:now:)`` removes only regular files
+///     inside real layout folders. The root itself may be a link: a person chose it.
+///   - it opens only regular files, never blocking (`lstat`, then
+///     `O_RDONLY|O_NONBLOCK|O_NOFOLLOW`, then `fstat`): a folder, link, FIFO, device or
+///     socket at an object's name, or a file this user may not read, is
+///     ``ConcordError/Code/unreadableObject``, naming it, so a caller skips that object
+///     and syncs the rest;
+///   - ``get(_:limit:)`` checks the size first and reads at most `limit + 1` bytes, throwing
+///     ``ConcordCore/ConcordError/Code/limitExceeded`` above the limit; a put above its
+///     kind's limit (``RemoteLayout/maxObjectSize(for:)``) is refused before writing;
+///   - listings list only regular files and enter only real folders; the entries they skip
+///     for that reason are reported by ``inspect(prefix:)``.
 /// - **Streams use constant memory**: 64 KiB chunks (``chunkSize``).
 /// - Every failure is a ``ConcordError``: ``ConcordError/Code/invalidRemotePath`` for a
-///   path outside the layout (nothing touched), ``ConcordError/Code/remote`` for the file
-///   system, with the object, the folder and what to do in the message.
+///   path outside the layout (nothing touched), ``ConcordError/Code/unreadableObject`` and
+///   ``ConcordCore/ConcordError/Code/limitExceeded`` for one bad object,
+///   ``ConcordError/Code/remote`` for the file system, with the object, the folder and what
+///   to do in the message.
 ///
 /// Calls do blocking file I/O on the calling task; they are short except for streams.
 public struct FolderRemote: Remote {
@@ -79,6 +101,14 @@ public struct FolderRemote: Remote {
     /// and fsyncs the folder, creating the layout's folders as needed.
     public func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) {
         try RemoteLayout.validateObjectPath(path)
+        let limit = RemoteLayout.maxObjectSize(forPath: path)
+        guard UInt64(bytes.count) <= limit else {
+            throw ConcordError(
+                .limitExceeded,
+                "could not put remote object \(path): it is \(bytes.count) bytes, over the limit of \(limit) bytes for its kind that every reader "
+                    + "applies (RemoteLayout.maxObjectSize); nothing was written — this is a bug in the writer, which must keep objects within the limit"
+            )
+        }
         let writer = try ObjectWriter(remote: self, path: path)
         do throws(ConcordError) {
             try writer.append(bytes)
@@ -89,11 +119,22 @@ public struct FolderRemote: Remote {
         }
     }
 
-    /// The file's bytes, or nil if there is no file at `path` (and the root exists).
+    /// The file's bytes, or nil if there is no file at `path` (and the root exists). Reads
+    /// it whole: prefer ``get(_:limit:)``.
     public func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
         try RemoteLayout.validateObjectPath(path)
         var out: [UInt8] = []
-        let found = try read(path) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in out.append(contentsOf: chunk) }
+        let found = try read(path, limit: nil) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in out.append(contentsOf: chunk) }
+        return found ? out : nil
+    }
+
+    /// The file's bytes, or nil if there is no file at `path`; throws
+    /// ``ConcordCore/ConcordError/Code/limitExceeded`` without reading if the file is larger
+    /// than `limit` bytes, and after reading at most `limit + 1` bytes if it grew meanwhile.
+    public func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        try RemoteLayout.validateObjectPath(path)
+        var out: [UInt8] = []
+        let found = try read(path, limit: limit) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in out.append(contentsOf: chunk) }
         return found ? out : nil
     }
 
@@ -101,20 +142,28 @@ public struct FolderRemote: Remote {
     /// and modification times; everything else in the folder is skipped.
     public func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {
         try RemoteLayout.validatePrefix(prefix)
-        return try listObjects(prefix: prefix)
+        return try listObjects(prefix: prefix).objects
     }
 
     /// Removes the file; a missing file is fine, a missing root is not. The folder is not
     /// fsynced: a delete undone by a crash only leaves an object the store deletes again.
+    ///
+    /// Removes the entry itself, relative to its folder opened without following links: a
+    /// link at `path` is removed, its target never touched; a folder on the way that is a
+    /// link is refused (``ConcordError/Code/remote``), nothing deleted.
     public func delete(_ path: String) async throws(ConcordError) {
         try RemoteLayout.validateObjectPath(path)
-        guard let error = POSIX.unlink(location(path)) else { return }
-        switch error.code {
-        case ENOENT, ENOTDIR:
-            try checkRoot()  // a missing object is fine; a missing store folder is not
-        default:
-            throw failure("delete", path, error)
+        let (folder, name) = Self.split(path)
+        let descriptor: Int32
+        switch try walk(to: folder, create: false, "delete", path) {
+        case .missing, .blocked(_, _, link: false): return  // nothing lies there; a missing store folder threw
+        case let .blocked(folder, what, link: true): throw blockedFolder("delete", path, folder: folder, what: what)
+        case let .opened(opened): descriptor = opened
         }
+        defer { POSIX.close(descriptor) }
+        guard let error = POSIX.unlink(at: descriptor, name) else { return }
+        if error.code == ENOENT { return }
+        throw failure("delete", path, error)
     }
 
     /// Like ``put(_:_:)``, writing each chunk as `read` yields it; if `read` throws, the
@@ -138,7 +187,7 @@ public struct FolderRemote: Remote {
     /// Reads the file in ``chunkSize`` chunks; false if there is no file at `path`.
     public func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try RemoteLayout.validateObjectPath(path)
-        return try read(path) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in try write(Array(chunk)) }
+        return try read(path, limit: nil) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in try write(Array(chunk)) }
     }
 
     // MARK: Maintenance
@@ -150,21 +199,25 @@ public struct FolderRemote: Remote {
     /// them to every device. Choose an `age` far longer than any upload (an hour or more):
     /// a younger temporary file may be another device's upload in progress. Time is a
     /// parameter, so callers and tests decide what "now" is.
+    ///
+    /// It walks only the layout's folders, each opened without following links, and
+    /// deletes only regular files, each by name relative to its folder: a link named like a
+    /// temporary file is not deleted and its target never touched.
     @discardableResult
     public func sweepTemporaryFiles(olderThan age: UInt64, now: UInt64) throws(ConcordError) -> Int {
-        try checkRoot()
         var deleted = 0
-        var folders = [""]
-        while let folder = folders.popLast() {
-            let absolute = folder.isEmpty ? root : root + "/" + folder
-            guard case let .success(names) = POSIX.entries(absolute) else { continue }
+        guard case let .opened(rootDescriptor) = try walk(to: "", create: false, "sweep", "temporary files") else { return 0 }
+        var folders: [(path: String, descriptor: Int32)] = [("", rootDescriptor)]
+        while let (folder, descriptor) = folders.popLast() {
+            defer { POSIX.close(descriptor) }
+            guard case let .success(names) = POSIX.entries(of: descriptor) else { continue }
             for name in names {
                 let child = folder.isEmpty ? name : folder + "/" + name
                 if name.hasPrefix(Self.temporaryPrefix) {
-                    guard case let .success(info) = POSIX.status(root + "/" + child), POSIX.isRegularFile(info) else { continue }
-                    if now > age, POSIX.modifiedMilliseconds(info) < now - age, POSIX.unlink(root + "/" + child) == nil { deleted += 1 }
-                } else if RemoteLayout.isStoreFolder(child) {
-                    folders.append(child)
+                    guard case let .success(info) = POSIX.status(at: descriptor, name), POSIX.isRegularFile(info) else { continue }
+                    if now > age, POSIX.modifiedMilliseconds(info) < now - age, POSIX.unlink(at: descriptor, name) == nil { deleted += 1 }
+                } else if RemoteLayout.isStoreFolder(child), case let .success(opened) = POSIX.openFolder(at: descriptor, name) {
+                    folders.append((child, opened))
                 }
             }
         }
@@ -172,9 +225,6 @@ public struct FolderRemote: Remote {
     }
 
     // MARK: Internals
-
-    /// The file system path of the object at `path`.
-    func location(_ path: String) -> String { path.isEmpty ? root : root + "/" + path }
 
     /// Throws unless the root is an existing folder.
     func checkRoot() throws(ConcordError) {
@@ -205,30 +255,57 @@ public struct FolderRemote: Remote {
     }
 
     /// Streams the file at `path` to `chunk` in ``chunkSize`` pieces; false if it is missing.
-    private func read(_ path: String, chunk: (UnsafeRawBufferPointer) throws(ConcordError) -> Void) throws(ConcordError) -> Bool {
+    ///
+    /// Opens each folder below the root without following links, then the file itself only
+    /// if it is a regular file (``POSIX/openRegularFile(at:_:)``: never a link, FIFO, device
+    /// or folder, never blocking); anything else, or a file this user may not read, is
+    /// ``ConcordError/Code/unreadableObject``. With a `limit`, a file larger than it throws
+    /// ``ConcordCore/ConcordError/Code/limitExceeded`` before anything is read, and no more
+    /// than `limit + 1` bytes are ever read (a file may grow while it is read).
+    private func read(_ path: String, limit: UInt64?, chunk: (UnsafeRawBufferPointer) throws(ConcordError) -> Void) throws(ConcordError) -> Bool {
+        let (folderPath, name) = Self.split(path)
+        let folder: Int32
+        switch try walk(to: folderPath, create: false, "read", path) {
+        case .missing, .blocked(_, _, link: false): return false  // nothing lies below a missing folder, or a file
+        case let .blocked(blocked, what, link: true): throw unreadable(path, "\(blocked) is \(what), not a folder, and Concord never follows links")
+        case let .opened(opened): folder = opened
+        }
+        defer { POSIX.close(folder) }
         let descriptor: Int32
-        switch POSIX.open(location(path), O_RDONLY) {
-        case let .success(opened):
+        let size: UInt64
+        switch POSIX.openRegularFile(at: folder, name) {
+        case let .success((opened, info)):
             descriptor = opened
-        case let .failure(error) where error.code == ENOENT || error.code == ENOTDIR:
-            try checkRoot()
+            size = UInt64(max(0, info.st_size))
+        case let .failure(error) where error.code == ENOENT:
             return false
+        case .failure(.notRegular):
+            throw unreadable(path, "it is \(Self.describe(at: folder, name)), not a file")
+        case let .failure(error) where error.code == EACCES || error.code == EPERM:
+            throw unreadable(path, "this user may not read it (\(error.description))")
         case let .failure(error):
             throw failure("read", path, error)
         }
         defer { POSIX.close(descriptor) }
-        if case let .success(info) = POSIX.status(descriptor), !POSIX.isRegularFile(info) {
-            throw failure("read", path, POSIX.Errno(EISDIR))
-        }
+        if let limit, size > limit { throw ConcordError.objectTooLarge(path, size: size, limit: limit) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
+        var total: UInt64 = 0
         while true {
-            switch POSIX.read(descriptor, into: buffer) {
+            // With a limit, ask for no more than limit + 1 bytes in all.
+            var wanted = Self.chunkSize
+            if let limit {
+                let remaining = limit - min(limit, total)
+                if remaining < UInt64(wanted) { wanted = Int(remaining) + 1 }
+            }
+            switch POSIX.read(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted])) {
             case let .failure(error):
                 throw failure("read", path, error)
             case .success(0):
                 return true
             case let .success(count):
+                total += UInt64(count)
+                if let limit, total > limit { throw ConcordError.objectTooLarge(path, size: limit, atLeast: true, limit: limit) }
                 try chunk(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             }
         }

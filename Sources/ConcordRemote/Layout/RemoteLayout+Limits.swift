@@ -1,0 +1,40 @@
+import ConcordCore
+
+extension RemoteLayout {
+    /// The largest `concord.json` a reader accepts: 16 KiB. The store writes well under 1 KiB
+    /// (format version, store id, KDF salt and limits, wrapped key, key check).
+    public static let maxManifestSize: UInt64 = 16 << 10
+    /// The largest head a reader accepts: 16 MiB — a sealed JSON document of a few maps keyed
+    /// by replica, about 250 bytes per replica, for the format's 65,536 replicas.
+    public static let maxHeadSize: UInt64 = 16 << 20
+    /// The largest delta batch a reader accepts: 256 MiB. A pushed batch carries at most
+    /// 50,000 slots (more only when one write touched more); at typical sizes that is a few
+    /// MiB, and the room above is for large values (up to 16 MiB each).
+    public static let maxDeltaSize: UInt64 = 256 << 20
+    /// The largest snapshot a reader accepts: 1 GiB of sealed state (files are not in it).
+    public static let maxSnapshotSize: UInt64 = 1 << 30
+
+    /// The largest object of `name`'s kind a reader accepts whole through
+    /// ``Remote/get(_:limit:)``, and the largest a remote stores there; files (blobs) are
+    /// streamed in constant memory and have no such limit (`UInt64.max`).
+    ///
+    /// Rule: every whole-object get passes this limit. *Why*: whoever can write the storage
+    /// chooses object sizes — a sparse file of gigabytes costs nothing to plant — and a
+    /// reader must not spend unbounded memory on it. The limits are part of the format
+    /// (docs/FORMAT.md, "Remote objects"): an object over its limit is refused as damaged.
+    public static func maxObjectSize(for name: Name) -> UInt64 {
+        switch name {
+        case .manifest: maxManifestSize
+        case .head: maxHeadSize
+        case .delta: maxDeltaSize
+        case .snapshot: maxSnapshotSize
+        case .blob: UInt64.max
+        }
+    }
+
+    /// ``maxObjectSize(for:)`` of the object at `path`; for a path outside the layout (which
+    /// every remote refuses anyway) the smallest limit, the manifest's.
+    public static func maxObjectSize(forPath path: String) -> UInt64 {
+        parse(path).map(maxObjectSize(for:)) ?? maxManifestSize
+    }
+}
