@@ -24,7 +24,10 @@ public struct RemoteObject: Hashable, Sendable {
 ///   or from a misbehaving sync client, and callers must authenticate what they read.
 /// - `list` may be stale, incomplete or duplicated; names the store did not write are
 ///   ignored.
-/// - Every failure is a `ConcordError` (code `remote` for transport failures).
+/// - Every failure is a `ConcordError`: code `remote` for transport failures (retry);
+///   `unreadableObject` for one object that is there but cannot be read as an object (not a
+///   file, or not readable) and `limitExceeded` for one over its size limit — whoever can
+///   write the storage can plant either, so a caller reports that object and carries on.
 public protocol Remote: Sendable {
     /// Stores `bytes` at `path`, replacing any object there.
     func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError)

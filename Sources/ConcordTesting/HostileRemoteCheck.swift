@@ -20,7 +20,8 @@ import Synchronization
 ///   listings skip them;
 /// - a sparse 2 GiB `concord.json`: ``Remote/get(_:limit:)`` throws
 ///   ``ConcordCore/ConcordError/Code/limitExceeded`` without allocating for it (the
-///   process's peak memory grows by less than 64 MiB).
+///   process's peak memory grows by less than 512 MiB — a quarter of what reading it would
+///   take, and room for other tests running at the same time in the same process).
 ///
 /// Rule: run it on an **empty** remote; it removes what it planted.
 public enum HostileRemoteCheck {
@@ -208,7 +209,7 @@ public enum HostileRemoteCheck {
             } else if case let .threw(error) = outcome, !(error.message.contains(path) && error.message.contains("\(limit)")) {
                 issues.append("\(context): the limitExceeded message does not name the object and the limit: \(error.message)")
             }
-            if grown > 64 << 20 {
+            if grown > 512 << 20 {
                 issues.append("\(context): get(\(path), limit: \(limit)) grew the peak memory by \(grown >> 20) MiB; it must not read past the limit")
             }
             if let listing = try? await remote.list(prefix: path), let object = listing.first, object.size != HostileRemoteCheck.sparseSize {

@@ -96,6 +96,27 @@ import Testing
         #expect(error.message.contains("remove it from the store folder"))
     }
 
+    /// A device node at an object's name (`/dev/zero`'s numbers: an endless read) is
+    /// never opened. Where mknod is not permitted (not root), a link to `/dev/zero` stands in.
+    @Test func aDeviceAtAnObjectsNameIsNeverOpened() async throws {
+        let path = RemoteLayout.delta(Sample.a, seq: 1)
+        try storage.plantFolder(String(RemoteLayout.deltasPrefix(Sample.a).dropLast()))
+        #if canImport(Darwin)
+        let zero = dev_t(1 << 24 | 5)  // makedev(1, 5) is a C macro
+        #else
+        let zero = dev_t(1 << 8 | 5)
+        #endif
+        let node = mknod(folder.path + "/" + path, S_IFCHR | 0o644, zero) == 0
+        if !node { try storage.plantLink(path, to: "/dev/zero") }
+        let error = try await #require(throws: ConcordError.self) { try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) }
+        #expect(error.code == .unreadableObject)
+        #expect(error.message.contains(node ? "a character device" : "a symbolic link"), "\(error.message)")
+        let stream = try await #require(throws: ConcordError.self) { try await remote.getStream(path) { (_: [UInt8]) throws(ConcordError) in } }
+        #expect(stream.code == .unreadableObject)
+        #expect(try await remote.list(prefix: "").isEmpty)
+        #expect(try remote.inspect(prefix: "replicas/").skipped.map(\.path) == [path])
+    }
+
     @Test func aBoundedGetReadsNoMoreThanTheLimitAllows() async throws {
         let path = RemoteLayout.head(Sample.a, seq: 1)
         try await remote.put(path, Sample.bytes(100))

@@ -23,7 +23,9 @@ import Darwin
         try #require(ftruncate(descriptor, off_t(2) << 30) == 0)
     }
 
-    /// The process's peak resident memory so far, in MiB.
+    /// The process's peak resident memory so far, in MiB. Other tests run in the same process
+    /// at the same time, so the checks below allow 512 MiB of growth: a quarter of what
+    /// reading the 2 GiB file would take.
     static func peakMiB() -> Int {
         var usage = rusage()
         #if canImport(Glibc)
@@ -44,7 +46,7 @@ import Darwin
         #expect(unlock.message.contains("concord.json") && unlock.message.contains("2147483648 bytes"), "\(unlock.message)")
         let sync = try await #require(throws: ConcordError.self) { try await fleet.engines[0].sync() }
         #expect(sync.code == .limitExceeded)
-        #expect(Self.peakMiB() - before < 64, "the 2 GiB file was read")
+        #expect(Self.peakMiB() - before < 512, "the 2 GiB file was read")
     }
 
     @Test func aSparseTwoGiBBatchIsRejectedAndEverythingElseSyncs() async throws {
@@ -58,7 +60,7 @@ import Darwin
         try b.set(RecordRef(collection: "notes", id: "n2"), "title", .string("from b"))
         let report = try await fleet.engines[1].sync()
         #expect(report.rejected.contains { $0.contains(batch) && $0.contains("over the limit") }, "\(report.rejected)")
-        #expect(Self.peakMiB() - before < 64, "the 2 GiB batch was read")
+        #expect(Self.peakMiB() - before < 512, "the 2 GiB batch was read")
         // b's own change still went out, and a receives it.
         _ = try await fleet.engines[0].sync()
         #expect(try a.record(RecordRef(collection: "notes", id: "n2")) != nil)

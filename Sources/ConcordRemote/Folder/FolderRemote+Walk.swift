@@ -114,10 +114,10 @@ extension FolderRemote {
 
     /// The ``ConcordError/Code/unreadableObject`` error of a read of `path`.
     func unreadable(_ path: String, _ why: String) -> ConcordError {
-        ConcordError(
-            .unreadableObject,
-            "remote object \(path) in the store folder \(root) cannot be read: \(why); Concord did not write it and skips it — "
-                + "remove it from the store folder (or run `concord doctor`); everything else still syncs"
-        )
+        let advice = path == RemoteLayout.manifestPath
+            ? "Concord did not write it and cannot open the store without its concord.json — remove it from the store folder and put "
+                + "the store's concord.json back (another device's copy of the folder has it)"
+            : "Concord did not write it; this object is unusable, nothing else is affected — remove it from the store folder (or run `concord doctor`)"
+        return ConcordError(.unreadableObject, "remote object \(path) in the store folder \(root) cannot be read: \(why); \(advice)")
     }
 }

@@ -206,9 +206,12 @@ public struct FolderRemote: Remote {
     @discardableResult
     public func sweepTemporaryFiles(olderThan age: UInt64, now: UInt64) throws(ConcordError) -> Int {
         var deleted = 0
-        guard case let .opened(rootDescriptor) = try walk(to: "", create: false, "sweep", "temporary files") else { return 0 }
-        var folders: [(path: String, descriptor: Int32)] = [("", rootDescriptor)]
-        while let (folder, descriptor) = folders.popLast() {
+        var folders = [""]
+        while let folder = folders.popLast() {
+            // Each folder is opened from the root when its turn comes (one descriptor open at
+            // a time, however many folders wait), so one swapped for a link since it was
+            // listed is refused then.
+            guard case let .opened(descriptor) = try walk(to: folder, create: false, "sweep", "temporary files") else { continue }
             defer { POSIX.close(descriptor) }
             guard case let .success(names) = POSIX.entries(of: descriptor) else { continue }
             for name in names {
@@ -216,8 +219,8 @@ public struct FolderRemote: Remote {
                 if name.hasPrefix(Self.temporaryPrefix) {
                     guard case let .success(info) = POSIX.status(at: descriptor, name), POSIX.isRegularFile(info) else { continue }
                     if now > age, POSIX.modifiedMilliseconds(info) < now - age, POSIX.unlink(at: descriptor, name) == nil { deleted += 1 }
-                } else if RemoteLayout.isStoreFolder(child), case let .success(opened) = POSIX.openFolder(at: descriptor, name) {
-                    folders.append((child, opened))
+                } else if RemoteLayout.isStoreFolder(child) {
+                    folders.append(child)
                 }
             }
         }
