@@ -96,6 +96,23 @@ extension SyncEngine {
                     progressMade = true
                 }
             }
+            // Every origin is stuck, and some batch waits for another origin's changes that no
+            // listed head leads to (its writer is gone, or its head is unreadable): a snapshot
+            // that covers them lets it apply.
+            if !progressMade, !waiting.isEmpty {
+                let vector = try store.versionVector()
+                let applied = try store.appliedSeqs()
+                for (_, delta) in waiting.sorted(by: { $0.key < $1.key }) {
+                    for (origin, hlc) in delta.dependencies.entries where vector[origin] < hlc && next[origin] == nil && !caughtUp.contains(origin) {
+                        if try await catchUp(origin: origin, seq: (applied[origin] ?? 0) + 1, into: &report) {
+                            caughtUp.insert(origin)
+                            try advancePastSnapshot(&next, &waiting)
+                            progressMade = true
+                        }
+                    }
+                    if progressMade { break }
+                }
+            }
         }
         report.waiting = waiting.count
     }

@@ -14,10 +14,21 @@ extension SyncEngine {
     func push(into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?) async throws(ConcordError) {
         // Bounded batches: a large backlog becomes several deltas, so neither this replica
         // nor any receiver holds more than one batch's worth of changes in memory.
+        let sealedBefore = try store.sealedSeq()
         while try store.seal(maxSlots: Self.maxSlotsPerBatch) != nil {}
         try await finishReuploads()
         let sealed = try store.sealedSeq()
         var pushed = try pushedSeq()
+        if sealed > pushed {
+            // Before a new batch name is used: no authentic head of this replica may name a
+            // batch this store never sealed (it would be an older copy of itself). The sync's
+            // own listing may have been stale; this one is fresh.
+            for seq in try await listHeadNames().filter({ $0.replica == store.replicaID && $0.seq > sealedBefore }).map(\.seq).sorted(by: >) {
+                if (try? await readHead(store.replicaID, seq: seq)) != nil {
+                    throw ConcordError(.storeRestored, "the remote holds head \(RemoteLayout.head(store.replicaID, seq: seq)) of this replica, naming batch \(seq), but this store sealed only up to \(sealedBefore): it is an older copy of itself")
+                }
+            }
+        }
         for seq in (pushed + 1)..<(sealed + 1) {
             progress?(SyncProgress(phase: .pushing, objectsDone: Int(seq - pushed - 1), objectsTotal: Int(sealed - pushed), bytesDone: 0, bytesTotal: 0))
             guard let plaintext = try store.sealedDelta(seq: seq) else {

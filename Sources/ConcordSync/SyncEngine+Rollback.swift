@@ -27,7 +27,9 @@ extension SyncEngine {
         var lost: [ReplicaID: UInt64] = [:]
         for (origin, seq) in try store.appliedSeqs().sorted(by: { $0.key < $1.key })
         where origin != me && seq > 0 && !retired.contains(origin) && (heads.latest[origin] ?? 0) < seq {
-            if try await remote.get(RemoteLayout.delta(origin, seq: seq)) == nil { lost[origin] = seq }
+            // A batch no readable head announces is out of reach for a replica that lacks
+            // it, even if it is there: its head is confirmed (the listing may be stale).
+            if (try? await readHead(origin, seq: seq)) ?? nil == nil { lost[origin] = seq }
         }
         if !lost.isEmpty {
             let snapshots = try await snapshotsOnRemote(into: &report)
@@ -63,18 +65,30 @@ extension SyncEngine {
         let ownSnapshot = try snapshotSeq()
         var snapshotThere = false
         if ownSnapshot > 0 { snapshotThere = try await remote.get(RemoteLayout.snapshot(me, seq: ownSnapshot)) != nil }
-        for seq in 1...pushed where !present.contains(seq) {
+        for seq in 1...pushed {
             guard let plaintext = try store.sealedDelta(seq: seq) else {
-                if !snapshotThere || seq > ownSnapshot { uncovered = true }
+                if !present.contains(seq) && (!snapshotThere || seq > ownSnapshot) { uncovered = true }
                 continue
+            }
+            let path = RemoteLayout.delta(me, seq: seq)
+            let sealed = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
+            // An older copy may hold a batch torn by an upload that was retried later: one
+            // that is there is checked byte for byte (this runs only after a rollback).
+            if present.contains(seq) {
+                let there: [UInt8]?
+                do throws(ConcordError) {
+                    there = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
+                } catch where Self.isDamage(error) {
+                    there = nil
+                }
+                if there == sealed { continue }
             }
             let delta = try DeltaCodec.decode(plaintext)
             for hash in Self.files(in: delta).sorted() where store.blobs.contains(hash) {
                 try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
                 report.filesUploaded += 1
             }
-            let path = RemoteLayout.delta(me, seq: seq)
-            try await remote.put(path, try SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches))
+            try await remote.put(path, sealed)
             republished.append(path)
         }
         try await putHead(seq: pushed)

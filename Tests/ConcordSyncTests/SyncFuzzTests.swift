@@ -6,6 +6,7 @@ import ConcordStore
 import ConcordSync
 import ConcordTesting
 import Foundation
+import GRDB
 import Testing
 
 /// Convergence fuzz through FolderRemote wrapped in FaultyRemote (DESIGN.md §7): 2–6
@@ -46,7 +47,7 @@ import Testing
             for kind in [
                 "write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches",
                 "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned",
-                "sharedSnapshot", "droppedSnapshots",
+                "sharedSnapshot", "droppedSnapshots", "remoteRollback", "vanished", "republished", "deviceRestore", "restoredCopy",
             ] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
@@ -84,7 +85,7 @@ final class FuzzRun {
     var storage = ManualClock(millis: 1_767_268_800_000)
     /// Every sealed delta's bytes, by replica and seq, kept before compaction lets a store
     /// forget them.
-    var sealedLog: [Int: [UInt64: [UInt8]]] = [:]
+    var sealedLog: [ReplicaID: [UInt64: [UInt8]]] = [:]
     /// Replicas some replica forgot, and replicas compaction found retired.
     var retired: Set<ReplicaID> = []
     /// Every entry a local operation created, and every one a local operation removed.
@@ -92,6 +93,16 @@ final class FuzzRun {
     var removed: [SlotRef: Set<Stamp>] = [:]
     /// What compaction's metadata purges did wrong, if anything.
     var purgeFailures: [String] = []
+    /// Storage that goes back in time: even seeds roll the remote back to an earlier copy
+    /// (or lose heads behind the replicas' backs), odd seeds restore devices from backups.
+    var remoteCopy: FaultyRemote.Copy?
+    /// Per replica, a backup of its store taken right after one of its syncs.
+    var backups: [Int: (path: String, sealed: UInt64)] = [:]
+    var restores = 0
+    var pushedSinceBackup: Set<Int> = []
+    /// Every authentic batch and snapshot seen on the remote, by name: one name, one content.
+    var seenObjects: [String: [UInt8]] = [:]
+    var nameFailures: [String] = []
     // Distinctive names and values, so the final scan can look for them in the remote's bytes.
     static let refs = [RecordRef(collection: "fuzzcoll-one", id: "fuzzrecord-x"), RecordRef(collection: "fuzzcoll-one", id: "fuzzrecord-y"),
                        RecordRef(collection: "fuzzcoll-two", id: "fuzzrecord-z")]
@@ -117,6 +128,7 @@ final class FuzzRun {
             failure: 0.05, tornPut: 0.05, lostAcknowledgement: 0.05, staleListing: 0.15,
             incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2))
         stores.append(store)
+        knownIDs[index] = store.replicaID
         remotes.append(faulty)
         clocks.append(clock)
         // Short periods, so that a schedule's days-long jumps reach them; the grace period
@@ -236,6 +248,32 @@ final class FuzzRun {
                         trace.log("r\(index) collect failed: \(error.code)")
                     }
                 }
+            case 18 where seed % 2 == 0:
+                // The remote goes back in time: a copy is taken, and later put back; or heads
+                // vanish behind the replicas' backs.
+                if let copy = remoteCopy, random.chance(0.6) {
+                    try await remotes[0].rollback(to: copy)
+                    remoteCopy = nil
+                    trace.log("the remote is rolled back to its copy\(copy.prefix.isEmpty ? "" : " of \(copy.prefix)")")
+                    stats.count("remoteRollback")
+                } else if remoteCopy == nil, random.chance(0.7) {
+                    remoteCopy = try await remotes[0].copy(prefix: random.pick(["", "", "heads/"]))
+                    trace.log("a copy of the remote is taken")
+                } else {
+                    let gone = try await remotes[0].vanish(prefix: RemoteLayout.headsPrefix, probability: 0.3)
+                    trace.log("vanished: \(gone)")
+                    stats.count("vanished", gone.count)
+                }
+            case 18:
+                // A device goes back in time: its store is restored from a backup taken right
+                // after one of its syncs.
+                // Preferably a replica that pushed since its backup: its store then goes back
+                // behind what the remote holds of it.
+                let candidates = backups.sorted(by: { $0.key < $1.key })
+                if let (index, backup) = candidates.first(where: { pushedSinceBackup.contains($0.key) }) ?? candidates.first {
+                    try await restoreDevice(index, from: backup)
+                    backups[index] = nil
+                }
             case 14:
                 if stores.count < 6 {
                     try await addReplica()
@@ -246,6 +284,8 @@ final class FuzzRun {
             default:
                 await sync(r, note: "sync")
             }
+            for index in stores.indices { noteIdentity(nil, index) }
+            try await auditNames()
         }
 
         // Faults stop. Weeks of upkeep: each week every replica syncs and compacts, so
@@ -259,7 +299,7 @@ final class FuzzRun {
             for index in engines.indices {
                 try logSealed(index)
                 do {
-                    try await engines[index].sync()
+                    noteIdentity(try await engines[index].sync(), index)
                     let report = try await compact(index)
                     trace.log("week \(week): r\(index) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), shared \(report.sharedSnapshot ?? "-"), dropped \(report.droppedSnapshots), files \(report.files.deletedFiles.count), awaiting \(report.files.awaitingFiles)\(report.files.skipped.map { ", skipped: \($0)" } ?? "")")
                     stats.count("deletedBatches", report.deletedBatches.count)
@@ -268,6 +308,7 @@ final class FuzzRun {
                     stats.count("droppedSnapshots", report.droppedSnapshots.count)
                 } catch {
                     trace.log("week \(week): r\(index) upkeep failed: \(error)")
+                    noteIdentity(nil, index)
                 }
             }
         }
@@ -281,9 +322,11 @@ final class FuzzRun {
             for index in engines.indices {
                 do {
                     let report = try await engines[index].sync()
+                    noteIdentity(report, index)
                     if report.applied > 0 || report.pushed > 0 || report.waiting > 0 { quiet = false }
                     trace.log("quiescence: r\(index) applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting), joined \(report.joinedSnapshots)\(report.rejected.isEmpty ? "" : ", rejected \(report.rejected)")")
                 } catch {
+                    noteIdentity(nil, index)
                     failures.append("fault-free sync of r\(index) failed: \(error)")
                     quiet = false
                 }
@@ -301,30 +344,49 @@ final class FuzzRun {
             failures.append("remote: \(try await folder.list(prefix: "").map(\.path).filter { !$0.hasPrefix("blobs") })")
         }
         var reference = StoreState()
-        for index in stores.indices {
-            try logSealed(index)
-            let sealed = try stores[index].sealedSeq()
-            guard sealed > 0 else { continue }
-            for seq in 1...sealed { reference.join(try DeltaCodec.decode(try #require(sealedLog[index]?[seq])).state) }
+        for index in stores.indices { try logSealed(index) }
+        // Every sealed delta of every replica id, those of ids a restored store gave up included.
+        for (_, log) in sealedLog {
+            for (_, bytes) in log { reference.join(try DeltaCodec.decode(bytes).state) }
         }
         let final = try stores[0].state()
         if CanonicalDump.json(of: reference) != dumps[0] {
-            failures.append("the dumps differ from the reference merge:\n\(CanonicalDump.json(of: reference))")
+            failures.append("the dumps differ from the reference merge:\n\(CanonicalDump.json(of: reference))\nthe replicas hold:\n\(dumps[0])")
         }
-        if final.records != reference.records { failures.append("stored entries differ from the reference merge") }
+        if final.records != reference.records {
+            failures.append("stored entries differ from the reference merge")
+            for ref in Set(final.records.keys).union(reference.records.keys) where final.records[ref] != reference.records[ref] {
+                for key in Set(final.records[ref]?.slots.keys.map { $0 } ?? []).union(reference.records[ref]?.slots.keys.map { $0 } ?? []) {
+                    let have = final.records[ref]?.slots[key]?.entries.map(\.dot) ?? []
+                    let want = reference.records[ref]?.slots[key]?.entries.map(\.dot) ?? []
+                    if have != want { failures.append("  \(ref) \(key): replicas \(have), reference \(want)") }
+                }
+            }
+        }
         failures += purgeFailures
+        try await auditNames()
+        failures += nameFailures
         // (3) no lost write.
         var present: [SlotRef: Set<Stamp>] = [:]
         for (ref, record) in final.records {
             for (key, slot) in record.slots { present[SlotRef(record: ref, key: key)] = Set(slot.entries.map(\.dot)) }
         }
+        // A restored store re-stamps its writes past what the remote held under its new id,
+        // same hlc: (old, h) lives on as (new, h).
+        func restamped(_ dot: Stamp) -> [Stamp] {
+            identityChanges.filter { $0.old == dot.replica }.map { Stamp(hlc: dot.hlc, replica: $0.new) }
+        }
+        func original(_ dot: Stamp) -> [Stamp] {
+            identityChanges.filter { $0.new == dot.replica }.map { Stamp(hlc: dot.hlc, replica: $0.old) }
+        }
         for (slot, dots) in created {
-            for dot in dots where !(present[slot]?.contains(dot) ?? false) && !(removed[slot]?.contains(dot) ?? false) {
-                failures.append("lost write: \(slot.record) \(slot.key) \(dot) vanished without an observing removal")
+            for dot in dots where !(present[slot]?.contains(dot) ?? false) && !(removed[slot]?.contains(dot) ?? false)
+                && !restamped(dot).contains(where: { (present[slot]?.contains($0) ?? false) || (removed[slot]?.contains($0) ?? false) }) {
+                failures.append("lost write: \(slot.record) \(slot.key) \(dot) vanished without an observing removal; replicas hold \(present[slot].map { Array($0) } ?? []), ids \(identityChanges)")
             }
         }
         for (slot, dots) in present {
-            for dot in dots where !(created[slot]?.contains(dot) ?? false) {
+            for dot in dots where !(created[slot]?.contains(dot) ?? false) && !original(dot).contains(where: { created[slot]?.contains($0) ?? false }) {
                 failures.append("phantom entry: \(slot.record) \(slot.key) \(dot) was never written")
             }
         }
@@ -384,12 +446,145 @@ final class FuzzRun {
 
     static let day: UInt64 = 86_400_000
 
+    /// Takes a backup of replica `r`'s store and files, as a device backup would.
+    func backup(_ r: Int) throws {
+        let path = "\(scratch)/backup-r\(r)-\(backups.count)-\(restores).db"
+        try? FileManager.default.removeItem(atPath: path)
+        try stores[r].reader.backup(to: try DatabaseQueue(path: path))
+        try? FileManager.default.removeItem(atPath: path + ".blobs")
+        try FileManager.default.copyItem(atPath: stores[r].path + ".blobs", toPath: path + ".blobs")
+        backups[r] = (path, try stores[r].sealedSeq())
+        pushedSinceBackup.remove(r)
+        trace.log("r\(r) backed up (sealed \(backups[r]!.sealed))")
+    }
+
+    /// Replaces replica `r`'s store and files with a backup. Writes that only the lost store
+    /// held — never pushed, or pushed and gone — are gone for good ("a write whose every
+    /// copy is gone is gone"): the oracles stop expecting them.
+    func restoreDevice(_ r: Int, from backup: (path: String, sealed: UInt64)) async throws {
+        try logSealed(r)
+        let id = stores[r].replicaID
+        restores += 1
+        let path = "\(scratch)/r\(r)-restored\(restores).db"
+        try FileManager.default.copyItem(atPath: backup.path, toPath: path)
+        try FileManager.default.copyItem(atPath: backup.path + ".blobs", toPath: path + ".blobs")
+        // What survives elsewhere: in another store, or in a batch or snapshot on the remote.
+        var held: Set<Stamp> = []
+        for (index, store) in stores.enumerated() where index != r {
+            for record in try store.state().records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
+        }
+        let restored = try Store(path: path, configuration: .init(clock: clocks[r], historyRetention: 2 * Self.day))
+        for record in try restored.state().records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
+        let batches = key.subkey(for: .batches)
+        let snapshots = key.subkey(for: .snapshots)
+        // Batches of this replica past its newest authentic head were never announced: with
+        // the store that would have announced them gone, nobody applies them.
+        var announced = try SyncEngine.pushedSeq(in: stores[r])
+        let manifests = key.subkey(for: .manifests)
+        for object in try folder.inspect(prefix: RemoteLayout.headsPrefix).objects {
+            guard case let .head(replica, seq)? = RemoteLayout.parse(object.path), replica == id,
+                  let bytes = try await folderGet(object.path), (try? SealedObject.open(bytes, path: object.path, key: manifests)) != nil else { continue }
+            announced = max(announced, seq)
+        }
+        var onRemote: Set<UInt64> = []
+        for object in try folder.inspect(prefix: "").objects {
+            guard let bytes = try await folderGet(object.path) else { continue }
+            switch RemoteLayout.parse(object.path) {
+            case let .delta(origin, seq)?:
+                guard let plain = try? SealedObject.open(bytes, path: object.path, key: batches), let delta = try? DeltaCodec.decode(plain) else { continue }
+                if origin == id {
+                    guard seq <= announced else { continue }
+                    onRemote.insert(seq)
+                }
+                for change in delta.records { for slot in change.slots { held.formUnion(slot.entries.map(\.dot)) } }
+            case .snapshot?:
+                guard let plain = try? SealedObject.open(bytes, path: object.path, key: snapshots) else { continue }
+                // The snapshot framing: u32 count, count × 24 bytes, then the state.
+                let count = Int(plain.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+                guard let state = try? SnapshotCodec.decode(Array(plain.dropFirst(4 + 24 * count))) else { continue }
+                for record in state.records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
+            default: continue
+            }
+        }
+        // Sealed batches past the backup that never reached the remote are gone (pushed
+        // ones are there, or compacted into a snapshot there: no remote rollbacks in these
+        // schedules).
+        let pushed = try SyncEngine.pushedSeq(in: stores[r])
+        for seq in (sealedLog[id] ?? [:]).keys where seq > backup.sealed && (seq > announced || !onRemote.contains(seq) && seq > pushed) {
+            sealedLog[id]![seq] = nil
+        }
+        var dropped = 0
+        for (slot, dots) in created {
+            let lost = dots.filter { $0.replica == id && !held.contains($0) }
+            if !lost.isEmpty {
+                created[slot]!.subtract(lost)
+                dropped += lost.count
+            }
+        }
+        stores[r] = restored
+        engines[r] = SyncEngine(
+            store: restored, remote: remotes[r], key: key, storeID: storeID, clock: clocks[r], snapshotEvery: 3,
+            snapshotSlack: engines[r].snapshotSlack, retention: 10 * Self.day, blobGracePeriod: 5 * Self.day)
+        restoredFrom[r, default: []].append(id)
+        trace.log("r\(r) restored from its backup (sealed \(backup.sealed), announced \(announced), on the remote \(onRemote.sorted())); \(dropped) writes only it held are gone")
+        stats.count("deviceRestore")
+    }
+
+    /// Records a restored store's new id, if its sync gave it one — seen in the store
+    /// itself, since the sync that adopted it may have failed afterwards.
+    func noteIdentity(_ report: SyncReport?, _ r: Int) {
+        let id = stores[r].replicaID
+        guard let known = knownIDs[r], known != id else {
+            knownIDs[r] = id
+            return
+        }
+        knownIDs[r] = id
+        identityChanges.append((known, id))
+        trace.log("r\(r) continues as \(id) (it was a restored copy of \(known))\(report?.restoredCopy == nil ? ", not reported: its sync failed after" : "")")
+        stats.count("restoredCopy")
+    }
+
+    /// Each replica's id when last seen.
+    var knownIDs: [Int: ReplicaID] = [:]
+
+    /// Replicas whose store was replaced, with the ids they had.
+    var restoredFrom: [Int: [ReplicaID]] = [:]
+    /// Ids restored stores gave up, and the ids they continue under.
+    var identityChanges: [(old: ReplicaID, new: ReplicaID)] = []
+
+    func folderGet(_ path: String) async throws -> [UInt8]? {
+        var bytes: [UInt8] = []
+        return try await folder.getStream(path, write: { (chunk: [UInt8]) throws(ConcordError) in bytes += chunk }) ? bytes : nil
+    }
+
+    /// One name, one content: every authentic batch and snapshot keeps the bytes it was
+    /// first seen with, whatever happens to stores and the remote.
+    func auditNames() async throws {
+        let batches = key.subkey(for: .batches)
+        let snapshots = key.subkey(for: .snapshots)
+        for object in try folder.inspect(prefix: "").objects {
+            let subkey: SubKey
+            switch RemoteLayout.parse(object.path) {
+            case .delta?: subkey = batches
+            case .snapshot?: subkey = snapshots
+            default: continue
+            }
+            guard let bytes = try await folderGet(object.path), (try? SealedObject.open(bytes, path: object.path, key: subkey)) != nil else { continue }
+            if let first = seenObjects[object.path] {
+                if first != bytes { nameFailures.append("\(object.path) was written again with other bytes") }
+            } else {
+                seenObjects[object.path] = bytes
+            }
+        }
+    }
+
     /// Copies replica `r`'s sealed deltas not logged yet.
     func logSealed(_ r: Int) throws {
         let sealed = try stores[r].sealedSeq()
         guard sealed > 0 else { return }
-        for seq in 1...sealed where sealedLog[r]?[seq] == nil {
-            if let bytes = try stores[r].sealedDelta(seq: seq) { sealedLog[r, default: [:]][seq] = bytes }
+        let id = stores[r].replicaID
+        for seq in 1...sealed where sealedLog[id]?[seq] == nil {
+            if let bytes = try stores[r].sealedDelta(seq: seq) { sealedLog[id, default: [:]][seq] = bytes }
         }
     }
 
@@ -405,9 +600,14 @@ final class FuzzRun {
             stats.count("applied", report.applied)
             stats.count("caughtUp", report.joinedSnapshots.count - (report.bootstrapped == nil ? 0 : 1))
             stats.count("rejectedOrFailed", report.rejected.count)
+            stats.count("republished", report.remoteRolledBack.count)
+            noteIdentity(report, r)
+            if report.pushed > 0, backups[r] != nil { pushedSinceBackup.insert(r) }
+            if seed % 2 == 1, backups[r] == nil, random.chance(0.5) { try? backup(r) }
         } catch {
             trace.log("r\(r) \(note) failed: \(error.code)")
             stats.count("rejectedOrFailed")
+            noteIdentity(nil, r)
         }
     }
 }
