@@ -19,8 +19,25 @@ struct Compact: AsyncParsableCommand {
             temporaries older than an hour that interrupted uploads left in the remote folder.
             """)
 
-    @Option(name: .customLong("grace-days"), help: "Also delete own batches older than this many days (covered by the snapshot).")
-    var graceDays: UInt64?
+    @Option(
+        name: .customLong("grace-days"), parsing: .unconditional,
+        help: ArgumentHelp("Also delete own batches older than this many days (covered by the snapshot): 0 to \(Self.maxGraceDays).", valueName: "days"))
+    var graceDays: String?
+
+    /// A century: more than any history a grace period could mean, and far from overflow.
+    static let maxGraceDays: UInt64 = 36_500
+
+    func validate() throws { _ = try graceMillis() }
+
+    /// `--grace-days` in milliseconds, or nil; a negative, fractional, huge or non-numeric
+    /// value is refused (exit 2) instead of trapping on overflow.
+    func graceMillis() throws -> UInt64? {
+        guard let graceDays else { return nil }
+        guard let days = UInt64(graceDays), days <= Self.maxGraceDays else {
+            throw ValidationError("--grace-days must be a whole number of days from 0 to \(Self.maxGraceDays), not '\(Entry.clip(graceDays))'")
+        }
+        return days * 86_400_000
+    }
 
     @OptionGroup var options: GlobalOptions
 
@@ -45,7 +62,7 @@ struct Compact: AsyncParsableCommand {
         var compaction: CompactionReport?
         if try RemoteLocation.configured(in: store) != nil {
             let connection = try await RemoteConnection.open(store, options: options)
-            compaction = try await connection.engine.compact(batchGracePeriod: graceDays.map { $0 * 86_400_000 })
+            compaction = try await connection.engine.compact(batchGracePeriod: try graceMillis())
         }
         var lines: [String] = []
         if let compaction {

@@ -22,14 +22,14 @@ struct Sync: AsyncParsableCommand {
     @Flag(name: .customLong("push-only"), help: "Only push local changes.") var pushOnly = false
     @Flag(name: .customLong("pull-only"), help: "Only apply remote changes.") var pullOnly = false
     @Flag(name: .long, help: "Keep syncing until interrupted.") var watch = false
-    @Option(name: .long, help: ArgumentHelp("Seconds between syncs with --watch (default 30).", valueName: "seconds")) var interval: Double?
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Seconds between syncs with --watch (default 30).", valueName: "seconds")) var interval: Double?
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
         guard !(pushOnly && pullOnly) else { throw ValidationError("--push-only and --pull-only exclude each other") }
         if let interval {
             guard watch else { throw ValidationError("--interval applies to --watch") }
-            guard interval > 0, interval.isFinite else { throw ValidationError("--interval must be a positive number of seconds") }
+            guard interval > 0, interval <= 86_400 * 365 else { throw ValidationError("--interval must be a number of seconds above 0 and at most a year, not \(interval)") }
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Concord
+import Foundation
 
 /// Reads the values people type on the command line (`concord put … level=3`).
 ///
@@ -37,16 +38,28 @@ enum ValueParser {
 
     static func value(_ text: String, field: String) throws -> Parsed {
         var parser = Parser(bytes: Array(text.utf8))
-        if let parsed = try? parser.document() { return parsed }
+        do {
+            return try parser.document()
+        } catch let invalid as Parser.OutOfRange {
+            // A number that does not fit: refused, never rounded, never a string.
+            throw ValidationError("the value for \(field), \(Entry.clip(text)), \(invalid.reason)")
+        } catch {}
         if let first = text.utf8.first, [UInt8(ascii: "\""), UInt8(ascii: "["), UInt8(ascii: "{")].contains(first) {
-            throw ValidationError("the value for \(field) starts like JSON but is not valid JSON: \(text) (quote strings as '\"text\"')")
+            if (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil {
+                throw ValidationError("the value for \(field) is JSON but not a value Concord stores: \(Entry.clip(text)) (a scalar, {\"$bytes\": \"hex\"}, {\"$double\": \"NaN\"}, or an array of those)")
+            }
+            throw ValidationError("the value for \(field) starts like JSON but is not valid JSON: \(Entry.clip(text)) (quote strings as '\"text\"'; \\u escapes must name Unicode scalars)")
         }
+        // A bare word is a string; one that reads as a number is not (that would be a
+        // number that does not fit, silently kept as text).
         return .scalar(.string(text))
     }
 
     /// A small JSON reader for scalars, `{"$bytes": hex}` and arrays of those.
     struct Parser {
         struct Failure: Error {}
+        /// A number that is valid JSON but does not fit a 64-bit integer or a finite double.
+        struct OutOfRange: Error { let reason: String }
         let bytes: [UInt8]
         var index = 0
 
@@ -100,26 +113,43 @@ enum ValueParser {
             if literal("false") { return .bool(false) }
             switch peek {
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "{"): return try bytesObject()
+            case UInt8(ascii: "{"): return try taggedObject()
             case let byte? where byte == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte):
                 return try number()
             default: throw Failure()
             }
         }
 
-        mutating func bytesObject() throws -> ScalarValue {
+        /// `{"$bytes": "hex"}`, or `{"$double": "NaN" | "Infinity" | "-Infinity"}` (what
+        /// `get --json` prints for the doubles JSON has no number for).
+        mutating func taggedObject() throws -> ScalarValue {
             index += 1
             skipSpace()
-            guard try string() == "$bytes" else { throw Failure() }
+            let tag = try string()
             skipSpace()
             guard peek == UInt8(ascii: ":") else { throw Failure() }
             index += 1
             skipSpace()
-            guard let decoded = Hex.decode(try string()) else { throw Failure() }
+            let body = try string()
+            let value: ScalarValue
+            switch tag {
+            case "$bytes":
+                guard let decoded = Hex.decode(body) else { throw Failure() }
+                value = .bytes(decoded)
+            case "$double":
+                switch body {
+                case "NaN": value = .double(.nan)
+                case "Infinity": value = .double(.infinity)
+                case "-Infinity": value = .double(-.infinity)
+                default: throw Failure()
+                }
+            default:
+                throw Failure()
+            }
             skipSpace()
             guard peek == UInt8(ascii: "}") else { throw Failure() }
             index += 1
-            return .bytes(decoded)
+            return value
         }
 
         mutating func number() throws -> ScalarValue {
@@ -144,8 +174,19 @@ enum ValueParser {
                 guard digits() > 0 else { throw Failure() }
             }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
-            if isInteger, let value = Int64(text) { return .int(value) }
+            if isInteger {
+                guard let value = Int64(text) else {
+                    throw OutOfRange(reason: "does not fit a 64-bit integer (\(Int64.min) to \(Int64.max)); write it as a string, or as a double with a decimal point")
+                }
+                return .int(value)
+            }
             guard let value = Double(text) else { throw Failure() }
+            guard value.isFinite else { throw OutOfRange(reason: "is beyond the largest double (about 1.8e308)") }
+            // A mantissa with a non-zero digit that became 0 underflowed.
+            let mantissa = text.prefix { $0 != "e" && $0 != "E" }
+            if value == 0, mantissa.contains(where: { ("1"..."9").contains($0) }) {
+                throw OutOfRange(reason: "is closer to 0 than the smallest double (about 5e-324) and would become 0")
+            }
             return .double(value)
         }
 

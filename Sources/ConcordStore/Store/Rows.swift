@@ -34,8 +34,12 @@ enum Rows {
             case .null: return (kindNull, .null, .null, .null)
             case let .bool(flag): return (kindBool, (flag ? 1 : 0 as Int64).databaseValue, .null, .null)
             case let .int(number): return (kindInt, number.databaseValue, .null, .null)
-            case let .double(number): return (kindDouble, number.databaseValue, .null, .null)
-            case let .string(text): return (kindString, text.databaseValue, .null, .null)
+            // SQLite turns a NaN into NULL: it is kept as its 8-byte bit pattern instead.
+            case let .double(number):
+                return (kindDouble, number.isNaN ? Data(withUnsafeBytes(of: number.bitPattern.bigEndian, Array.init)).databaseValue : number.databaseValue, .null, .null)
+            // SQLite binds and reads text up to its first NUL: a string holding one is kept
+            // as its UTF-8 bytes instead, so it round-trips byte for byte.
+            case let .string(text): return (kindString, text.utf8.contains(0) ? Data(text.utf8).databaseValue : text.databaseValue, .null, .null)
             case let .bytes(data): return (kindBytes, Data(data).databaseValue, .null, .null)
             }
         }
@@ -48,8 +52,17 @@ enum Rows {
         case kindNull: return .scalar(.null)
         case kindBool: return .scalar(.bool((row["value"] as Int64) != 0))
         case kindInt: return .scalar(.int(row["value"]))
-        case kindDouble: return .scalar(.double(row["value"]))
-        case kindString: return .scalar(.string(row["value"]))
+        case kindDouble:
+            let stored: DatabaseValue = row["value"]
+            switch stored.storage {
+            case let .blob(bits) where bits.count == 8: return .scalar(.double(Double(bitPattern: bits.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })))
+            case .null: return .scalar(.double(.nan))  // a NaN an earlier release let SQLite store as NULL
+            default: return .scalar(.double(row["value"]))
+            }
+        case kindString:
+            let stored: DatabaseValue = row["value"]
+            if case let .blob(bytes) = stored.storage { return .scalar(.string(String(decoding: bytes, as: UTF8.self))) }
+            return .scalar(.string(row["value"]))
         case kindBytes: return .scalar(.bytes([UInt8](row["value"] as Data)))
         case kindFile:
             guard let hash = ContentHash(bytes: [UInt8](row["value"] as Data)) else {

@@ -50,6 +50,7 @@ public final class WriteTransaction {
 
     /// Sets fields of a record, creating it if it is not visible (rules 1, 2 and 5).
     public func put(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
+        try Self.checkNames(ref, fields.keys)
         try run {
             let dot = try beginWrite(ref)
             for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
@@ -60,6 +61,7 @@ public final class WriteTransaction {
 
     /// Sets one scalar field.
     public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
+        try Self.checkNames(ref, [field])
         try run {
             let dot = try beginWrite(ref)
             try apply(.scalar(value), to: field, of: ref, dot: dot)
@@ -117,6 +119,7 @@ public final class WriteTransaction {
 
     /// Adds an element to a set field (rule 3).
     public func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
+        try Self.checkNames(ref, [field])
         try run {
             let dot = try beginWrite(ref)
             try clearRegister(field, of: ref)
@@ -127,6 +130,7 @@ public final class WriteTransaction {
 
     /// Removes the adds of an element this replica has seen (rule 3).
     public func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
+        try Self.checkNames(ref, [field])
         try run {
             _ = try beginWrite(ref)
             try replace(ref, .element(field, element), with: [])
@@ -136,6 +140,7 @@ public final class WriteTransaction {
     /// Creates (or replaces) a record with exactly `fields`, clearing every field entry and
     /// tombstone this replica has seen (rule 5).
     public func create(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
+        try Self.checkNames(ref, fields.keys)
         try run {
             let dot = try dot()
             try clearRecord(ref, keepingLiveness: false)
@@ -152,6 +157,7 @@ public final class WriteTransaction {
     /// leaves a tombstone of its own (rule 4). Fields are kept: a concurrent update brings
     /// the record back whole.
     public func delete(_ ref: RecordRef) throws(ConcordError) {
+        try Self.checkNames(ref, [])
         try run {
             let dot = try dot()
             try replace(ref, .liveness, with: [])
@@ -170,6 +176,15 @@ public final class WriteTransaction {
     }
 
     // MARK: Slot updates (as Replica's)
+
+    /// Collections, ids and field names are kept as SQLite text, which ends at a NUL byte:
+    /// one inside a name would silently make it another name. Refused before anything is
+    /// written. (Values keep their NUL bytes: see ``Rows/columns(_:)``.)
+    static func checkNames(_ ref: RecordRef, _ fields: some Sequence<String>) throws(ConcordError) {
+        for (what, name) in [("collection", ref.collection), ("record id", ref.id)] + fields.map({ ("field name", $0) }) where name.utf8.contains(0) {
+            throw ConcordError(.invalidOperation, "the \(what) \(name.debugDescription) contains a NUL byte, which names cannot hold; nothing was written — use another \(what)")
+        }
+    }
 
     private func run<T>(_ body: () throws -> T) throws(ConcordError) -> T {
         do {
