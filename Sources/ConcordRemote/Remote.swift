@@ -53,9 +53,32 @@ public protocol Remote: Sendable {
     func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError)
     /// Streams the object at `path` to `write` in chunks; false if there is no object.
     func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool
+    /// What stands at layout names under `prefix` without being an object or a real folder —
+    /// a symbolic link, a FIFO, a device, a folder where an object belongs — which listings
+    /// skip. Concord writes none of these: whoever can write the storage planted them, and
+    /// `doctor` names them. Remotes that cannot hold such things return none (the default).
+    func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly]
+}
+
+/// An entry at a layout name that is not what the layout puts there (``Remote/anomalies(prefix:)``).
+public struct RemoteAnomaly: Hashable, Sendable, CustomStringConvertible {
+    /// Its path below the store's root (a folder's ends without a slash).
+    public let path: String
+    /// What it is, in words: "a symbolic link", "a FIFO (named pipe)", "a folder", …
+    public let kind: String
+
+    public init(path: String, kind: String) {
+        self.path = path
+        self.kind = kind
+    }
+
+    public var description: String { "\(path) (\(kind))" }
 }
 
 extension Remote {
+    /// None: a remote that can only hold objects.
+    public func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { [] }
+
     /// ``get(_:)``, then the size check: the typed error of a bounded get, without its memory
     /// bound. For remotes that cannot learn an object's size before reading it.
     public func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {

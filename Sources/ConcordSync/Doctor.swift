@@ -182,7 +182,15 @@ extension SyncEngine {
         }
         if let own = try store.name() { scan.names[store.replicaID] = own }
 
-        // 2. Every listed object, once.
+        // 2. What stands in the storage without being an object (planted links, FIFOs,
+        //    devices, folders), then every listed object, once.
+        for anomaly in try await remote.anomalies(prefix: "") {
+            scan.blocked.append(anomaly.path)
+            scan.add(
+                .unreadable, anomaly.path, nil,
+                "\(anomaly.path) is \(anomaly.kind), not what the store keeps there: Concord never follows, opens or deletes it, and skips everything behind it",
+                "remove it from the store folder by hand (Concord never writes such a thing: someone planted it); its replica's next sync, or `concord doctor --repair` there, writes what belongs there")
+        }
         for name in try await doctorListing() { try await examine(name, &scan) }
         // 3. Each replica's sequence of batches and heads; 4. files; 5. the fleet.
         try await checkSequences(&scan)
@@ -778,6 +786,9 @@ struct DoctorScan {
 
     var report = DoctorReport()
     var me: ReplicaID?
+    /// Paths of planted entries (a link in place of `heads/`, …): what lies behind them is
+    /// not reported missing, since nothing can be seen there.
+    var blocked: [String] = []
     /// Path → whether the remote holds it, for every object fetched.
     var examined: [String: Bool] = [:]
     /// Heads that authenticated, per replica.
@@ -798,6 +809,10 @@ struct DoctorScan {
     private var keys: Set<String> = []
 
     mutating func add(_ kind: DoctorFinding.Kind, _ path: String, _ replica: ReplicaID?, _ message: String, _ action: String) {
+        if [.missingBatch, .missingHead, .remoteEmptied, .remoteRolledBack, .missingFile].contains(kind),
+           blocked.contains(where: { path.hasPrefix($0 + "/") || path == $0 }) || (kind == .remoteEmptied && !blocked.isEmpty) {
+            return  // behind a planted entry: nothing can be seen there, so nothing is "missing"
+        }
         guard keys.insert(kind.name + " " + path).inserted else { return }
         report.findings.append(DoctorFinding(path: path, kind: kind, replica: replica, message: message, action: action))
     }

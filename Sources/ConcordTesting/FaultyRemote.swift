@@ -335,6 +335,11 @@ public final class FaultyRemote: Remote {
         return try await base.get(path, limit: limit)
     }
 
+    /// The base's anomalies, unfaulted: what stands in the storage is the storage's.
+    public func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] {
+        try await base.anomalies(prefix: prefix)
+    }
+
     /// Slowness and failure; then the base's listing (sorted, and remembered for stale
     /// listings), made stale, incomplete, duplicated or reordered as the plan says.
     public func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {

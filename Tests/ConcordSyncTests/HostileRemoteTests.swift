@@ -137,4 +137,33 @@ import Testing
         try await fleet.syncAll()
         #expect(try fleet.dumps().count == 1)
     }
+
+    @Test func aLinkInPlaceOfAReplicasBatchesIsNamedAndNothingOutsideIsTouched() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.set(note, "title", .string("one"))
+        try b.set(RecordRef(collection: "notes", id: "from-b"), "title", .string("b's"))
+        try await fleet.syncAll()
+        // b's batches folder becomes a link to a folder outside the remote, holding a file
+        // named like a batch.
+        let outside = fleet.scratch.file("outside")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try Data("not yours".utf8).write(to: URL(fileURLWithPath: outside + "/0000000000000002"))
+        let deltas = fleet.scratch.file("remote") + "/" + RemoteLayout.deltasPrefix(b.replicaID)
+        let folder = deltas.hasSuffix("/") ? String(deltas.dropLast()) : deltas
+        try FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createSymbolicLink(atPath: folder, withDestinationPath: outside)
+        let before = try FileManager.default.contentsOfDirectory(atPath: outside)
+        // a's change still reaches b; b's own push fails with a one-line error naming it.
+        try a.set(note, "title", .string("two"))
+        try await fleet.engines[0].sync()
+        try? await fleet.engines[1].sync()
+        #expect(try b.record(note)?.first { $0.name == "title" }?.value == .scalar(.string("two")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == before)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outside + "/0000000000000002")) == Data("not yours".utf8))
+        // doctor names the link, and calls nothing behind it missing.
+        let report = try await fleet.engines[0].doctor()
+        #expect(report.problems.contains { $0.kind == .unreadable && $0.message.contains("symbolic link") }, "\(report.problems)")
+        #expect(!report.findings.contains { $0.kind == .missingBatch || $0.kind == .remoteRolledBack }, "\(report.findings)")
+    }
 }

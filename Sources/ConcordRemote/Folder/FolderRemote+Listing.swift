@@ -43,6 +43,11 @@ extension FolderRemote {
         return try listObjects(prefix: prefix)
     }
 
+    /// The entries ``inspect(prefix:)`` skipped, as ``Remote/anomalies(prefix:)`` reports them.
+    public func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] {
+        try inspect(prefix: prefix).skipped.map { RemoteAnomaly(path: $0.path, kind: $0.kind) }
+    }
+
     /// The layout objects below the root whose path starts with `prefix`, sorted by path.
     ///
     /// Starts at the deepest layout folder the prefix lies wholly inside (listing `heads/`
