@@ -73,6 +73,25 @@ import Testing
         expectConcordError(.invalidParameter) { _ = try StoreManifest.create(storeKey: .random(), passphrase: "x", limits: tooLittle) }
     }
 
+    /// `concord.json` is not authenticated: the storage could demand any Argon2id cost
+    /// before "wrong passphrase". Limits past SENSITIVE (4 passes, 1 GiB) are refused before
+    /// Argon2id runs; the costliest a person can choose still unlocks.
+    @Test func aManifestDemandingAnExcessiveArgon2CostIsRefusedBeforeDeriving() throws {
+        let manifest = try StoreManifest.create(storeKey: .random(), passphrase: "cost", limits: minimum)
+        for (ops, mem) in [(32, UInt64(4) << 30), (5, UInt64(1) << 30), (4, (UInt64(1) << 30) + 1)] {
+            let edited = try StoreManifest(json: try editedJSON(manifest) { $0["opsLimit"] = ops; $0["memLimit"] = mem })
+            do {
+                _ = try edited.unlock(passphrase: "cost")
+                Issue.record("limits (\(ops), \(mem)) were accepted")
+            } catch {
+                #expect(error.code == .invalidParameter && error.message.contains("modified"), "\(error)")
+            }
+        }
+        #expect(PasswordHashLimits.maximumAccepted == .sensitive)
+        try PasswordHashLimits.sensitive.validate()
+        try PasswordHashLimits.moderate.validate()
+    }
+
     // MARK: Key files
 
     @Test func keyFilesRoundTripInBothForms() throws {

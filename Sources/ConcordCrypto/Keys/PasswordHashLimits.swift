@@ -35,10 +35,13 @@ public struct PasswordHashLimits: Hashable, Sendable, CustomStringConvertible {
         PasswordHashLimits(opsLimit: UInt64(crypto_pwhash_argon2id_opslimit_min()), memLimit: UInt64(crypto_pwhash_argon2id_memlimit_min()))
     }
 
-    /// The largest limits this release accepts from `concord.json`: 32 passes and 4 GiB.
-    /// A modified `concord.json` asking for more is rejected rather than allowed to
-    /// exhaust the machine's memory or time.
-    public static let maximumAccepted = PasswordHashLimits(opsLimit: 32, memLimit: 4 << 30)
+    /// The largest limits this release accepts from `concord.json`: libsodium's SENSITIVE
+    /// limits, 4 passes and 1 GiB (the costliest a person can choose here).
+    ///
+    /// *Why*: `concord.json` is read, and its limits used, before anything authenticates it
+    /// — whoever can write the storage could demand 32 passes over 4 GiB from every device
+    /// before "wrong passphrase" comes back. More than this is refused before Argon2id runs.
+    public static var maximumAccepted: PasswordHashLimits { sensitive }
 
     /// Throws `invalidParameter` unless the limits are within Argon2id's minimum and
     /// ``maximumAccepted``.
