@@ -32,6 +32,18 @@ extension SyncEngine {
             report.skipped = "replica \(replica) has changes here but no head on the remote"
             return report
         }
+        // Every replica ever seen counts, listed now or not — a reader that wrote nothing
+        // included — unless it is retired: silent past the retention, or forgotten.
+        var retiredAt = Head.replicaKeyed(try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) })
+        for standing in standings.values { retiredAt.merge(Head.replicaKeyed(standing.head?.retired ?? [:]), uniquingKeysWith: max) }
+        let now = clock.millisecondsSinceEpoch()
+        for (hex, value) in try store.syncValues(prefix: SyncKey.seenPrefix).sorted(by: { $0.key < $1.key }) {
+            guard let replica = ReplicaID(hex: hex), replica != store.replicaID, standings[replica] == nil, let seen = UInt64(value) else { continue }
+            if let at = retiredAt[replica], seen <= at { continue }
+            if seen < now, now - seen > retention { continue }
+            report.skipped = "the head of replica \(replica) is not listed (a listing missed it, or it was deleted): stability cannot be shown without it"
+            return report
+        }
         for (replica, standing) in standings where replica != store.replicaID && standing.status == .active {
             guard let head = standing.head, let stable = head.stable else {
                 report.skipped = "the head of replica \(replica) does not say what it had sealed"

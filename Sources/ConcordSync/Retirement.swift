@@ -50,6 +50,11 @@ extension SyncEngine {
                 status = .active
             }
             standings[replica] = Standing(seq: seq, head: head, status: status)
+            // Remembered, so a later listing that misses its head cannot make it unknown.
+            if let head, replica != store.replicaID {
+                let key = SyncKey.seenPrefix + replica.description
+                if UInt64(try store.syncValue(key) ?? "") ?? 0 < head.syncedAt { try store.setSyncValue(key, String(head.syncedAt)) }
+            }
         }
         return standings
     }

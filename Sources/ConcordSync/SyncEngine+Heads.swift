@@ -49,6 +49,18 @@ extension SyncEngine {
                 }
             }
         }
+        // Every replica whose head authenticates is remembered (``SyncKey/seenPrefix``): a
+        // later listing that misses it cannot make it unknown to the metadata purge. A
+        // replica seen for the first time costs one `get`, once.
+        for (replica, seq) in heads.latest.sorted(by: { $0.key < $1.key }) where replica != store.replicaID {
+            let key = SyncKey.seenPrefix + replica.description
+            var head = heads.read[replica]
+            if head == nil, try store.syncValue(key) == nil {
+                head = try? await readHead(replica, seq: seq)
+                if let head { heads.read[replica] = head }
+            }
+            if let head, UInt64(try store.syncValue(key) ?? "") ?? 0 < head.syncedAt { try store.setSyncValue(key, String(head.syncedAt)) }
+        }
         return heads
     }
 

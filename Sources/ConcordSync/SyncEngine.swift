@@ -294,6 +294,9 @@ enum SyncKey {
     static let unreferencedPrefix = "unreferenced."
     /// `retired.<replica>`: replicas this one forgot, with the time of their newest head.
     static let retiredPrefix = "retired."
+    /// `seen.<replica>`: the newest sync time any head of that replica said, for every
+    /// replica whose head was ever read — listed or not now, it exists until retired.
+    static let seenPrefix = "seen."
     /// Set while something the remote lost waits for a snapshot under a new name.
     static let republishPending = "republish.pending"
 

@@ -1,0 +1,71 @@
+import ConcordCore
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// A remote whose listings of `heads/` can be told to miss one replica's heads, as an
+/// incomplete listing does.
+final class HeadHidingRemote: Remote {
+    let base: any Remote
+    let hidden = Mutex<String?>(nil)
+    init(_ base: any Remote) { self.base = base }
+
+    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) { try await base.put(path, bytes) }
+    func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
+    func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
+    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
+    func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try await base.getStream(path, write: write)
+    }
+    func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {
+        let objects = try await base.list(prefix: prefix)
+        guard let hidden = hidden.withLock({ $0 }) else { return objects }
+        return objects.filter { !($0.path.hasPrefix(RemoteLayout.headsPrefix) && $0.path.contains(hidden)) }
+    }
+}
+
+@Suite struct PurgeStabilityTests {
+    let r = RecordRef(collection: "notes", id: "r")
+
+    /// A reader that has written nothing is still a replica whose head a purge must see:
+    /// if one listing misses it, nothing is purged, and its update concurrent with the
+    /// delete brings the record back whole (rule 4).
+    @Test func aReaderMissingFromOneListingStillHoldsBackThePurge() async throws {
+        var holder: HeadHidingRemote?
+        let fleet = try await Fleet(count: 3) { folder in
+            let hiding = HeadHidingRemote(folder)
+            holder = hiding
+            return hiding
+        }
+        let hiding = try #require(holder)
+        let (a, c) = (fleet.stores[0], fleet.stores[2])
+        try a.put(r, ["title": .scalar(.string("kept")), "body": .scalar(.string("all of it"))])
+        try await fleet.syncAll()
+        // c has read r and written nothing. a deletes r; a and b see the delete, c not yet.
+        try a.delete(r)
+        for _ in 0..<2 {
+            try await fleet.engines[0].sync()
+            try await fleet.engines[1].sync()
+        }
+        // a compacts while its listing misses c's heads.
+        hiding.hidden.withLock { $0 = c.replicaID.description }
+        let report = try await fleet.engines[0].compact()
+        hiding.hidden.withLock { $0 = nil }
+        #expect(report.metadata.purged.isEmpty, "purged \(report.metadata.purged) though c's head was only missing from a listing")
+        #expect(report.metadata.skipped?.contains(c.replicaID.description) == true, "\(String(describing: report.metadata.skipped))")
+        // c updates r concurrently with the delete; every replica ends with r whole.
+        try c.set(r, "title", .string("updated by c"))
+        try await fleet.syncAll(rounds: 3)
+        #expect(try fleet.dumps().count == 1)
+        for store in fleet.stores {
+            let fields = Dictionary(uniqueKeysWithValues: try #require(try store.record(r)).map { ($0.name, $0.value) })
+            #expect(fields["body"] == .scalar(.string("all of it")), "\(fields)")
+            #expect(fields["title"] == .scalar(.string("updated by c")))
+        }
+    }
+}
