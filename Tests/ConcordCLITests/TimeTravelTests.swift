@@ -82,4 +82,25 @@ import Testing
         #expect(dumps.count == 1)
         for id in ["n1", "n2", "n3"] { #expect(try cli.dump("c").contains(id), "\(id) missing") }
     }
+
+    /// concord.json restored from a backup taken before a passphrase change: the current
+    /// passphrase no longer unlocks it, and the message says why instead of "wrong".
+    @Test func anOlderConcordJsonIsNamedNotCalledAWrongPassphrase() throws {
+        var cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a"])
+        try cli.on("a", ["sync"])
+        let manifest = cli.path("remote") + "/concord.json"
+        let old = try Data(contentsOf: URL(fileURLWithPath: manifest))
+        let changed = try cli.run(["remote", "passphrase", "--store", cli.path("a.db")], environment: ["CONCORD_NEW_PASSPHRASE": "a new passphrase"])
+        #expect(changed.status == 0, "\(changed.stderr)")
+        cli.passphrase = "a new passphrase"
+        try cli.on("a", ["sync"])
+        try old.write(to: URL(fileURLWithPath: manifest))
+        let result = try cli.run(["sync", "--store", cli.path("a.db")])
+        expectFailure(result, status: 1, mentioning: ["older backup", "passphrase change"])
+        // Its old passphrase still opens it; nothing was lost.
+        cli.passphrase = "correct horse battery staple"
+        try cli.on("a", ["sync"])
+    }
 }

@@ -513,6 +513,7 @@ final class FuzzRun {
         for seq in (sealedLog[id] ?? [:]).keys where seq > backup.sealed && (seq > announced || !onRemote.contains(seq) && seq > pushed) {
             sealedLog[id]![seq] = nil
         }
+        originalSeqs[id] = Set((sealedLog[id] ?? [:]).keys)
         var dropped = 0
         for (slot, dots) in created {
             let lost = dots.filter { $0.replica == id && !held.contains($0) }
@@ -540,10 +541,17 @@ final class FuzzRun {
         }
         knownIDs[r] = id
         identityChanges.append((known, id))
+        // Batches the restored copy sealed under the old id before it noticed never left it,
+        // and their writes now live on under the new id.
+        for seq in (sealedLog[known] ?? [:]).keys where !(originalSeqs[known]?.contains(seq) ?? false) {
+            sealedLog[known]![seq] = nil
+        }
         trace.log("r\(r) continues as \(id) (it was a restored copy of \(known))\(report?.restoredCopy == nil ? ", not reported: its sync failed after" : "")")
         stats.count("restoredCopy")
     }
 
+    /// Per id of a restored replica, the seqs its original store sealed (kept in the log).
+    var originalSeqs: [ReplicaID: Set<UInt64>] = [:]
     /// Each replica's id when last seen.
     var knownIDs: [Int: ReplicaID] = [:]
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Concord
+import ConcordCrypto
 import ConcordRemote
 import ConcordSync
 import Foundation
@@ -60,6 +61,9 @@ enum CLIConfig {
     static let remote = "cli.remote"
     /// The absolute path of the key file that unlocks the remote, if one is used.
     static let keyFile = "cli.keyFile"
+    /// The BLAKE2b of the `concord.json` this store last unlocked (hex): to tell an older
+    /// copy of it from a wrong passphrase.
+    static let manifest = "cli.manifest"
     /// When this store last finished a sync through the CLI (ms since the epoch).
     static let lastSync = "cli.lastSync"
 }
@@ -84,7 +88,19 @@ struct RemoteConnection {
             throw ConcordError(.storeMismatch, SyncEngine.storeChangedMessage(found: manifest.storeID.hex, recorded: recorded, at: location.folder))
         }
         let credential = try credential(for: manifest, location: location, store: store, options: options)
-        let key = try unlock(manifest, with: credential)
+        let key: StoreKey
+        let fingerprint = ContentHasher.hash(manifest.jsonBytes()).hex
+        do {
+            key = try unlock(manifest, with: credential)
+        } catch let error as ConcordError where error.code == .wrongKey {
+            // A concord.json that is not the one this replica last unlocked — restored from
+            // an older backup, say from before a passphrase change — is named as such.
+            if let last = try store.syncValue(CLIConfig.manifest), last != fingerprint {
+                throw ConcordError(.wrongKey, "the passphrase does not unlock \(location.folder)'s concord.json, and it is not the concord.json this replica last unlocked: it may have been restored from an older backup (from before a passphrase change); try the passphrase it had then, and set the current one again with `concord remote passphrase`")
+            }
+            throw error
+        }
+        if try store.syncValue(CLIConfig.manifest) != fingerprint { try store.setSyncValue(CLIConfig.manifest, fingerprint) }
         let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID)
         return RemoteConnection(location: location, remote: remote, manifest: manifest, key: key, engine: engine)
     }
