@@ -6,6 +6,8 @@
 //   ConcordTorture full STORE LOG BYTES         write until a file-size limit of BYTES is hit
 //   ConcordTorture tmpfs DIR LOG                in a private mount namespace: fill a 1 MiB tmpfs,
 //                                               remount it read-only, then writable again
+//   ConcordTorture attach STORE LOG COUNT       attach COUNT new files, one record each
+//   ConcordTorture collect STORE LOG COUNT      run local file collection COUNT times
 import ConcordCore
 import ConcordStore
 import ConcordTesting
@@ -16,7 +18,7 @@ import Glibc
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
-    FileHandle.standardError.write("usage: ConcordTorture crash|full|readonly …\n".data(using: .utf8)!)
+    FileHandle.standardError.write("usage: ConcordTorture crash|full|tmpfs|attach|collect STORE LOG …\n".data(using: .utf8)!)
     exit(2)
 }
 let log = open(arguments[3], O_WRONLY | O_CREAT | O_APPEND, 0o644)
@@ -124,6 +126,20 @@ do {
         let store = try Store(path: path)
         say("dump \(try store.canonicalDump().utf8.count) \(try store.records(in: "c").count)")
         say("blobs \(try store.blobs.all().count)")
+    case "attach":
+        // Races `collect` in another process on the same store file.
+        let store = try Store(path: arguments[2])
+        for index in 0..<Int(arguments[4])! {
+            try store.attachFile(RecordRef(collection: "files", id: "f\(index)"), "content", bytes: Array("attached file \(index) of \(getpid())".utf8))
+        }
+        say("attached")
+    case "collect":
+        let store = try Store(path: arguments[2])
+        var deleted = 0
+        // A pause between reading the references and deleting, where a write from the
+        // other process would slip in if collection did not hold the write lock.
+        for _ in 0..<Int(arguments[4])! { deleted += try store.collectGarbage(afterScan: { usleep(30_000) }).count }
+        say("collected \(deleted)")
     default:
         fail("unknown mode \(arguments[1])")
     }

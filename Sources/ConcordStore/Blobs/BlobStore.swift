@@ -99,11 +99,17 @@ public struct BlobStore: Sendable {
         }
         let final = path(for: hash)
         let folder = String(final.dropLast(65))
-        if mkdir(folder, 0o755) != 0 && errno != EEXIST { throw Self.ioError("create \(folder)") }
+        if mkdir(folder, 0o755) == 0 {
+            // A new folder's own entry must reach the disk too, or a power loss can lose it
+            // (and the file in it) after the write that references the file committed.
+            try Self.syncDirectory(directory)
+        } else if errno != EEXIST {
+            throw Self.ioError("create \(folder)")
+        }
         if access(final, F_OK) != 0 {
             guard rename(temporary, final) == 0 else { throw Self.ioError("move a file into \(folder)") }
             finished = true
-            Self.syncDirectory(folder)
+            try Self.syncDirectory(folder)
         }
         return FileRef(hash: hash, size: size, mediaType: mediaType)
     }
@@ -192,12 +198,13 @@ public struct BlobStore: Sendable {
         }
     }
 
-    static func syncDirectory(_ path: String) {
-        let descriptor = open(path, O_RDONLY)
-        if descriptor >= 0 {
-            fsync(descriptor)
-            close(descriptor)
-        }
+    /// Fsyncs a folder, so the entries renamed or created in it are durable; a failure is
+    /// a typed error (the write that would reference them must not be acknowledged).
+    static func syncDirectory(_ path: String) throws(ConcordError) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY)
+        guard descriptor >= 0 else { throw ioError("open \(path) to fsync it") }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw ioError("fsync \(path)") }
     }
 
     static func ioError(_ what: String) -> ConcordError {

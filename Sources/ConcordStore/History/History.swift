@@ -61,17 +61,29 @@ extension Store {
     /// entry and no retained version references. Returns the blobs deleted.
     @discardableResult
     public func collectGarbage() throws(ConcordError) -> [ContentHash] {
+        try collectGarbage(afterScan: {})
+    }
+
+    /// ``collectGarbage()``, running `afterScan` between reading the references and deleting
+    /// (a seam for the test that races it against `attachFile` in another process).
+    ///
+    /// The references are read, and the files deleted, inside one write transaction: a
+    /// write — `attachFile` adds its file inside its own write transaction — cannot slip in
+    /// between, in this process or another, so a file attached meanwhile is never taken
+    /// for garbage.
+    package func collectGarbage(afterScan: () -> Void) throws(ConcordError) -> [ContentHash] {
         let cutoff = historyCutoff()
-        let referenced: Set<ContentHash> = try writeDatabase { db in
+        return try writeDatabase { db in
             try db.execute(sql: "DELETE FROM concord_history WHERE superseded_at < ?", arguments: [Rows.hlc(cutoff)])
-            return try Self.referencedFiles(db, since: cutoff)
+            let referenced = try Self.referencedFiles(db, since: cutoff)
+            afterScan()
+            var deleted: [ContentHash] = []
+            for hash in try blobs.all() where !referenced.contains(hash) {
+                try blobs.delete(hash)
+                deleted.append(hash)
+            }
+            return deleted
         }
-        var deleted: [ContentHash] = []
-        for hash in try blobs.all() where !referenced.contains(hash) {
-            try blobs.delete(hash)
-            deleted.append(hash)
-        }
-        return deleted
     }
 
     /// The files the state (every field entry, fork versions included) and the versions
