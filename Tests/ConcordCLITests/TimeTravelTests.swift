@@ -103,4 +103,31 @@ import Testing
         cli.passphrase = "correct horse battery staple"
         try cli.on("a", ["sync"])
     }
+
+    /// Another store's concord.json in place of this one's — created with another
+    /// passphrase, or the same one — is named as a changed store, never as a wrong
+    /// passphrase, and nothing is merged into it.
+    @Test func anotherStoresConcordJsonIsNamedAsAChangedStore() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a"])
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.on("a", ["sync"])
+        let manifest = cli.path("remote") + "/concord.json"
+        let original = try Data(contentsOf: URL(fileURLWithPath: manifest))
+        for passphrase in ["another passphrase", "correct horse battery staple"] {
+            var other = try CLI()
+            defer { other.cleanUp() }
+            other.passphrase = passphrase
+            try other.replicas(["x"])
+            try Data(contentsOf: URL(fileURLWithPath: other.path("remote") + "/concord.json")).write(to: URL(fileURLWithPath: manifest))
+            let before = try FileManager.default.subpathsOfDirectory(atPath: cli.path("remote")).sorted()
+            try cli.on("a", ["put", "notes", "n2", "title=two"])
+            expectFailure(try cli.run(["sync", "--store", cli.path("a.db")]), status: 1, mentioning: ["the store changed"])
+            #expect(try FileManager.default.subpathsOfDirectory(atPath: cli.path("remote")).sorted() == before)
+        }
+        // Once the store's own concord.json is back, the change waiting here is pushed.
+        try original.write(to: URL(fileURLWithPath: manifest))
+        try cli.on("a", ["sync"])
+    }
 }
