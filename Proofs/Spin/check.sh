@@ -71,12 +71,19 @@ run_one() {   # runs in a background subshell; writes $WORK/<name>.res
   if ! gcc -O2 -w $gflags -o pan pan.c > gcc.out 2>&1; then
     echo "ERROR|$name|gcc failed: $(head -c 300 gcc.out | tr '\n' ' ')" > "$WORK/$name.res"; return 0
   fi
-  ./pan -m100000 $pflags > pan.out 2>&1
+  local rc=0
+  ./pan -m100000 $pflags > pan.out 2>&1 || rc=$?
   errs=$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' pan.out | head -1)
   states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.out | head -1)
   secs=$(sed -n 's/^pan: elapsed time \([0-9.e+]*\).*/\1/p' pan.out | head -1)
   why=$(grep -m1 -E '^pan:[0-9]+: ' pan.out | sed -E 's/^pan:[0-9]+: *//')
+  # A search that did not finish proves nothing: pan still prints "errors: 0" after it
+  # ran out of memory or was cut short, so any sign of that fails the run.
   if grep -q 'max search depth too small' pan.out; then why="incomplete: max search depth too small"; errs=""; fi
+  if grep -qiE 'out of memory|reached -DMEMLIM|memory limit|Search not completed|search was truncated' pan.out; then
+    why="incomplete: $(grep -m1 -iE 'out of memory|reached -DMEMLIM|memory limit|Search not completed|search was truncated' pan.out)"; errs=""
+  fi
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then why="pan exited with status $rc"; errs=""; fi
   if [ -z "$errs" ]; then verdict=ERROR
   elif [ "$expect" = pass ] && [ "$errs" = 0 ]; then verdict=OK
   elif [ "$expect" = fail ] && [ "$errs" != 0 ]; then verdict=OK

@@ -39,12 +39,18 @@ extension SyncEngine {
         var standings: [ReplicaID: Standing] = [:]
         for (replica, seq) in heads.latest {
             let head = read[replica]
+            // A head is rewritten in place under its name, so an older copy of it still
+            // authenticates (a rolled-back remote): its time counts no less than the newest
+            // this replica saw of it, so a rollback cannot make an active replica look
+            // silent or forgotten.
+            let seen = UInt64(try store.syncValue(SyncKey.seenPrefix + replica.description) ?? "") ?? 0
+            let syncedAt = head.map { max($0.syncedAt, seen) }
             let status: ReplicaStatus
             if replica == store.replicaID {
                 status = .active
-            } else if let at = retiredAt[replica], (head?.syncedAt ?? 0) <= at {
+            } else if let at = retiredAt[replica], (syncedAt ?? 0) <= at {
                 status = .forgotten
-            } else if let head, head.syncedAt < now, now - head.syncedAt > retention {
+            } else if let syncedAt, syncedAt < now, now - syncedAt > retention {
                 status = .silent
             } else {
                 status = .active

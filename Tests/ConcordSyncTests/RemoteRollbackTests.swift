@@ -91,4 +91,25 @@ import Testing
         #expect(report.remoteRolledBack.isEmpty)
         #expect(faulty.counts.gets == before.gets && faulty.counts.puts == before.puts)
     }
+
+    /// A head is rewritten in place under its name, so an older copy of it still
+    /// authenticates: a rollback to it must not make a replica that synced since look silent.
+    @Test func aRolledBackHeadDoesNotMakeAnActiveReplicaLookSilent() async throws {
+        let fleet = try await Fleet(count: 2) { FaultyRemote(wrapping: $0, seed: 8) }
+        let faulty = try #require(fleet.remote as? FaultyRemote)
+        try fleet.stores[1].set(ref("n1"), "title", .string("one"))
+        try await fleet.syncAll()
+        let old = try await faulty.copy(prefix: "heads/")
+        // 100 days of regular syncs: b's head is rewritten in place with newer times.
+        for _ in 0..<20 {
+            fleet.clock.advance(by: Int64(5 * SyncEngine.day))
+            try await fleet.syncAll(rounds: 1)
+        }
+        let b = fleet.stores[1].replicaID
+        // a has seen b's newest head (compaction, or `replicas`, reads every head).
+        #expect(try await fleet.engines[0].replicas().first { $0.id == b }?.status == .active)
+        try await faulty.rollback(to: old)
+        let status = try await fleet.engines[0].replicas().first { $0.id == b }?.status
+        #expect(status == .active, "a rolled-back head made b look \(String(describing: status))")
+    }
 }

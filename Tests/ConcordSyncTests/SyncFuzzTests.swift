@@ -48,6 +48,8 @@ import Testing
                 "write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches",
                 "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned",
                 "sharedSnapshot", "droppedSnapshots", "remoteRollback", "vanished", "republished", "deviceRestore", "restoredCopy",
+                "faultFailed", "faultTornPut", "faultLostAck", "faultStaleListing", "faultIncompleteListing", "faultDuplicatedListing",
+                "faultReorderedListing",
             ] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
@@ -183,10 +185,12 @@ final class FuzzRun {
                 }
             case 13:
                 // A crash between two steps of a push, then a restart.
+                let crashedBefore = remotes[r].counts.crashed
                 remotes[r].crash(afterMutations: random.int(0...3))
                 await sync(r, note: "crashing sync")
                 remotes[r].restart()
-                stats.count("crash")
+                // Counted only when the crash fired (the sync may not have reached it).
+                if remotes[r].counts.crashed > crashedBefore { stats.count("crash") }
             // Always on 16; on 17 with probability 0.4 (the chance is drawn only for 17).
             case 16...17 where roll == 16 || random.chance(0.4):
                 // Compaction: delete own batches the newest snapshot covers and every replica
@@ -288,6 +292,17 @@ final class FuzzRun {
             try await auditNames()
         }
 
+        // The faults that fired, each counted where it happened (required totals below).
+        for remote in remotes {
+            let counts = remote.counts
+            stats.count("faultFailed", counts.failed)
+            stats.count("faultTornPut", counts.tornPuts)
+            stats.count("faultLostAck", counts.lostAcknowledgements)
+            stats.count("faultStaleListing", counts.staleListings)
+            stats.count("faultIncompleteListing", counts.incompleteListings)
+            stats.count("faultDuplicatedListing", counts.duplicatedListings)
+            stats.count("faultReorderedListing", counts.reorderedListings)
+        }
         // Faults stop. Weeks of upkeep: each week every replica syncs and compacts, so
         // batches go, superseded files are collected, and silent replicas retire; then a
         // new replica bootstraps from what is left. Then sync to quiescence.
