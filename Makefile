@@ -4,7 +4,7 @@ SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
 
-.PHONY: all deps build demo test test-swift proofs bench soak clean
+.PHONY: all deps build demo test test-swift proofs proofs-extended bench soak clean
 
 all: build
 
@@ -30,6 +30,10 @@ test-swift: deps
 # Coq proofs and the Spin model (installs coq and spin when missing).
 proofs:
 	@if [ -f Proofs/Makefile ]; then $(MAKE) -C Proofs; else echo "no proofs yet"; fi
+
+# The Spin model's slower runs and non-vacuity probes (minutes; not part of `make test`).
+proofs-extended:
+	$(MAKE) -C Proofs spin-extended
 
 # package-benchmark suite, release build (see Benchmarks/README.md).
 bench: deps
