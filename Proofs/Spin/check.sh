@@ -80,7 +80,9 @@ run_one() {   # runs in a background subshell; writes $WORK/<name>.res
   # A search that did not finish proves nothing: pan still prints "errors: 0" after it
   # ran out of memory or was cut short, so any sign of that fails the run.
   if grep -q 'max search depth too small' pan.out; then why="incomplete: max search depth too small"; errs=""; fi
-  if grep -qiE 'out of memory|reached -DMEMLIM|memory limit|Search not completed|search was truncated' pan.out; then
+  # (A run that must fail stops at its first error, and says "Search not completed" then:
+  # only a run that found nothing is judged incomplete.)
+  if [ "${errs:-0}" = 0 ] && grep -qiE 'out of memory|reached -DMEMLIM|memory limit|Search not completed|search was truncated' pan.out; then
     why="incomplete: $(grep -m1 -iE 'out of memory|reached -DMEMLIM|memory limit|Search not completed|search was truncated' pan.out)"; errs=""
   fi
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then why="pan exited with status $rc"; errs=""; fi

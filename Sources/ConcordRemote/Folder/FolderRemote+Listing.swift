@@ -20,19 +20,8 @@ extension FolderRemote {
         /// who should remove them.
         public var skipped: [Skipped]
 
-        /// One skipped entry.
-        public struct Skipped: Sendable, Hashable, CustomStringConvertible {
-            /// Its path below the store's root.
-            public let path: String
-            /// What it is, in words: "a symbolic link", "a FIFO (named pipe)", "a folder", …
-            public let kind: String
-            public init(path: String, kind: String) {
-                self.path = path
-                self.kind = kind
-            }
-
-            public var description: String { "\(path) (\(kind))" }
-        }
+        /// One skipped entry: what ``Remote/anomalies(prefix:)`` reports.
+        public typealias Skipped = RemoteAnomaly
     }
 
     /// The layout objects whose path starts with `prefix`, and the entries with layout names
@@ -45,7 +34,7 @@ extension FolderRemote {
 
     /// The entries ``inspect(prefix:)`` skipped, as ``Remote/anomalies(prefix:)`` reports them.
     public func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] {
-        try inspect(prefix: prefix).skipped.map { RemoteAnomaly(path: $0.path, kind: $0.kind) }
+        try inspect(prefix: prefix).skipped
     }
 
     /// The layout objects below the root whose path starts with `prefix`, sorted by path.
