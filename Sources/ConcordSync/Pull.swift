@@ -14,12 +14,14 @@ extension SyncEngine {
         var next: [ReplicaID: UInt64] = [:]
         var last: [ReplicaID: UInt64] = [:]
         var total = 0
-        for (replica, latest) in heads.latest where replica != store.replicaID {
+        for replica in Set(heads.latest.keys).union(heads.unconfirmed.keys) where replica != store.replicaID {
+            let latest = heads.reach(replica)
             let have = applied[replica] ?? 0
             guard latest > have else { continue }
             next[replica] = have + 1
             last[replica] = latest
-            total = total.addingReportingOverflow(Int(clamping: latest - have)).partialValue
+            let count = Int(clamping: latest - have)
+            total = total > Int.max - count ? Int.max : total + count  // a progress figure: saturates
         }
         guard total > 0 else { return }
         // Per origin, fetch in seq order and apply as we go; an origin whose next batch cannot
@@ -53,8 +55,9 @@ extension SyncEngine {
                         }
                         guard let sealed = fetched else {
                             // Not there yet — or compacted away: then a snapshot of its
-                            // origin covers it, and joining that catches up.
-                            if !caughtUp.contains(replica), try await catchUp(origin: replica, seq: seq, into: &report) {
+                            // origin covers it, and joining that catches up. (Past what an
+                            // authenticated head says, a missing batch just ends the walk.)
+                            if seq <= heads.latest[replica] ?? 0, !caughtUp.contains(replica), try await catchUp(origin: replica, seq: seq, into: &report) {
                                 caughtUp.insert(replica)
                                 try advancePastSnapshot(&next, &waiting)
                                 progressMade = true

@@ -22,6 +22,17 @@ extension SyncEngine {
         var read: [ReplicaID: Head] = [:]
         /// Head objects that failed to open, each with why: reported, never believed.
         var rejected: [String] = []
+        /// Per replica, the greatest seq a head name claimed whose object did not open (torn
+        /// by an interrupted rewrite, or planted). Believed for nothing but as a bound for
+        /// pull to look for batches — each of which authenticates on its own — so that a
+        /// torn head whose writer never comes back does not hide its batches for ever.
+        var unconfirmed: [ReplicaID: UInt64] = [:]
+
+        /// How far pull looks for `replica`'s batches: its authenticated head, or further up
+        /// to an unconfirmed claim.
+        func reach(_ replica: ReplicaID) -> UInt64 {
+            max(latest[replica] ?? 0, unconfirmed[replica] ?? 0)
+        }
     }
 
     /// Lists `heads/` and authenticates every name that claims more than this replica
@@ -46,6 +57,7 @@ extension SyncEngine {
                     break
                 } catch where Self.isDamage(error) {
                     heads.rejected.append("\(RemoteLayout.head(replica, seq: seq)): \(error.message)")
+                    heads.unconfirmed[replica] = max(heads.unconfirmed[replica] ?? 0, seq)
                 }
             }
         }

@@ -92,6 +92,8 @@ final class FuzzRun {
     var retired: Set<ReplicaID> = []
     /// Every entry a local operation created, and every one a local operation removed.
     var created: [SlotRef: Set<Stamp>] = [:]
+    /// What each entry a local operation created held: a surviving entry must hold it still.
+    var written: [SlotRef: [Stamp: Payload]] = [:]
     var removed: [SlotRef: Set<Stamp>] = [:]
     /// What compaction's metadata purges did wrong, if anything.
     var purgeFailures: [String] = []
@@ -158,7 +160,8 @@ final class FuzzRun {
             let roll = random.int(0...22)
             switch roll {
             case 0...5:
-                let value: ScalarValue = random.chance(0.5) ? .int(Int64(step)) : .string("fuzzvalue-\(step)")
+                // Integers wide enough that the plaintext scan can look for their encoding.
+                let value: ScalarValue = random.chance(0.5) ? .int(0x3A5C_0000_0000_0000 + Int64(step)) : .string("fuzzvalue-\(step)")
                 try local(r, ref, "write \(ref) \(field)") { try store.set(ref, field, value) }
             case 6:
                 try local(r, ref, "add \(ref)") { try store.add(ref, "fuzzset-s", .string("fuzzvalue-e\(step % 3)")) }
@@ -405,13 +408,37 @@ final class FuzzRun {
                 failures.append("phantom entry: \(slot.record) \(slot.key) \(dot) was never written")
             }
         }
-        // (4) The remote holds only ciphertext: no id, name, value or file content in the clear.
-        for object in try await folder.list(prefix: "") {
-            guard let bytes = try await folder.get(object.path) else { continue }
-            for secret in Self.secrets where bytes.firstRange(of: Array(secret.utf8)) != nil {
-                failures.append("\(object.path) contains \"\(secret)\" in plaintext")
+        // A surviving entry holds the value written, not just the id of the write.
+        for (ref, record) in final.records {
+            for (key, slot) in record.slots {
+                let values = written[SlotRef(record: ref, key: key)] ?? [:]
+                for entry in slot.entries {
+                    guard let value = values[entry.dot] ?? original(entry.dot).lazy.compactMap({ values[$0] }).first else { continue }
+                    if value != entry.payload {
+                        failures.append("changed write: \(ref) \(key) \(entry.dot) holds \(entry.payload), but \(value) was written")
+                    }
+                }
             }
         }
+        // (4) The remote holds only ciphertext: no id, name, value or file content in the clear
+        //     — nor an integer value's 8 bytes, nor a file's content hash (raw or hex) — and
+        //     no temporary file is left behind.
+        var secrets = Self.secrets.map { Array($0.utf8) }
+        for case let .scalar(.int(number)) in written.values.flatMap(\.values) where number.magnitude >= 1 << 48 {
+            secrets.append(ScalarCodec.encode(.int(number)))  // its encoding: tag and svarint, 9+ bytes
+        }
+        for case let .file(file) in written.values.flatMap(\.values) {
+            secrets.append(file.hash.bytes)
+            secrets.append(Array(file.hash.hex.utf8))
+        }
+        for object in try await folder.list(prefix: "") {
+            guard let bytes = try await folderGet(object.path) else { continue }
+            for secret in secrets where bytes.firstRange(of: secret) != nil {
+                failures.append("\(object.path) contains \(String(decoding: secret, as: UTF8.self).debugDescription) (\(secret.count) bytes) in plaintext")
+            }
+        }
+        let leftovers = (FileManager.default.enumerator(atPath: scratch + "/remote")?.allObjects as? [String] ?? []).filter { $0.contains(FolderRemote.temporaryPrefix) }
+        if !leftovers.isEmpty { failures.append("temporary files left in the remote: \(leftovers)") }
         return failures
     }
 
@@ -454,6 +481,7 @@ final class FuzzRun {
             let slot = SlotRef(record: ref, key: key)
             created[slot, default: []].formUnion(new.subtracting(old))
             removed[slot, default: []].formUnion(old.subtracting(new))
+            for entry in after[key]?.entries ?? [] where !old.contains(entry.dot) { written[slot, default: [:]][entry.dot] = entry.payload }
         }
         trace.log("r\(r) \(description)")
         stats.count(kind)
@@ -492,13 +520,12 @@ final class FuzzRun {
         for record in try restored.state().records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
         let batches = key.subkey(for: .batches)
         let snapshots = key.subkey(for: .snapshots)
-        // Batches of this replica past its newest authentic head were never announced: with
-        // the store that would have announced them gone, nobody applies them.
+        // Batches of this replica past its newest head name were never announced: with the
+        // store that would have announced them gone, nobody applies them. (A head that does
+        // not open still bounds how far pull looks.)
         var announced = try SyncEngine.pushedSeq(in: stores[r])
-        let manifests = key.subkey(for: .manifests)
         for object in try folder.inspect(prefix: RemoteLayout.headsPrefix).objects {
-            guard case let .head(replica, seq)? = RemoteLayout.parse(object.path), replica == id,
-                  let bytes = try await folderGet(object.path), (try? SealedObject.open(bytes, path: object.path, key: manifests)) != nil else { continue }
+            guard case let .head(replica, seq)? = RemoteLayout.parse(object.path), replica == id else { continue }
             announced = max(announced, seq)
         }
         var onRemote: Set<UInt64> = []
