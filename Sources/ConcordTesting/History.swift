@@ -41,13 +41,13 @@ public struct History: Sendable {
         now += UInt64(argument % 3)
         let local = r == 1 ? now - 86_400_000 : now
         switch operation {
-        case 0: replicas[r].set(ref, field, .int(Int64(argument % 5)), now: local)
-        case 1: replicas[r].add(ref, "s", .int(Int64(argument % 3)), now: local)
-        case 2: replicas[r].remove(ref, "s", .int(Int64(argument % 3)), now: local)
-        case 3: replicas[r].setFile(ref, "file", Self.files[argument % 2], now: local)
-        case 4: replicas[r].delete(ref, now: local)
-        case 5: replicas[r].create(ref, [field: .scalar(.string("new"))], now: local)
-        case 6: replicas[r].keepRecord(ref, now: local)
+        case 0: try! replicas[r].set(ref, field, .int(Int64(argument % 5)), now: local)
+        case 1: try! replicas[r].add(ref, "s", .int(Int64(argument % 3)), now: local)
+        case 2: try! replicas[r].remove(ref, "s", .int(Int64(argument % 3)), now: local)
+        case 3: try! replicas[r].setFile(ref, "file", Self.files[argument % 2], now: local)
+        case 4: try! replicas[r].delete(ref, now: local)
+        case 5: try! replicas[r].create(ref, [field: .scalar(.string("new"))], now: local)
+        case 6: try! replicas[r].keepRecord(ref, now: local)
         case 7, 8:
             if let delta = replicas[r].seal() { deltas.append(delta) }
         case 12:

@@ -112,12 +112,12 @@ public struct Simulator {
             if let purgeAll = configuration.purgeAtCheckpoint, step == configuration.steps / 2 {
                 let scratch = RecordRef(collection: "scratch", id: "checkpoint")
                 let local = UInt64(Int64(now) + skews[0])
-                replicas[0].set(scratch, "n", .int(1), now: local)
-                replicas[0].delete(scratch, now: local)
+                try! replicas[0].set(scratch, "n", .int(1), now: local)
+                try! replicas[0].delete(scratch, now: local)
                 exchangeEverything()
                 // More dead records, so the second half re-creates and updates purged ones.
                 for ref in replicas[0].state.visibleRecords.map(\.ref) where ref.id == Self.ids[0] {
-                    replicas[0].delete(ref, now: local)
+                    try! replicas[0].delete(ref, now: local)
                 }
                 exchangeEverything()
                 let dead = purgeAll ? replicas[0].state.records.filter { !$0.value.isVisible }.map(\.key) : [scratch]
@@ -138,29 +138,29 @@ public struct Simulator {
             case 0..<18:
                 let field = random.pick(Self.scalarFields)
                 let value = randomScalar(&random)
-                replicas[r].set(ref, field, value, now: local)
+                try! replicas[r].set(ref, field, value, now: local)
                 log(r, "set \(ref) \(field)=\(value)", "set")
             case 18..<28:
                 let tag = random.pick(Self.tags)
-                replicas[r].add(ref, Self.setField, tag, now: local)
+                try! replicas[r].add(ref, Self.setField, tag, now: local)
                 log(r, "add \(ref) \(tag)", "add")
             case 28..<35:
                 let tag = random.pick(Self.tags)
-                replicas[r].remove(ref, Self.setField, tag, now: local)
+                try! replicas[r].remove(ref, Self.setField, tag, now: local)
                 log(r, "remove \(ref) \(tag)", "remove")
             case 35..<45:
                 let file = random.pick(Self.files)
-                replicas[r].setFile(ref, Self.fileField, file, now: local)
+                try! replicas[r].setFile(ref, Self.fileField, file, now: local)
                 log(r, "setFile \(ref) \(file.hash.hex.prefix(6))", "setFile")
             case 45..<51:
-                replicas[r].delete(ref, now: local)
+                try! replicas[r].delete(ref, now: local)
                 log(r, "delete \(ref)", "delete")
             case 51..<55:
                 let fields: [String: FieldWrite] = [
                     random.pick(Self.scalarFields): .scalar(randomScalar(&random)),
                     Self.setField: .set([random.pick(Self.tags)]),
                 ]
-                replicas[r].create(ref, fields, now: local)
+                try! replicas[r].create(ref, fields, now: local)
                 log(r, "create \(ref)", "create")
             case 55..<60:
                 let conflicts = replicas[r].state.conflicts
@@ -170,15 +170,15 @@ public struct Simulator {
                         _ = try? replicas[r].keepVersion(fork.ref, fork.field!, hash: keep.file.hash, now: local)
                         log(r, "keep \(fork.ref) \(keep.file.hash.hex.prefix(6))", "resolveFork")
                     } else {
-                        replicas[r].setFile(fork.ref, fork.field!, random.pick(Self.files), now: local)
+                        try! replicas[r].setFile(fork.ref, fork.field!, random.pick(Self.files), now: local)
                         log(r, "merge \(fork.ref)", "resolveFork")
                     }
                 } else if let conflict = conflicts.first(where: { $0.kind == Conflict.Kind.deleteUpdate }) {
                     if random.chance(0.5) {
-                        replicas[r].keepRecord(conflict.ref, now: local)
+                        try! replicas[r].keepRecord(conflict.ref, now: local)
                         log(r, "keepRecord \(conflict.ref)", "ackDeleteUpdate")
                     } else {
-                        replicas[r].delete(conflict.ref, now: local)
+                        try! replicas[r].delete(conflict.ref, now: local)
                         log(r, "redelete \(conflict.ref)", "ackDeleteUpdate")
                     }
                 }

@@ -38,7 +38,7 @@ public struct TortureScript: Sendable {
             case 6: steps.append(.delete(ref))
             case 7: steps.append(.seal)
             default:
-                peer.set(ref, "a", value, now: Self.now(step: index))
+                try! peer.set(ref, "a", value, now: Self.now(step: index))
                 steps.append(.apply(peer.seal()!))
             }
         }
@@ -50,11 +50,11 @@ public struct TortureScript: Sendable {
         for index in 0..<count {
             let now = Self.now(step: index + 1)
             switch steps[index] {
-            case let .set(ref, field, value): replica.set(ref, field, value, now: now)
-            case let .put(ref, fields): replica.put(ref, fields, now: now)
-            case let .add(ref, field, value): replica.add(ref, field, value, now: now)
-            case let .remove(ref, field, value): replica.remove(ref, field, value, now: now)
-            case let .delete(ref): replica.delete(ref, now: now)
+            case let .set(ref, field, value): try replica.set(ref, field, value, now: now)
+            case let .put(ref, fields): try replica.put(ref, fields, now: now)
+            case let .add(ref, field, value): try replica.add(ref, field, value, now: now)
+            case let .remove(ref, field, value): try replica.remove(ref, field, value, now: now)
+            case let .delete(ref): try replica.delete(ref, now: now)
             case .seal: _ = replica.seal()
             case let .apply(delta): try replica.apply(delta)
             }

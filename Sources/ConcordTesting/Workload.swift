@@ -15,7 +15,7 @@ public enum Workload {
             let ref = RecordRef(collection: "items", id: "item\(record)")
             for field in 0..<fields {
                 if (record * fields + field) % 10 == 0 { now += 1 }
-                writer.set(ref, names[field], value(record: record, field: field, round: round), now: now)
+                try! writer.set(ref, names[field], value(record: record, field: field, round: round), now: now)
             }
         }
         return writer.seal()!

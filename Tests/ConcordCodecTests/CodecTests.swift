@@ -179,7 +179,7 @@ import Testing
         // The laptop deletes the phone's record, sees the phone has seen it, and purges it.
         var (laptop, phone, _, _) = Samples.replicas()
         let ref = try #require(laptop.state.visibleRecords.first?.ref)
-        laptop.delete(ref, now: 1_767_300_000_000)
+        try laptop.delete(ref, now: 1_767_300_000_000)
         let deletion = laptop.seal()
         try phone.apply(try #require(deletion))
         try laptop.purge([ref], now: 1_767_300_000_001)

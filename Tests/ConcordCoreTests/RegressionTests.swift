@@ -16,8 +16,8 @@ import Testing
         var r0 = Replica(id: a)
         var r1 = Replica(id: b)
         var r2 = Replica(id: c)
-        r0.set(ref, "x", .int(1), now: 10)
-        r1.set(ref, "y", .int(2), now: 10)
+        try r0.set(ref, "x", .int(1), now: 10)
+        try r1.set(ref, "y", .int(2), now: 10)
         #expect(r0.snapshot == nil)
         #expect(r1.snapshot == nil)
         // Snapshots are taken right after sealing, as push does.
@@ -27,8 +27,8 @@ import Testing
         let s1 = try #require(r1.snapshot)
         r0.join(snapshot: s1)
         r1.join(snapshot: s0)
-        r0.set(ref, "x", .int(3), now: 20)
-        r1.set(ref, "y", .int(4), now: 20)
+        try r0.set(ref, "x", .int(3), now: 20)
+        try r1.set(ref, "y", .int(4), now: 20)
         let e0 = try r0.mustSeal()
         let e1 = try r1.mustSeal()
         // A third replica can apply everything in some causal order.
@@ -47,7 +47,7 @@ import Testing
     /// failed structurally. Empty slots the context covers are now omitted.
     @Test func deltaStateOmitsEmptySlotsItsContextCovers() throws {
         var r0 = Replica(id: b)
-        r0.keepRecord(ref, now: 10)  // clears the (empty) tombstones slot
+        try r0.keepRecord(ref, now: 10)  // clears the (empty) tombstones slot
         let delta = try r0.mustSeal()
         let state = delta.state
         #expect(state.record(ref)?.slots[.tombstones] == nil)

@@ -31,8 +31,8 @@ import Testing
 
     @Test func rule1ConcurrentScalarWritesGreaterStampWins() throws {
         var r = replicas()
-        r[0].set(note, "title", .string("from a"), now: Self.noon)
-        r[1].set(note, "title", .string("from b"), now: Self.noon)  // same hlc; b's id is greater
+        try r[0].set(note, "title", .string("from a"), now: Self.noon)
+        try r[1].set(note, "title", .string("from b"), now: Self.noon)  // same hlc; b's id is greater
         try exchange(&r)
         #expect(dumps(r).count == 1)
         #expect(r[0].state.fields(of: note)?["title"] == .scalar(.string("from b")))
@@ -42,10 +42,10 @@ import Testing
     @Test func rule2CausallyLaterWriteWinsWithClockADayBehind() throws {
         var r = replicas()
         // a's clock is a day ahead; b's is right.
-        r[0].set(note, "title", .string("early, clock ahead"), now: Self.noon + Self.day)
+        try r[0].set(note, "title", .string("early, clock ahead"), now: Self.noon + Self.day)
         try exchange(&r)
         // b saw a's write and writes later in causal order, with a clock a day behind a's.
-        let stamp = r[1].set(note, "title", .string("later, clock behind"), now: Self.noon)
+        let stamp = try r[1].set(note, "title", .string("later, clock behind"), now: Self.noon)
         #expect(stamp.hlc > HLC.value(physical: Self.noon + Self.day))
         try exchange(&r)
         #expect(dumps(r).count == 1)
@@ -56,37 +56,37 @@ import Testing
 
     @Test func rule3ConcurrentAddAndRemoveAddWins() throws {
         var r = replicas()
-        r[0].add(note, "tags", .string("x"), now: Self.noon)
+        try r[0].add(note, "tags", .string("x"), now: Self.noon)
         try exchange(&r)
-        r[0].remove(note, "tags", .string("x"), now: Self.noon + 10)
-        r[1].add(note, "tags", .string("x"), now: Self.noon + 10)
+        try r[0].remove(note, "tags", .string("x"), now: Self.noon + 10)
+        try r[1].add(note, "tags", .string("x"), now: Self.noon + 10)
         try exchange(&r)
         #expect(dumps(r).count == 1)
         #expect(r[0].state.fields(of: note)?["tags"] == .set([.string("x")]))
         // A remove removes exactly the adds it observed: after seeing both adds, it empties.
-        r[0].remove(note, "tags", .string("x"), now: Self.noon + 20)
+        try r[0].remove(note, "tags", .string("x"), now: Self.noon + 20)
         try exchange(&r)
         #expect(r[1].state.fields(of: note)?["tags"] == nil)
     }
 
     @Test func rule4DeleteConcurrentWithUpdateKeepsRecordWithAllFields() throws {
         var r = replicas()
-        r[0].put(note, ["title": .scalar(.string("keep me")), "body": .scalar(.string("all of me"))], now: Self.noon)
+        try r[0].put(note, ["title": .scalar(.string("keep me")), "body": .scalar(.string("all of me"))], now: Self.noon)
         try exchange(&r)
-        r[0].delete(note, now: Self.noon + 10)
-        r[1].set(note, "title", .string("edited"), now: Self.noon + 5)
+        try r[0].delete(note, now: Self.noon + 10)
+        try r[1].set(note, "title", .string("edited"), now: Self.noon + 5)
         try exchange(&r)
         #expect(dumps(r).count == 1)
         let fields = try #require(r[0].state.fields(of: note))
         #expect(fields == ["title": .scalar(.string("edited")), "body": .scalar(.string("all of me"))])
         #expect(r[0].state.conflicts == [Conflict(kind: .deleteUpdate, ref: note)])
         // Acknowledging by keeping removes the tombstones the acknowledger saw.
-        r[1].keepRecord(note, now: Self.noon + 20)
+        try r[1].keepRecord(note, now: Self.noon + 20)
         try exchange(&r)
         #expect(r[0].state.conflicts.isEmpty)
         #expect(r[0].state.fields(of: note)?["body"] == .scalar(.string("all of me")))
         // A delete that observed the update really deletes.
-        r[0].delete(note, now: Self.noon + 30)
+        try r[0].delete(note, now: Self.noon + 30)
         try exchange(&r)
         #expect(r[1].state.fields(of: note) == nil)
         #expect(r[1].state.conflicts.isEmpty)
@@ -94,13 +94,13 @@ import Testing
 
     @Test func rule4AcknowledgeByDeletingAgain() throws {
         var r = replicas()
-        r[0].set(note, "title", .string("t"), now: Self.noon)
+        try r[0].set(note, "title", .string("t"), now: Self.noon)
         try exchange(&r)
-        r[0].delete(note, now: Self.noon + 10)
-        r[1].set(note, "title", .string("edited"), now: Self.noon + 10)
+        try r[0].delete(note, now: Self.noon + 10)
+        try r[1].set(note, "title", .string("edited"), now: Self.noon + 10)
         try exchange(&r)
         #expect(r[1].state.conflicts.count == 1)
-        r[1].delete(note, now: Self.noon + 20)
+        try r[1].delete(note, now: Self.noon + 20)
         try exchange(&r)
         #expect(dumps(r).count == 1)
         #expect(r[0].state.fields(of: note) == nil)
@@ -109,12 +109,12 @@ import Testing
 
     @Test func rule5RecreationAfterObservedDeleteShowsNoOldField() throws {
         var r = replicas()
-        r[0].put(note, ["title": .scalar(.string("old")), "tags": .set([.string("old")])], now: Self.noon)
-        r[0].setFile(note, "doc", Self.file(1), now: Self.noon + 1)
+        try r[0].put(note, ["title": .scalar(.string("old")), "tags": .set([.string("old")])], now: Self.noon)
+        try r[0].setFile(note, "doc", Self.file(1), now: Self.noon + 1)
         try exchange(&r)
-        r[0].delete(note, now: Self.noon + 10)
+        try r[0].delete(note, now: Self.noon + 10)
         try exchange(&r)
-        r[1].put(note, ["body": .scalar(.string("new"))], now: Self.noon + 20)  // re-creation
+        try r[1].put(note, ["body": .scalar(.string("new"))], now: Self.noon + 20)  // re-creation
         try exchange(&r)
         #expect(dumps(r).count == 1)
         #expect(r[0].state.fields(of: note) == ["body": .scalar(.string("new"))])
@@ -123,9 +123,9 @@ import Testing
 
     @Test func rule6ConcurrentFileWritesForkAndResolutionSupersedesAll() throws {
         var r = replicas(3)
-        r[0].setFile(note, "doc", Self.file(1), now: Self.noon)
-        r[1].setFile(note, "doc", Self.file(2), now: Self.noon + 1)
-        r[2].setFile(note, "doc", Self.file(2), now: Self.noon + 2)  // same content as b: no extra version
+        try r[0].setFile(note, "doc", Self.file(1), now: Self.noon)
+        try r[1].setFile(note, "doc", Self.file(2), now: Self.noon + 1)
+        try r[2].setFile(note, "doc", Self.file(2), now: Self.noon + 2)  // same content as b: no extra version
         try exchange(&r)
         #expect(dumps(r).count == 1)
         let conflicts = r[0].state.conflicts
@@ -147,8 +147,8 @@ import Testing
 
     @Test func rule6ConcurrentSameContentIsNoFork() throws {
         var r = replicas()
-        r[0].setFile(note, "doc", Self.file(1), now: Self.noon)
-        r[1].setFile(note, "doc", Self.file(1), now: Self.noon)
+        try r[0].setFile(note, "doc", Self.file(1), now: Self.noon)
+        try r[1].setFile(note, "doc", Self.file(1), now: Self.noon)
         try exchange(&r)
         #expect(r[0].state.conflicts.isEmpty)
     }
@@ -156,21 +156,21 @@ import Testing
     @Test func rule7MergeIgnoresLocalClockAndCounterCarries() throws {
         var r = replicas()
         // b's clock runs a day ahead: its stamp is applied as is, and a follows it.
-        let ahead = r[1].set(note, "title", .string("from the future"), now: Self.noon + Self.day)
+        let ahead = try r[1].set(note, "title", .string("from the future"), now: Self.noon + Self.day)
         try exchange(&r)
         #expect(r[0].state.fields(of: note)?["title"] == .scalar(.string("from the future")))
         #expect(r[0].clock.latest >= ahead.hlc)
         #expect(HybridLogicalClock.skew(of: ahead.hlc, physicalMillis: Self.noon, maxDrift: 60_000) == Self.day)
         #expect(HybridLogicalClock.skew(of: ahead.hlc, physicalMillis: Self.noon + Self.day, maxDrift: 60_000) == nil)
         // a's later write, with its clock a day behind, still wins (rule 2 through rule 7).
-        r[0].set(note, "title", .string("now"), now: Self.noon)
+        try r[0].set(note, "title", .string("now"), now: Self.noon)
         try exchange(&r)
         #expect(r[1].state.fields(of: note)?["title"] == .scalar(.string("now")))
         // The clock never fails: 65,536 ticks in one millisecond carry into the next.
         var clock = HybridLogicalClock()
         var last: UInt64 = 0
         for _ in 0..<70_000 {
-            let value = clock.tick(physicalMillis: Self.noon)
+            let value = try clock.tick(physicalMillis: Self.noon)
             #expect(value > last)
             last = value
         }
@@ -179,9 +179,9 @@ import Testing
 
     @Test func rule8DuplicateAndReorderedDeliveryChangeNothing() throws {
         var r = replicas(3)
-        r[0].set(note, "title", .string("one"), now: Self.noon)
+        try r[0].set(note, "title", .string("one"), now: Self.noon)
         let first = try r[0].mustSeal()
-        r[0].add(note, "tags", .int(1), now: Self.noon + 1)
+        try r[0].add(note, "tags", .int(1), now: Self.noon + 1)
         let second = try r[0].mustSeal()
         // The second delta cannot apply before the first: the state stays as it was.
         #expect(throws: ConcordError.self) { try r[1].apply(second) }

@@ -35,27 +35,27 @@ import Testing
             let actor = random.int(0...3)
             switch random.int(0...11) {
             case 0, 1:
-                if actor == 0 { peer.set(ref, field, value, now: now); try peerStore.set(ref, field, value) }
-                else { replica.set(ref, field, value, now: now); try store.set(ref, field, value) }
+                if actor == 0 { try peer.set(ref, field, value, now: now); try peerStore.set(ref, field, value) }
+                else { try replica.set(ref, field, value, now: now); try store.set(ref, field, value) }
             case 2:
-                replica.add(ref, field, value, now: now); try store.add(ref, field, value)
+                try replica.add(ref, field, value, now: now); try store.add(ref, field, value)
             case 3:
-                replica.remove(ref, field, value, now: now); try store.remove(ref, field, value)
+                try replica.remove(ref, field, value, now: now); try store.remove(ref, field, value)
             case 4:
                 let file = random.pick(files)
-                if actor == 0 { peer.setFile(ref, "file", file, now: now); try peerStore.write { tx throws(ConcordError) in try tx.setFile(ref, "file", file) } }
-                else { replica.setFile(ref, "file", file, now: now); try store.write { tx throws(ConcordError) in try tx.setFile(ref, "file", file) } }
+                if actor == 0 { try peer.setFile(ref, "file", file, now: now); try peerStore.write { tx throws(ConcordError) in try tx.setFile(ref, "file", file) } }
+                else { try replica.setFile(ref, "file", file, now: now); try store.write { tx throws(ConcordError) in try tx.setFile(ref, "file", file) } }
             case 5:
-                if actor == 0 { peer.delete(ref, now: now); try peerStore.delete(ref) }
-                else { replica.delete(ref, now: now); try store.delete(ref) }
+                if actor == 0 { try peer.delete(ref, now: now); try peerStore.delete(ref) }
+                else { try replica.delete(ref, now: now); try store.delete(ref) }
             case 6:
                 let fields: [String: FieldWrite] = [field == "s" ? "f" : field: .scalar(value), "s": .set([value, .string("t")])]
-                replica.create(ref, fields, now: now); try store.create(ref, fields)
+                try replica.create(ref, fields, now: now); try store.create(ref, fields)
             case 7:
-                replica.keepRecord(ref, now: now); try store.keepRecord(ref)
+                try replica.keepRecord(ref, now: now); try store.keepRecord(ref)
             case 8:
                 let fields: [String: FieldWrite] = ["f": .scalar(value), "g": .scalar(.string("s\(step)"))]
-                replica.put(ref, fields, now: now); try store.put(ref, fields)
+                try replica.put(ref, fields, now: now); try store.put(ref, fields)
             case 9:
                 let core = replica.seal()
                 let disk = try store.seal()

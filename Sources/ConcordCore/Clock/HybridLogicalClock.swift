@@ -13,6 +13,10 @@ public enum HLC {
     public static let counterBits: UInt64 = 16
     /// The largest physical millisecond value a stamp can carry (about the year 10889).
     public static let maxPhysical: UInt64 = (1 << 48) - 1
+    /// The greatest value a local clock issues: the first of the last millisecond a stamp
+    /// can carry, far beyond any real clock. A clock pushed there by a remote stamp (which is
+    /// still applied and followed) issues nothing more, so no dot is ever issued twice.
+    public static let ceiling: UInt64 = maxPhysical << counterBits
 
     /// The physical milliseconds part of `hlc`.
     public static func physical(_ hlc: UInt64) -> UInt64 { hlc >> counterBits }
@@ -34,9 +38,12 @@ public enum HLC {
 /// least the physical time. So a write is stamped after everything its replica had seen,
 /// even when the wall clock is behind, and stamps stay close to real time when clocks agree.
 ///
-/// The clock never fails: it holds one 64-bit number, and when the 16-bit counter is
-/// exhausted within one millisecond it carries into the millisecond part. A remote stamp
-/// far in the future is followed, not refused; the sync layer reports the skew instead.
+/// The clock holds one 64-bit number, and when the 16-bit counter is exhausted within one
+/// millisecond it carries into the millisecond part. A remote stamp far in the future is
+/// followed, not refused; the sync layer reports the skew instead. The one way it can fail
+/// is at the end of its range: once it has reached ``HLC/ceiling`` (about the year 10889,
+/// reachable only by following a stamp no real clock makes), `tick` throws
+/// ``ConcordError/Code/clockExhausted`` rather than issue a value twice.
 public struct HybridLogicalClock: Hashable, Sendable {
     /// The greatest value issued or observed so far.
     public private(set) var latest: UInt64
@@ -46,18 +53,21 @@ public struct HybridLogicalClock: Hashable, Sendable {
     }
 
     /// Issues a new value at physical time `physicalMillis`.
-    public mutating func tick(physicalMillis: UInt64) -> UInt64 {
-        let floor = HLC.value(physical: physicalMillis)
-        // `latest` reaches UInt64.max only after 65,536 writes per millisecond for 8,900
-        // years; saturating keeps the clock total there rather than trapping.
-        let next = latest == .max ? .max : max(floor, latest + 1)
+    ///
+    /// - Throws: ``ConcordError/Code/clockExhausted`` once `latest` has reached
+    ///   ``HLC/ceiling``; the clock is unchanged then.
+    public mutating func tick(physicalMillis: UInt64) throws(ConcordError) -> UInt64 {
+        guard latest < HLC.ceiling else {
+            throw ConcordError(.clockExhausted, "the clock has reached the end of its range (\(HLC.describe(latest)), after following a stamp from about the year 10889); no new write can be stamped, but every change already made still syncs")
+        }
+        let next = max(HLC.value(physical: physicalMillis), latest + 1)
         latest = next
         return next
     }
 
     /// Issues a new value, reading physical time from `clock`.
-    public mutating func tick(clock: some PhysicalClock) -> UInt64 {
-        tick(physicalMillis: clock.millisecondsSinceEpoch())
+    public mutating func tick(clock: some PhysicalClock) throws(ConcordError) -> UInt64 {
+        try tick(physicalMillis: clock.millisecondsSinceEpoch())
     }
 
     /// Follows a value seen in a remote change, so later local values exceed it.

@@ -21,6 +21,9 @@ public struct ConcordError: Error, Hashable, Sendable, CustomStringConvertible {
         /// An operation that does not apply to the record as it is (e.g. keeping a file
         /// version that is not one of the fork's versions).
         public static let invalidOperation = Code("invalidOperation")
+        /// The local clock has reached ``HLC/ceiling`` after following a remote stamp from
+        /// about the year 10889: it cannot stamp another write without issuing a value twice.
+        public static let clockExhausted = Code("clockExhausted")
     }
 
     public let code: Code

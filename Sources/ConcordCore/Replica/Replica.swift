@@ -26,7 +26,9 @@ public enum FieldWrite: Hashable, Sendable {
 /// Every mutation is one write: it takes one stamp from the clock (at `now`, physical
 /// milliseconds passed in by the caller), adds or replaces the writer's liveness dot, and
 /// marks the slots it touched in the outbox. ``seal()`` turns the outbox into a ``Delta``.
-/// A mutation of a record this replica sees as deleted re-creates it (rule 5).
+/// A mutation of a record this replica sees as deleted re-creates it (rule 5). Every
+/// mutation throws ``ConcordError/Code/clockExhausted``, changing nothing, once the clock
+/// has followed a stamp to ``HLC/ceiling``.
 public struct Replica: Sendable {
     public let id: ReplicaID
     public private(set) var state: StoreState
@@ -68,23 +70,23 @@ public struct Replica: Sendable {
 
     /// Sets fields of a record, creating it if it is not visible (rules 1, 2 and 5).
     @discardableResult
-    public mutating func put(_ ref: RecordRef, _ fields: [String: FieldWrite], now: UInt64) -> Stamp {
-        let dot = beginWrite(ref, now: now)
+    public mutating func put(_ ref: RecordRef, _ fields: [String: FieldWrite], now: UInt64) throws(ConcordError) -> Stamp {
+        let dot = try beginWrite(ref, now: now)
         for (name, write) in fields { apply(write, to: name, of: ref, dot: dot) }
         return dot
     }
 
     /// Sets one scalar field.
     @discardableResult
-    public mutating func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue, now: UInt64) -> Stamp {
-        put(ref, [field: .scalar(value)], now: now)
+    public mutating func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue, now: UInt64) throws(ConcordError) -> Stamp {
+        try put(ref, [field: .scalar(value)], now: now)
     }
 
     /// Sets one file field (rule 6). Writing a version of a fork resolves it: the write has
     /// observed every version, so it supersedes them all.
     @discardableResult
-    public mutating func setFile(_ ref: RecordRef, _ field: String, _ file: FileRef, now: UInt64) -> Stamp {
-        put(ref, [field: .file(file)], now: now)
+    public mutating func setFile(_ ref: RecordRef, _ field: String, _ file: FileRef, now: UInt64) throws(ConcordError) -> Stamp {
+        try put(ref, [field: .file(file)], now: now)
     }
 
     /// Resolves a file fork by keeping the version with content `hash`.
@@ -95,13 +97,13 @@ public struct Replica: Sendable {
         guard let version = state.record(ref)?.fileVersions(field).last(where: { $0.file.hash == hash }) else {
             throw ConcordError(.invalidOperation, "\(ref) has no version of \(field) with content \(hash.hex)")
         }
-        return setFile(ref, field, version.file, now: now)
+        return try setFile(ref, field, version.file, now: now)
     }
 
     /// Adds an element to a set field (rule 3).
     @discardableResult
-    public mutating func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue, now: UInt64) -> Stamp {
-        let dot = beginWrite(ref, now: now)
+    public mutating func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue, now: UInt64) throws(ConcordError) -> Stamp {
+        let dot = try beginWrite(ref, now: now)
         clearRegister(field, of: ref)
         replace(SlotRef(record: ref, key: .element(field, element)), with: [Entry(dot: dot, payload: .marker)])
         return dot
@@ -109,8 +111,8 @@ public struct Replica: Sendable {
 
     /// Removes the adds of an element this replica has seen (rule 3).
     @discardableResult
-    public mutating func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue, now: UInt64) -> Stamp {
-        let dot = beginWrite(ref, now: now)
+    public mutating func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue, now: UInt64) throws(ConcordError) -> Stamp {
+        let dot = try beginWrite(ref, now: now)
         replace(SlotRef(record: ref, key: .element(field, element)), with: [])
         return dot
     }
@@ -118,8 +120,8 @@ public struct Replica: Sendable {
     /// Creates (or replaces) a record with exactly `fields`: every field entry and
     /// tombstone this replica has seen is cleared (rule 5).
     @discardableResult
-    public mutating func create(_ ref: RecordRef, _ fields: [String: FieldWrite], now: UInt64) -> Stamp {
-        let dot = nextDot(now: now)
+    public mutating func create(_ ref: RecordRef, _ fields: [String: FieldWrite], now: UInt64) throws(ConcordError) -> Stamp {
+        let dot = try nextDot(now: now)
         clearRecord(ref, keepingLiveness: false)
         touchLiveness(ref, dot: dot)
         for (name, write) in fields { apply(write, to: name, of: ref, dot: dot) }
@@ -130,8 +132,8 @@ public struct Replica: Sendable {
     /// leaves a tombstone of its own (rule 4). Fields are kept, so a concurrent update
     /// brings the record back whole.
     @discardableResult
-    public mutating func delete(_ ref: RecordRef, now: UInt64) -> Stamp {
-        let dot = nextDot(now: now)
+    public mutating func delete(_ ref: RecordRef, now: UInt64) throws(ConcordError) -> Stamp {
+        let dot = try nextDot(now: now)
         replace(SlotRef(record: ref, key: .liveness), with: [])
         replace(SlotRef(record: ref, key: .tombstones), with: [Entry(dot: dot, payload: .marker)])
         return dot
@@ -140,8 +142,8 @@ public struct Replica: Sendable {
     /// Acknowledges a `deleteUpdate` conflict by keeping the record: removes the
     /// tombstones this replica has seen (rule 4).
     @discardableResult
-    public mutating func keepRecord(_ ref: RecordRef, now: UInt64) -> Stamp {
-        let dot = beginWrite(ref, now: now)
+    public mutating func keepRecord(_ ref: RecordRef, now: UInt64) throws(ConcordError) -> Stamp {
+        let dot = try beginWrite(ref, now: now)
         replace(SlotRef(record: ref, key: .tombstones), with: [])
         return dot
     }
@@ -163,7 +165,7 @@ public struct Replica: Sendable {
             throw ConcordError(.invalidOperation, "\(visible) is visible; only a deleted record can be purged")
         }
         guard !held.isEmpty else { return nil }
-        let dot = nextDot(now: now)
+        let dot = try nextDot(now: now)
         for ref in held {
             state.updateRecord(ref) { $0 = [:] }
             wholeRecords.insert(ref)
@@ -245,10 +247,10 @@ public struct Replica: Sendable {
 
     // MARK: Slot updates
 
-    private mutating func nextDot(now: UInt64) -> Stamp {
+    private mutating func nextDot(now: UInt64) throws(ConcordError) -> Stamp {
         // The clock must also pass every own dot already seen (e.g. from a snapshot).
         clock.observe(state.context.maxHLC(for: id))
-        let dot = Stamp(hlc: clock.tick(physicalMillis: now), replica: id)
+        let dot = Stamp(hlc: try clock.tick(physicalMillis: now), replica: id)
         // A replica has seen every dot it issued: its own context stays `[0 ... latest]`.
         state.context.insert(0...dot.hlc, for: id)
         return dot
@@ -256,8 +258,8 @@ public struct Replica: Sendable {
 
     /// Takes a stamp for a write to `ref`, re-creating the record first if it is not
     /// visible, and replaces the writer's liveness dot.
-    private mutating func beginWrite(_ ref: RecordRef, now: UInt64) -> Stamp {
-        let dot = nextDot(now: now)
+    private mutating func beginWrite(_ ref: RecordRef, now: UInt64) throws(ConcordError) -> Stamp {
+        let dot = try nextDot(now: now)
         if let record = state.record(ref), !record.isVisible {
             clearRecord(ref, keepingLiveness: true)
         }

@@ -23,7 +23,7 @@ enum History {
             guard case let .file(file) = entry.payload else { continue }
             try insert.execute(arguments: [
                 ref.collection, ref.id, field, Data(file.hash.bytes), Int64(bitPattern: file.size), file.mediaType,
-                Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica), Rows.hlc(now),
+                Rows.hlc(entry.dot.hlc), Rows.replicaBlob(entry.dot.replica), Rows.millis(now),
             ])
         }
     }
@@ -38,7 +38,7 @@ extension Store {
                 SELECT hash, file_size, media_type, hlc, replica, superseded_at FROM concord_history
                 WHERE collection = ? AND id = ? AND field = ? AND superseded_at >= ?
                 ORDER BY hlc DESC, replica DESC
-                """, arguments: [ref.collection, ref.id, field, cutoff.overflow ? 0 : Rows.hlc(cutoff.partialValue)]).map { row in
+                """, arguments: [ref.collection, ref.id, field, cutoff.overflow ? 0 : Rows.millis(cutoff.partialValue)]).map { row in
                 guard let hash = ContentHash(bytes: [UInt8](row["hash"] as Data)) else {
                     throw ConcordError(.corrupt, "a history row holds a hash that is not 32 bytes")
                 }
@@ -74,7 +74,7 @@ extension Store {
     package func collectGarbage(afterScan: () -> Void) throws(ConcordError) -> [ContentHash] {
         let cutoff = historyCutoff()
         return try writeDatabase { db in
-            try db.execute(sql: "DELETE FROM concord_history WHERE superseded_at < ?", arguments: [Rows.hlc(cutoff)])
+            try db.execute(sql: "DELETE FROM concord_history WHERE superseded_at < ?", arguments: [Rows.millis(cutoff)])
             let referenced = try Self.referencedFiles(db, since: cutoff)
             afterScan()
             var deleted: [ContentHash] = []
@@ -103,7 +103,7 @@ extension Store {
             SELECT value FROM concord_fields WHERE kind = 6
             UNION SELECT value FROM concord_field_versions WHERE kind = 6
             UNION SELECT hash FROM concord_history WHERE superseded_at >= ?
-            """, arguments: [Rows.hlc(cutoff)])
+            """, arguments: [Rows.millis(cutoff)])
         return Set(hashes.compactMap { ContentHash(bytes: [UInt8]($0)) })
     }
 }

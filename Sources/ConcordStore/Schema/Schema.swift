@@ -11,8 +11,8 @@ import GRDB
 /// - `concord_dots`: liveness dots (kind 0) and tombstones (kind 1) of records.
 /// - `concord_outbox`: slots changed locally since the last seal (field rows carry a
 ///   `dirty` column instead, so the common write needs no second row). Both record the hlc
-///   of the local write that last touched the slot (0: clean), so the outbox can be sealed
-///   in bounded batches in write order. A row of kind 4 marks a purged record, which the
+///   of the local write that last touched the slot (`dirty` holds hlc 0 when clean), so the
+///   outbox can be sealed in bounded batches in write order. A row of kind 4 marks a purged record, which the
 ///   next delta ships whole.
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
@@ -23,9 +23,14 @@ import GRDB
 /// The tables apps read (`concord_fields`, `concord_elements`, `concord_dots`) are rowid
 /// tables: SQLite does not report changes to WITHOUT ROWID tables to its update hook, and
 /// GRDB's observation needs those reports.
+///
+/// Every `hlc` column, and `dirty`, holds a stamp with its top bit flipped (`Rows.hlc(_:)`):
+/// SQLite's integers are signed, and stamps of 2^63 and above (a clock past the year 6429)
+/// must still compare above the others. Version 1 stored the plain bit pattern; migration
+/// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 1
+    static let version = 2
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -80,6 +85,39 @@ enum Schema {
                     SELECT DISTINCT collection, id FROM concord_dots WHERE kind = 0;
                 """)
         }
+        migrator.registerMigration("v2") { db in
+            try migrateToOrderedStamps(db)
+        }
         return migrator
+    }
+}
+
+extension Schema {
+    /// Migration "v2": rewrites every stored stamp from its plain bit pattern to the ordered
+    /// form (top bit flipped), and the outbox index to the new form of "clean".
+    ///
+    /// Tables whose primary key holds the stamp are copied out and back, so that a store
+    /// already holding a stamp on each side of 2^63 cannot collide with itself halfway.
+    fileprivate static func migrateToOrderedStamps(_ db: Database) throws {
+        func flipped(_ column: String) -> String {
+            "(CASE WHEN \(column) >= 0 THEN \(column) - 9223372036854775807 - 1 ELSE \(column) + 9223372036854775807 + 1 END)"
+        }
+        try db.execute(sql: """
+            UPDATE concord_fields SET hlc = \(flipped("hlc")), dirty = \(flipped("dirty"));
+            UPDATE concord_context SET hlc = \(flipped("hlc"));
+            UPDATE concord_outbox SET hlc = \(flipped("hlc"));
+            DROP INDEX concord_fields_dirty;
+            CREATE INDEX concord_fields_dirty ON concord_fields (dirty) WHERE dirty > \(Rows.cleanSQL);
+            """)
+        for table in ["concord_field_versions", "concord_elements", "concord_dots", "concord_history"] {
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(\(table))").map { $0["name"] as String }
+            let selected = columns.map { $0 == "hlc" ? flipped("hlc") : $0 }.joined(separator: ", ")
+            try db.execute(sql: """
+                CREATE TEMP TABLE concord_migrating AS SELECT \(selected) FROM \(table);
+                DELETE FROM \(table);
+                INSERT INTO \(table) (\(columns.joined(separator: ", "))) SELECT * FROM temp.concord_migrating;
+                DROP TABLE temp.concord_migrating;
+                """)
+        }
     }
 }

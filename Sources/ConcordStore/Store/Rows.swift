@@ -82,8 +82,25 @@ enum Rows {
     }
 
     static func stamp(_ row: Row) throws -> Stamp {
-        Stamp(hlc: UInt64(bitPattern: row["hlc"]), replica: try replica(row["replica"]))
+        Stamp(hlc: hlc(stored: row["hlc"]), replica: try replica(row["replica"]))
     }
 
-    static func hlc(_ value: UInt64) -> Int64 { Int64(bitPattern: value) }
+    /// An hlc as stored: stamps are unsigned 64-bit numbers and SQLite's integers signed, so
+    /// every hlc column (and `concord_fields.dirty`) holds the stamp with its top bit flipped.
+    /// SQLite's comparisons, `max` and `ORDER BY` then follow the stamps' unsigned order over
+    /// the whole range, 2^63 and above included; 0 is stored as `Int64.min` (``clean``).
+    static func hlc(_ value: UInt64) -> Int64 { Int64(bitPattern: value ^ signBit) }
+
+    /// The hlc a column holds (the inverse of ``hlc(_:)``).
+    static func hlc(stored: Int64) -> UInt64 { UInt64(bitPattern: stored) ^ signBit }
+
+    /// The stored form of hlc 0: a field with no unsealed local write, or "nothing
+    /// observed". Written into SQL as the literal ``cleanSQL``.
+    static let clean: Int64 = .min
+    static let cleanSQL = "-9223372036854775808"
+
+    private static let signBit: UInt64 = 1 << 63
+
+    /// A local time in milliseconds as stored (`superseded_at`): plain, never near 2^63.
+    static func millis(_ value: UInt64) -> Int64 { Int64(bitPattern: value) }
 }

@@ -186,8 +186,8 @@ enum SlotIO {
     /// local write has hlc ≤ `upTo`.
     static func outbox(_ db: Database, upTo: UInt64 = .max) throws -> [RecordRef: Set<SlotKey>] {
         var slots: [RecordRef: Set<SlotKey>] = [:]
-        let limit = Rows.hlc(min(upTo, UInt64(Int64.max)))
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, field FROM concord_fields WHERE dirty > 0 AND dirty <= ?"),
+        let limit = Rows.hlc(upTo)
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, field FROM concord_fields WHERE dirty > \(Rows.cleanSQL) AND dirty <= ?"),
                                     arguments: [limit]) {
             slots[RecordRef(collection: row["collection"], id: row["id"]), default: []].insert(.field(row["field"]))
         }
@@ -214,14 +214,14 @@ enum SlotIO {
     /// Whether nothing waits to be sealed: one indexed probe per table.
     static func outboxIsEmpty(_ db: Database) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: """
-            SELECT NOT EXISTS (SELECT 1 FROM concord_fields WHERE dirty > 0) AND NOT EXISTS (SELECT 1 FROM concord_outbox)
+            SELECT NOT EXISTS (SELECT 1 FROM concord_fields WHERE dirty > \(Rows.cleanSQL)) AND NOT EXISTS (SELECT 1 FROM concord_outbox)
             """)) ?? false
     }
 
     /// The records purged since the last seal (up to `upTo`): the next delta ships them whole.
     static func wholeRecords(_ db: Database, upTo: UInt64 = .max) throws -> Set<RecordRef> {
         let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id FROM concord_outbox WHERE kind = ? AND hlc <= ?"),
-                                    arguments: [Rows.wholeRecord, Rows.hlc(min(upTo, UInt64(Int64.max)))])
+                                    arguments: [Rows.wholeRecord, Rows.hlc(upTo)])
         return Set(rows.map { RecordRef(collection: $0["collection"], id: $0["id"]) })
     }
 
@@ -261,7 +261,7 @@ enum SlotIO {
     static func context(_ db: Database) throws -> VersionVector {
         var vector = VersionVector()
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT replica, hlc FROM concord_context")) {
-            vector[try Rows.replica(row["replica"])] = UInt64(bitPattern: row["hlc"])
+            vector[try Rows.replica(row["replica"])] = Rows.hlc(stored: row["hlc"])
         }
         return vector
     }

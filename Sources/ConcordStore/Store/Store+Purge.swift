@@ -40,7 +40,7 @@ extension Store {
                     newest = VersionVector()
                     live = false
                 }
-                newest[try Rows.replica(row["replica"])] = UInt64(bitPattern: row["hlc"])
+                newest[try Rows.replica(row["replica"])] = Rows.hlc(stored: row["hlc"])
                 if (row["live"] as Int64) != 0 { live = true }
             }
             finish()

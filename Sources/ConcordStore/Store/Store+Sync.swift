@@ -50,8 +50,8 @@ extension Store {
                 records.append(Delta.RecordChange(ref: ref, slots: try keys.map { (key: $0, entries: try SlotIO.entries(db, ref, $0)) }))
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
-            let cut = Rows.hlc(min(upTo, UInt64(Int64.max)))
-            try db.execute(sql: "UPDATE concord_fields SET dirty = 0 WHERE dirty > 0 AND dirty <= ?", arguments: [cut])
+            let cut = Rows.hlc(upTo)
+            try db.execute(sql: "UPDATE concord_fields SET dirty = \(Rows.cleanSQL) WHERE dirty > \(Rows.cleanSQL) AND dirty <= ?", arguments: [cut])
             try db.execute(sql: "DELETE FROM concord_outbox WHERE hlc <= ?", arguments: [cut])
             try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
             try setMeta(db, "sealed_seq", seq)
@@ -65,14 +65,14 @@ extension Store {
     private func outboxCut(_ db: Database, maxSlots: Int) throws -> UInt64? {
         let rows = try Row.fetchAll(db, sql: """
             SELECT hlc, sum(n) OVER (ORDER BY hlc) AS running FROM (
-                SELECT dirty AS hlc, count(*) AS n FROM concord_fields WHERE dirty > 0 GROUP BY dirty
+                SELECT dirty AS hlc, count(*) AS n FROM concord_fields WHERE dirty > \(Rows.cleanSQL) GROUP BY dirty
                 UNION ALL
                 SELECT hlc, count(*) FROM concord_outbox GROUP BY hlc)
             ORDER BY hlc
             """)
         var cut: UInt64?
         for row in rows {
-            let hlc = UInt64(row["hlc"] as Int64)
+            let hlc = Rows.hlc(stored: row["hlc"])
             let running = row["running"] as Int64
             if cut == nil || running <= Int64(maxSlots) { cut = hlc } else { break }
         }
@@ -178,11 +178,11 @@ extension Store {
         // else (concurrent values, files, sets, liveness) takes the per-slot join.
         let fastUpsert = try db.cachedStatement(sql: """
             INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
-            VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, 0)
+            VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, \(Rows.cleanSQL))
             ON CONFLICT (collection, id, field) DO UPDATE SET
                 kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7
             WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
-              AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)
+              AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), \(Rows.cleanSQL))
             """)
         let origin = delta.origin
         let previous = delta.dependencies[origin]
@@ -247,7 +247,7 @@ extension Store {
         var removed: Set<Stamp> = []
         let rows = try Row.fetchCursor(db.cachedStatement(sql: """
             DELETE FROM concord_dots WHERE collection = ? AND id = ? AND kind = ?
-                AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), 0)
+                AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), \(Rows.cleanSQL))
             RETURNING hlc, replica
             """), arguments: [ref.collection, ref.id, kind])
         while let row = try rows.next() { removed.insert(try Rows.stamp(row)) }

@@ -162,33 +162,34 @@ public final class Store: Sendable {
     // MARK: Clock and context
 
     func tick(_ db: Database) throws -> Stamp {
-        var clock = HybridLogicalClock(latest: UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'hlc'") ?? 0))
+        var clock = HybridLogicalClock(latest: try meta(db, "hlc"))
         // The clock also passes every own dot already recorded.
-        let own = try Int64.fetchOne(db, sql: "SELECT hlc FROM concord_context WHERE replica = ?", arguments: [Rows.replicaBlob(replicaID)]) ?? 0
-        clock.observe(UInt64(bitPattern: own))
-        let hlc = clock.tick(clock: configuration.clock)
+        let own = try Int64.fetchOne(db, sql: "SELECT hlc FROM concord_context WHERE replica = ?", arguments: [Rows.replicaBlob(replicaID)])
+        clock.observe(own.map { Rows.hlc(stored: $0) } ?? 0)
+        let hlc = try clock.tick(clock: configuration.clock)
         try saveClock(db, hlc)
         try SlotIO.setContext(db, replicaID, hlc)
         return Stamp(hlc: hlc, replica: replicaID)
     }
 
+    /// Follows a remote stamp: the stored clock becomes at least `hlc` (compared unsigned).
     func observe(_ db: Database, _ hlc: UInt64) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO concord_meta (key, value) VALUES ('hlc', ?)
-            ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)
-            """).execute(arguments: [Rows.hlc(hlc)])
+        if try meta(db, "hlc") < hlc { try saveClock(db, hlc) }
     }
 
     private func saveClock(_ db: Database, _ hlc: UInt64) throws {
-        try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES ('hlc', ?)", arguments: [Rows.hlc(hlc)])
+        try setMeta(db, "hlc", hlc)
     }
 
+    /// A 64-bit number in `concord_meta` (the clock, the sealed seq and its hlc), stored as
+    /// its bit pattern and compared only in Swift.
     func meta(_ db: Database, _ key: String) throws -> UInt64 {
-        UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = ?", arguments: [key]) ?? 0)
+        UInt64(bitPattern: try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM concord_meta WHERE key = ?"), arguments: [key]) ?? 0)
     }
 
     func setMeta(_ db: Database, _ key: String, _ value: UInt64) throws {
-        try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES (?, ?)", arguments: [key, Rows.hlc(value)])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES (?, ?)")
+            .execute(arguments: [key, Int64(bitPattern: value)])
     }
 
     /// The version vector of everything this store has applied, its own writes included.
