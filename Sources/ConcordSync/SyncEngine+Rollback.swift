@@ -12,7 +12,10 @@ extension SyncEngine {
     ///
     /// Costs no request when the listing shows every replica at or past what this one
     /// knows. A listing may be stale, so a head that looks behind is confirmed with one
-    /// `get` before anything is republished. Returns the objects published again.
+    /// `get` before anything is republished. A batch that vanished while its head stayed
+    /// shows in no heads listing: once per ``lossCheckInterval`` the sync also lists every
+    /// replica's batches (one listing; the snapshots' too when a batch is not listed).
+    /// Returns the objects published again.
     func republishWhatTheRemoteLost(_ heads: Heads, into report: inout SyncReport) async throws(ConcordError) -> [String] {
         let me = store.replicaID
         var republished: [String] = []
@@ -35,6 +38,18 @@ extension SyncEngine {
             let snapshots = try await snapshotsOnRemote(into: &report)
             lost = lost.filter { origin, seq in !snapshots.contains { ($0.covers?[origin] ?? 0) >= seq } }
         }
+        // 3. Batches that vanished while their heads stayed: found by a listing of every
+        //    replica's batches, made once per `lossCheckInterval`.
+        var ownGaps = false
+        if try lossCheckIsDue() {
+            let gaps = try await vanishedBatches(retired: retired, into: &report)
+            ownGaps = gaps.own
+            for (origin, seq) in gaps.others where lost[origin] == nil { lost[origin] = seq }
+            try store.setSyncValue(SyncKey.lossCheckedAt, String(clock.millisecondsSinceEpoch()))
+        }
+        if ownGaps, republished.isEmpty {
+            republished += try await republishOwn(through: pushed, into: &report)
+        }
         let pending = try store.syncValue(SyncKey.republishPending) != nil
         if !lost.isEmpty || pending {
             if let path = try await snapshotUnderANewName() {
@@ -48,6 +63,53 @@ extension SyncEngine {
             }
         }
         return republished
+    }
+
+    /// Whether the periodic listing of every replica's batches is due.
+    private func lossCheckIsDue() throws(ConcordError) -> Bool {
+        let last = UInt64(try store.syncValue(SyncKey.lossCheckedAt) ?? "") ?? 0
+        let now = clock.millisecondsSinceEpoch()
+        return now < last || now - last >= lossCheckInterval
+    }
+
+    /// Lists every replica's batches and finds those that vanished: one of this replica's
+    /// pushed batches, or another replica's batch it applied, missing from the listing and
+    /// covered by no snapshot on the remote (compaction deletes only covered batches). A
+    /// batch of another replica is confirmed missing with a `get` (a listing may be stale).
+    /// Returns whether own batches are missing, and per other origin the newest applied seq.
+    private func vanishedBatches(retired: Set<ReplicaID>, into report: inout SyncReport) async throws(ConcordError) -> (own: Bool, others: [ReplicaID: UInt64]) {
+        let me = store.replicaID
+        var expected = try store.appliedSeqs().filter { $0.key != me && $0.value > 0 && !retired.contains($0.key) }
+        let pushed = try pushedSeq()
+        if pushed > 0 { expected[me] = pushed }
+        guard !expected.isEmpty else { return (false, [:]) }
+        var present: [ReplicaID: Set<UInt64>] = [:]
+        for object in try await remote.list(prefix: RemoteLayout.replicasPrefix) {
+            if case let .delta(origin, seq)? = RemoteLayout.parse(object.path), let newest = expected[origin], seq <= newest {
+                present[origin, default: []].insert(seq)
+            }
+        }
+        // Only when some expected batch is not listed are the snapshots consulted (what
+        // each covers is remembered, so that is one listing).
+        guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else { return (false, [:]) }
+        var covered: [ReplicaID: UInt64] = [:]
+        for snapshot in try await snapshotsOnRemote(into: &report) {
+            for (origin, seq) in snapshot.covers ?? [:] { covered[origin] = max(covered[origin] ?? 0, seq) }
+        }
+        var own = false
+        var others: [ReplicaID: UInt64] = [:]
+        for (origin, newest) in expected.sorted(by: { $0.key < $1.key }) {
+            let floor = min(covered[origin] ?? 0, newest)
+            let listed = present[origin]?.filter { $0 > floor }.count ?? 0
+            guard UInt64(listed) < newest - floor else { continue }
+            if origin == me {
+                own = true
+            } else if let gap = (floor + 1...newest).first(where: { !(present[origin]?.contains($0) ?? false) }),
+                      try await remote.get(RemoteLayout.delta(origin, seq: gap), limit: RemoteLayout.maxObjectSize(forPath: RemoteLayout.delta(origin, seq: gap))) == nil {
+                others[origin] = newest
+            }
+        }
+        return (own, others)
     }
 
     /// Uploads again this replica's batches through `pushed` that the remote no longer
@@ -104,12 +166,13 @@ extension SyncEngine {
     }
 
     /// Writes a snapshot of the current state, unless this replica already wrote one under
-    /// the name its pushed seq gives (nil then).
+    /// the name its pushed seq gives (nil then). A replica that never pushed (a reader)
+    /// writes its one snapshot under seq 0.
     func snapshotUnderANewName() async throws(ConcordError) -> String? {
         let pushed = try pushedSeq()
         let written = try store.syncValue(SyncKey.snapshotSeq) != nil
         let current = try snapshotSeq()
-        guard pushed > 0, !written || current != pushed else { return nil }
+        guard !written || current != pushed else { return nil }
         return try await writeSnapshot()
     }
 }

@@ -6,7 +6,7 @@ import ConcordStore
 import Foundation
 
 /// Replicas converge by shipping encrypted delta batches through a ``ConcordRemote/Remote``
-/// that can only put, get, list and delete whole objects (DESIGN.md §4–§5).
+/// that can only put, get, list and delete whole objects (docs/ARCHITECTURE.md §4–§5).
 ///
 /// One engine per store; its methods run one at a time (an actor). Push seals the outbox,
 /// uploads the batch's files, then the batch, then the head — and after a crash re-sends
@@ -26,11 +26,15 @@ public actor SyncEngine {
     /// at most this many of this replica's pushed batches out (they wait for the next).
     public nonisolated let snapshotSlack: UInt64
     /// How long a replica may stay silent (no head written) before the others treat it as
-    /// retired: excluded from "every active replica has applied" (DESIGN.md §4).
+    /// retired: excluded from "every active replica has applied" (docs/ARCHITECTURE.md §4).
     public nonisolated let retention: UInt64
     /// How old an unreferenced remote file must be before collection deletes it: longer
-    /// than any upload may take to be followed by its batch (DESIGN.md §4).
+    /// than any upload may take to be followed by its batch (docs/ARCHITECTURE.md §4).
     public nonisolated let blobGracePeriod: UInt64
+    /// How often a sync also lists every replica's batches, to find one that vanished while
+    /// its head stayed (a folder emptied by hand, a sync client deleting what it took for a
+    /// conflict) and publish it again from local state.
+    public nonisolated let lossCheckInterval: UInt64
     /// A day, in milliseconds.
     public static let day: UInt64 = 86_400_000
     let updates = Broadcaster<SyncProgress>(bufferingPolicy: .bufferingNewest(256))
@@ -66,11 +70,15 @@ public actor SyncEngine {
     /// this many of this replica's batches out (0: a replica always writes its own).
     /// `retention`: silence after which a replica counts as retired (default 90 days).
     /// `blobGracePeriod`: the least age of a remote file collection deletes (default 7 days).
+    /// `lossCheckInterval`: how often a sync lists every batch for vanished ones (default an
+    /// hour; 0: every sync).
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
         clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64,
-        snapshotSlack: UInt64 = 4, retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day
+        snapshotSlack: UInt64 = 4, retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day,
+        lossCheckInterval: UInt64 = 3_600_000
     ) {
+        self.lossCheckInterval = lossCheckInterval
         self.snapshotEvery = snapshotEvery
         self.snapshotSlack = snapshotSlack
         self.retention = retention
@@ -299,6 +307,8 @@ enum SyncKey {
     static let seenPrefix = "seen."
     /// Set while something the remote lost waits for a snapshot under a new name.
     static let republishPending = "republish.pending"
+    /// When the sync last listed every replica's batches for ones that vanished.
+    static let lossCheckedAt = "loss.checkedAt"
 
     static func uploaded(_ hash: ContentHash) -> String { uploadedPrefix + hash.hex }
     static func skew(_ replica: ReplicaID) -> String { "skew.\(replica)" }

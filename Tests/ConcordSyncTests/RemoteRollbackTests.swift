@@ -112,4 +112,40 @@ import Testing
         let status = try await fleet.engines[0].replicas().first { $0.id == b }?.status
         #expect(status == .active, "a rolled-back head made b look \(String(describing: status))")
     }
+
+    /// Batches deleted behind the replicas' backs while every head stays (a sync client
+    /// removing what it took for conflicts): no heads listing shows it, so the hourly
+    /// listing of every batch does. The writer republishes its own exact bytes; a replica
+    /// that applied another's batch publishes it in a snapshot, so a newcomer converges
+    /// though that writer never returns.
+    @Test func batchesThatVanishWhileTheirHeadsStayArePublishedAgain() async throws {
+        var fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.set(ref("n1"), "title", .string("one"))
+        try await fleet.syncAll()
+        try a.set(ref("n2"), "title", .string("two"))
+        try await fleet.syncAll()
+        let first = RemoteLayout.delta(a.replicaID, seq: 1)
+        let bytes = try #require(try await fleet.remote.get(first))
+        try await fleet.remote.delete(first)
+        // Within the hour nothing lists the batches: the sync makes no extra request.
+        #expect(try await fleet.engines[0].sync().remoteRolledBack.isEmpty)
+        fleet.clock.advance(by: 3_600_001)
+        let report = try await fleet.engines[0].sync()
+        #expect(report.remoteRolledBack == [first, RemoteLayout.head(a.replicaID, seq: 2)], "\(report.remoteRolledBack)")
+        #expect(try await fleet.remote.get(first) == bytes, "the same bytes under the same name")
+
+        // Both of a's batches vanish, and a never syncs again: b holds them.
+        for seq: UInt64 in [1, 2] { try await fleet.remote.delete(RemoteLayout.delta(a.replicaID, seq: seq)) }
+        fleet.clock.advance(by: 3_600_001)
+        let fromB = try await fleet.engines[1].sync()
+        #expect(fromB.remoteRolledBack.count == 1 && fromB.remoteRolledBack[0].hasPrefix(RemoteLayout.snapshotsPrefix), "\(fromB.remoteRolledBack)")
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].canonicalDump() == b.canonicalDump())
+        for id in ["n1", "n2"] { #expect(try fleet.stores[2].record(ref(id)) != nil, "\(id) missing") }
+        // Covered by that snapshot now, the missing batches are no longer lost.
+        fleet.clock.advance(by: 3_600_001)
+        #expect(try await fleet.engines[1].sync().remoteRolledBack.isEmpty)
+    }
 }
