@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "ConcordCodec", dependencies: ["ConcordCore"]),
         // libsodium, as Debian's libsodium-dev provides it.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
-        // Keys, sealed objects, streams, keyed names (DESIGN.md §5).
+        // Keys, sealed objects, streams, keyed names (docs/ARCHITECTURE.md §5).
         .target(name: "ConcordCrypto", dependencies: ["CSodium", "ConcordCore"]),
         // SQLite persistence through GRDB: values, CRDT metadata, outbox, blobs, history.
         .target(
@@ -36,7 +36,7 @@ let package = Package(
         ),
         // The Remote contract (put, get, list, delete) and FolderRemote.
         .target(name: "ConcordRemote", dependencies: ["ConcordCore"]),
-        // Seal, push, pull, bootstrap: replicas converge through a Remote (DESIGN.md §4–§5).
+        // Seal, push, pull, bootstrap: replicas converge through a Remote (docs/ARCHITECTURE.md §4–§5).
         .target(name: "ConcordSync", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote"]),
         // Public test kit: seeded generator, manual clock, law checkers, simulator,
         // FaultyRemote and the remote conformance suite.

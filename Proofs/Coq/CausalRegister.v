@@ -172,7 +172,7 @@ Definition isForked (r : MVRegister) : bool :=
                           (reg_versions r)
   end.
 
-(** ** Rules of DESIGN.md §2 on the registers *)
+(** ** Rules of docs/ARCHITECTURE.md §2 on the registers *)
 
 Section Rules.
   Context {Value : Type}.

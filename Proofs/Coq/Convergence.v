@@ -1,7 +1,7 @@
 (** * Convergence.v — strong eventual consistency.
 
     Replicas that applied the same set of deltas — in any order allowed by causal
-    delivery, with duplicates — hold equal states (DESIGN.md §2 rule 8, §7
+    delivery, with duplicates — hold equal states (docs/ARCHITECTURE.md §2 rule 8, §7
     "Converged").  The proof characterises a fold of joins dot by dot: a context holds a
     dot when some state did; an entry survives when some state holds it and every state
     that does not hold it has not seen it.  These conditions depend only on the set of

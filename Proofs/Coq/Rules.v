@@ -1,4 +1,4 @@
-(** * Rules.v — the merge rules of DESIGN.md §2 on the store.
+(** * Rules.v — the merge rules of docs/ARCHITECTURE.md §2 on the store.
 
     Every scenario starts from replicas that have just sealed ([sealed_replica]); each
     performs one of the [Replica] mutations ([put], [delete], [add], [remove], [create],

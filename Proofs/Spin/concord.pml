@@ -1,5 +1,5 @@
 /*
- * concord.pml -- Spin model of Concord's remote protocol (DESIGN.md section 4).
+ * concord.pml -- Spin model of Concord's remote protocol (docs/ARCHITECTURE.md section 4).
  * Run it with check.sh; README.md explains the bounds, properties and results.
  *
  * WHAT IS MODELLED
@@ -9,7 +9,7 @@
  *   multi-step operation, and a crash *during* a put leaves a torn object
  *   (fails authentication, so readers treat it as "not there yet").
  *
- *   Remote layout (DESIGN.md 4)      model variables
+ *   Remote layout (docs/ARCHITECTURE.md 4)      model variables
  *     replicas/<o>/deltas/<s>        bat[B(o,s)]   ABS | TORN | OK, fresh bit bfr
  *     heads/<o>-<s>                  hd[o]         bitmask of the seqs s with a head
  *     snapshots/<w>-<s>              snap[B(w,s)]  status; svv = version vector;
@@ -24,7 +24,7 @@
  *   state is its version vector vv[r][o] = how many of o's writes it holds:
  *   batches of one origin are applied in seq order, and a batch only after
  *   the batches it depends on, so the vector is an exact summary of the state
- *   (DESIGN.md 2, "Causality").  Batch (o,s) holds writes hi[o][s-1]+1 ..
+ *   (docs/ARCHITECTURE.md 2, "Causality").  Batch (o,s) holds writes hi[o][s-1]+1 ..
  *   hi[o][s]; the outbox tracks changed fields, so it references only the
  *   newest blob b(o, hi[o][s]).  A snapshot with vector v references
  *   b(o, v[o]) for every v[o] > 0.
@@ -76,7 +76,7 @@
  *   LTL (-DLTL)     p1_delivered  <>[] every landed write is on every replica
  *                   p3_converged  <>[] all replicas equal and complete
  *
- * DEVIATIONS FROM / ADDITIONS TO DESIGN.md 4 (each is needed; see README)
+ * DEVIATIONS FROM / ADDITIONS TO docs/ARCHITECTURE.md 4 (each is needed; see README)
  *   - a snapshot (re-)uploads the blobs it references before itself;
  *   - a snapshot holds only pushed state and each snapshot name is written
  *     with one set of bytes (sealed locally, re-put identically);
@@ -302,7 +302,7 @@ inline check() {
 }
 
 /* ====================================================================== */
-/* PUSH (DESIGN.md 4): seal the outbox into a batch (stored locally) ->   */
+/* PUSH (docs/ARCHITECTURE.md 4): seal the outbox into a batch (stored locally) ->   */
 /* upload its blob -> upload the batch -> upload the head -> delete the   */
 /* older heads.  After a crash the sealed bytes are re-uploaded.          */
 /*                                                                        */
@@ -352,7 +352,7 @@ inline crash(r)          { mode[r] = IDLE; stage[r] = 0; late[r] = 0; faults-- }
 #endif
 
 /* ====================================================================== */
-/* PULL (DESIGN.md 4): list heads/, fetch the batches past the local      */
+/* PULL (docs/ARCHITECTURE.md 4): list heads/, fetch the batches past the local      */
 /* version vector, verify, order causally, fetch referenced blobs, apply. */
 /* ====================================================================== */
 /* next seq of origin o that replica r needs (its vv[o] is a batch boundary) */
@@ -373,7 +373,7 @@ inline crash(r)          { mode[r] = IDLE; stage[r] = 0; late[r] = 0; faults-- }
 #define HELD_BLOB(r)  blob[BL(hO[r], hi[B(hO[r],hS[r])])]
 
 /* ====================================================================== */
-/* BOOTSTRAP / JOIN (DESIGN.md 4): read a snapshot, fetch the blobs it    */
+/* BOOTSTRAP / JOIN (docs/ARCHITECTURE.md 4): read a snapshot, fetch the blobs it    */
 /* references that are new here, join it (a max: own writes are kept).   */
 /* A new, lagging or returning replica does this; the model lets any      */
 /* replica join any snapshot that has something new for it.              */
@@ -416,13 +416,13 @@ inline do_join(r) {
 }
 
 /* ====================================================================== */
-/* SNAPSHOT (DESIGN.md 4, Compaction): snapshots/<w>-<seq>, the writer's  */
+/* SNAPSHOT (docs/ARCHITECTURE.md 4, Compaction): snapshots/<w>-<seq>, the writer's  */
 /* full state and version vector; it keeps its newest two.                */
 /*  - taken when everything is pushed (its own writes are in batches);    */
 /*  - each name is sealed once: bytes kept locally, re-put identically    */
 /*    after a crash (like a batch), never overwritten with other bytes;   */
 /*  - like a push, it first (re-)uploads the blobs it references, then    */
-/*    the snapshot within the attempt deadline.  DESIGN.md does not say   */
+/*    the snapshot within the attempt deadline.  docs/ARCHITECTURE.md does not say   */
 /*    this; without it a new reference to an OLD blob appears that the    */
 /*    age-based grace does not protect (MUTANT_SNAP_NO_REPUT): a lagging  */
 /*    replica's snapshot can name a superseded version whose blob was     */
@@ -473,7 +473,7 @@ inline snap_done(r) {
 }
 
 /* ====================================================================== */
-/* COMPACTION (DESIGN.md 4): a replica deletes its own batches that a     */
+/* COMPACTION (docs/ARCHITECTURE.md 4): a replica deletes its own batches that a     */
 /* snapshot covers.  The extra condition "every active replica has        */
 /* applied it (per their heads), or it is older than the grace period"    */
 /* is over-approximated as always true: a covered batch may be deleted at */
@@ -501,7 +501,7 @@ inline snap_done(r) {
 #endif
 
 /* ====================================================================== */
-/* DROP (DESIGN.md 4, shared snapshots): a replica deletes its own        */
+/* DROP (docs/ARCHITECTURE.md 4, shared snapshots): a replica deletes its own        */
 /* snapshot that another one supersedes -- authentic, settled (every      */
 /* listing shows it: not fresh), covering at least as much of every       */
 /* origin, and more of one or, covering the same, with the greater slot   */
@@ -543,7 +543,7 @@ inline probes() {
 }
 
 /* ====================================================================== */
-/* The replica: one logical sync actor (DESIGN.md 1, ConcordSync), plus   */
+/* The replica: one logical sync actor (docs/ARCHITECTURE.md 1, ConcordSync), plus   */
 /* the app's local writes.                                                */
 /* ====================================================================== */
 proctype Replica(byte r)
@@ -734,7 +734,7 @@ end_idle:
 }
 
 /* ====================================================================== */
-/* BLOB COLLECTION (DESIGN.md 4): delete a blob no snapshot or batch      */
+/* BLOB COLLECTION (docs/ARCHITECTURE.md 4): delete a blob no snapshot or batch      */
 /* references once the blob object is at least GRACE ticks old.  The      */
 /* listing of deltas/ and snapshots/ misses every fresh object (worst     */
 /* case); a torn object counts as referencing (it cannot be read, so the  */

@@ -1,4 +1,4 @@
-// The module an app imports: every layer of DESIGN.md §1.
+// The module an app imports: every layer of docs/ARCHITECTURE.md §1.
 @_exported import ConcordCodec
 @_exported import ConcordCore
 @_exported import ConcordCrypto

@@ -16,7 +16,7 @@ public struct RemoteObject: Hashable, Sendable {
     }
 }
 
-/// Dumb storage (DESIGN.md §4): put a whole object, get it, list a prefix, delete.
+/// Dumb storage (docs/ARCHITECTURE.md §4): put a whole object, get it, list a prefix, delete.
 ///
 /// What a remote promises, and what it may fail to promise:
 /// - `put` replaces the whole object or fails; a reader never sees a mix of two writes

@@ -35,7 +35,7 @@ extension SyncEngine {
 
     /// Deletes remote files that no batch, no snapshot and nothing this replica holds or
     /// retains references, once they are older than ``blobGracePeriod`` and this replica
-    /// has found them unreferenced for that long (DESIGN.md §4).
+    /// has found them unreferenced for that long (docs/ARCHITECTURE.md §4).
     ///
     /// Object age, not references alone, decides: an upload whose batch is not pushed yet
     /// references nothing, and stays young until its batch lands (uploads have a deadline,

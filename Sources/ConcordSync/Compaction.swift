@@ -37,7 +37,7 @@ extension SyncEngine {
     /// covers and that every active replica has applied — or, with `batchGracePeriod`, that are older than it (a
     /// lagging replica then joins the snapshot instead) — then collects unreferenced remote
     /// files (``collectFiles()``). Writes a snapshot first when the newest one is behind the
-    /// pushed seq (DESIGN.md §4, "Compaction"). Replicas silent for longer than
+    /// pushed seq (docs/ARCHITECTURE.md §4, "Compaction"). Replicas silent for longer than
     /// ``retention``, or forgotten (``forget(_:)``), are not waited for.
     @discardableResult
     public func compact(batchGracePeriod: UInt64? = nil) async throws(ConcordError) -> CompactionReport {

@@ -129,7 +129,7 @@ public struct DoctorFinding: Hashable, Sendable {
 }
 
 extension SyncEngine {
-    /// Checks every object on the remote and the fleet they describe (DESIGN.md §4):
+    /// Checks every object on the remote and the fleet they describe (docs/ARCHITECTURE.md §4):
     /// every head, batch and snapshot must authenticate and parse, every file must decrypt
     /// to the content its name stands for; each replica's batches must run without gaps
     /// from its newest readable snapshot to its newest head; every file a batch or

@@ -1,7 +1,7 @@
 import ConcordCore
 import Foundation
 
-/// A replica's manifest on the remote, `heads/<replica>-<seq>` (DESIGN.md §4): what it has
+/// A replica's manifest on the remote, `heads/<replica>-<seq>` (docs/ARCHITECTURE.md §4): what it has
 /// sealed and applied, when it last synced, and its device name. Sealed with the manifests
 /// sub-key; the name already says the replica's newest seq, so an idle pull needs only the
 /// listing.
@@ -74,7 +74,7 @@ public struct ReplicaInfo: Hashable, Sendable {
 }
 
 /// A replica whose stamps run ahead of this device's clock by more than the allowed drift
-/// (DESIGN.md §2, rule 7): applied anyway, and reported.
+/// (docs/ARCHITECTURE.md §2, rule 7): applied anyway, and reported.
 public struct ClockSkew: Hashable, Sendable {
     public let replica: ReplicaID
     /// How far ahead, in milliseconds.

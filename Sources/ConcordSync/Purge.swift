@@ -16,7 +16,7 @@ public struct PurgeReport: Hashable, Sendable {
 
 extension SyncEngine {
     /// Purges the metadata of deleted records once the deletion is causally stable
-    /// (DESIGN.md §4, "Compaction"): every active replica's head says it had seen every
+    /// (docs/ARCHITECTURE.md §4, "Compaction"): every active replica's head says it had seen every
     /// entry of the record with nothing of its own left unsealed, and this replica has
     /// applied everything those heads had. No write that has not seen the deletion can
     /// then arrive from an active replica, so the purge changes nothing a user can see;

@@ -4,7 +4,7 @@ import ConcordRemote
 import ConcordStore
 
 /// Whether a replica counts when compaction asks "has every active replica applied this?"
-/// (DESIGN.md §4).
+/// (docs/ARCHITECTURE.md §4).
 public enum ReplicaStatus: String, Hashable, Sendable {
     /// It synced within the retention period: compaction waits for it.
     case active

@@ -9,7 +9,7 @@ extension ConcordError.Code {
 }
 
 /// A ``Remote`` that wraps another and misbehaves the way dumb storage and sync clients do
-/// (DESIGN.md §4, §7): calls that fail, are slow, or lose their acknowledgement; puts that
+/// (docs/ARCHITECTURE.md §4, §7): calls that fail, are slow, or lose their acknowledgement; puts that
 /// are lost or torn; deletes that are lost; listings that are stale, incomplete, duplicated
 /// or reordered; and a crash at a chosen mutation.
 ///
@@ -189,7 +189,7 @@ public final class FaultyRemote: Remote {
         set { state.withLock { $0.plan = newValue } }
     }
 
-    /// Stops injecting faults ("after faults stop", DESIGN.md §7): the plan becomes
+    /// Stops injecting faults ("after faults stop", docs/ARCHITECTURE.md §7): the plan becomes
     /// ``Plan/none`` and an armed crash point is disarmed. A crash that already happened
     /// lasts until ``restart()``, as a dead process stays dead.
     public func faultsOff() {

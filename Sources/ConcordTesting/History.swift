@@ -5,7 +5,7 @@ import ConcordCore
 /// sealed deltas when their dependencies are met.
 ///
 /// Every delivery is checked against the definition of delta application: applying a
-/// delta must equal joining its state (DESIGN.md §2). Violations are returned, not trapped.
+/// delta must equal joining its state (docs/ARCHITECTURE.md §2). Violations are returned, not trapped.
 public struct History: Sendable {
     public private(set) var replicas: [Replica]
     /// Every delta sealed so far.

@@ -1,4 +1,4 @@
-/// Checks the join-semilattice laws on three values (DESIGN.md §2, rule 8): commutativity,
+/// Checks the join-semilattice laws on three values (docs/ARCHITECTURE.md §2, rule 8): commutativity,
 /// associativity and idempotence of `join`. Returns a description of each law that fails,
 /// so a test can print which one and with what values.
 ///

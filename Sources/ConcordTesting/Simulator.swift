@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// An in-memory multi-replica simulation (DESIGN.md §7): replicas run random mixes of every
+/// An in-memory multi-replica simulation (docs/ARCHITECTURE.md §7): replicas run random mixes of every
 /// operation, seal deltas, and exchange them in random causal orders with duplicates and
 /// full-state (snapshot) joins, with clocks skewed by up to a day. Everything is drawn from
 /// one ``SeededGenerator``, so a seed replays the same trace exactly.

@@ -7,7 +7,7 @@ import ConcordCore
 import ConcordTesting
 import Testing
 
-/// DESIGN.md §7 "Converged": 2–6 in-memory replicas run random mixes of every operation,
+/// docs/ARCHITECTURE.md §7 "Converged": 2–6 in-memory replicas run random mixes of every operation,
 /// exchange deltas in random causal orders with duplicates and snapshot joins, and end with
 /// identical canonical dumps equal to the reference merge of every delta.
 @Suite struct ConvergenceTests {
@@ -43,7 +43,7 @@ import Testing
         }
     }
 
-    /// A causally stable purge changes nothing anyone can observe (DESIGN.md §4, metadata
+    /// A causally stable purge changes nothing anyone can observe (docs/ARCHITECTURE.md §4, metadata
     /// collection): two runs of the same schedule, one purging every dead record at a
     /// checkpoint where every replica has seen everything, the other only a scratch record
     /// (so both take the same stamps), print the same dumps to the end — through later

@@ -2,7 +2,7 @@ import ConcordCore
 import ConcordTesting
 import Testing
 
-/// One named example per merge rule of DESIGN.md §2.
+/// One named example per merge rule of docs/ARCHITECTURE.md §2.
 @Suite struct RuleTests {
     static let day: UInt64 = 86_400_000
     static let noon: UInt64 = 1_767_268_800_000

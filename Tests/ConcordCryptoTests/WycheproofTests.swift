@@ -33,11 +33,7 @@ import Testing
 
     static let expectedCount = 315
 
-    @Test(
-        .enabled(
-            if: Vectors.wycheproofAvailable,
-            Comment(rawValue: "Wycheproof vectors not found at \(Vectors.wycheproofXChaCha.path): set CONCORD_VECTORS to the shared/vectors folder")))
-    func allXChaCha20Poly1305VectorsAgreeWithLibsodium() throws {
+    @Test func allXChaCha20Poly1305VectorsAgreeWithLibsodium() throws {
         let data = try Data(contentsOf: Vectors.wycheproofXChaCha)
         let file = try JSONDecoder().decode(File.self, from: data)
         #expect(file.algorithm == "XCHACHA20-POLY1305")

@@ -5,7 +5,7 @@ import ConcordStore
 import ConcordTesting
 import Testing
 
-/// Bad input yields a typed error and leaves the store as it was (DESIGN.md §6).
+/// Bad input yields a typed error and leaves the store as it was (docs/ARCHITECTURE.md §6).
 @Suite struct BadInputTests {
     let directory = TemporaryDirectory("bad")
     let ref = RecordRef(collection: "c", id: "x")

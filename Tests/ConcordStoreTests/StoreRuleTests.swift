@@ -4,7 +4,7 @@ import ConcordStore
 import ConcordTesting
 import Testing
 
-/// DESIGN.md §2 rules 1–8 through two and three stores on disk, exchanging encoded deltas
+/// docs/ARCHITECTURE.md §2 rules 1–8 through two and three stores on disk, exchanging encoded deltas
 /// and snapshots; canonical dumps compared byte for byte.
 @Suite struct StoreRuleTests {
     static let day: Int64 = 86_400_000

@@ -23,7 +23,7 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
     try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).map(\.path).sorted()
 }
 
-/// Blob collection (DESIGN.md §4): files no batch, snapshot or retained version references
+/// Blob collection (docs/ARCHITECTURE.md §4): files no batch, snapshot or retained version references
 /// go after a grace period measured by object age; uploads have a deadline.
 @Suite struct FileCollectionTests {
     @Test func supersededFilesAreCollectedOnlyAfterHistoryAndGrace() async throws {
@@ -171,7 +171,7 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
     }
 }
 
-/// Retirement (DESIGN.md §4): replicas silent past the retention period, or forgotten, are
+/// Retirement (docs/ARCHITECTURE.md §4): replicas silent past the retention period, or forgotten, are
 /// not waited for; one that returns joins a snapshot and keeps its unpushed changes.
 @Suite struct RetirementTests {
     @Test func aSilentReplicaIsRetiredAndComesBackWithoutLoss() async throws {
@@ -317,7 +317,7 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
     }
 }
 
-/// Snapshots are shared across replicas (DESIGN.md §4, "Compaction"): a replica whose batches
+/// Snapshots are shared across replicas (docs/ARCHITECTURE.md §4, "Compaction"): a replica whose batches
 /// another replica's snapshot already covers writes none, a replica's own snapshot goes once
 /// another supersedes it, and whoever needs a compacted batch joins any snapshot covering it.
 @Suite struct SharedSnapshotTests {

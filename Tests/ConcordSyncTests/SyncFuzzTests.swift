@@ -9,7 +9,7 @@ import Foundation
 import GRDB
 import Testing
 
-/// Convergence fuzz through FolderRemote wrapped in FaultyRemote (DESIGN.md §7): 2–6
+/// Convergence fuzz through FolderRemote wrapped in FaultyRemote (docs/ARCHITECTURE.md §7): 2–6
 /// replicas run every operation, sync through failing calls, torn and lost-reply uploads,
 /// stale, incomplete, duplicated and reordered listings, crashes between push steps, clock
 /// skew of ±1 day, replicas that bootstrap mid-run, and — on days-long jumps of time —
@@ -136,7 +136,7 @@ final class FuzzRun {
         remotes.append(faulty)
         clocks.append(clock)
         // Short periods, so that a schedule's days-long jumps reach them; the grace period
-        // still exceeds deadline + staleness + the ±1 day skew (DESIGN.md §4).
+        // still exceeds deadline + staleness + the ±1 day skew (docs/ARCHITECTURE.md §4).
         engines.append(SyncEngine(
             store: store, remote: faulty, key: key, storeID: storeID, clock: clock, snapshotEvery: 3,
             snapshotSlack: UInt64(random.int(0...3)), retention: 10 * Self.day, blobGracePeriod: 5 * Self.day))

@@ -235,7 +235,7 @@ final class PhaseLog: @unchecked Sendable {
 }
 
 @Suite struct IdleSyncTests {
-    /// DESIGN.md §4: an idle pull costs exactly one listing — it grows neither with history
+    /// docs/ARCHITECTURE.md §4: an idle pull costs exactly one listing — it grows neither with history
     /// nor with the number of batches — and an idle push costs nothing.
     @Test func idleSyncCostsExactlyOneListing() async throws {
         let fleet = try await Fleet(count: 3) { FaultyRemote(wrapping: $0, seed: 1) }

@@ -87,7 +87,7 @@ func fileSize(_ path: String) -> UInt64 {
     return stat(path, &info) == 0 ? UInt64(info.st_size) : 0
 }
 
-/// The remote folder's bytes by kind of object (DESIGN.md §4).
+/// The remote folder's bytes by kind of object (docs/ARCHITECTURE.md §4).
 struct RemoteSizes: Sendable {
     var kinds: [String: (bytes: UInt64, objects: Int)] = [:]
     var total: UInt64 { kinds.values.reduce(0) { $0 + $1.bytes } }

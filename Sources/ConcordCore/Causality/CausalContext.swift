@@ -1,7 +1,7 @@
 /// A set of dots (stamps), as per-replica sets of disjoint closed hlc ranges.
 ///
 /// A causal context says which writes a state has *seen*: an entry whose dot is in the
-/// other side's context but not in its store was removed there (DESIGN.md §2). A replica's
+/// other side's context but not in its store was removed there (docs/ARCHITECTURE.md §2). A replica's
 /// full state has a context of the form `[0 ... vv[r]]` for each replica — a version vector;
 /// a delta's context holds its origin's new range `(deps[origin], upTo]`, and its touched
 /// slots are scoped by the dependency vector. Ranges are kept normalized (sorted, disjoint,

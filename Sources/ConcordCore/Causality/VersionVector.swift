@@ -1,4 +1,4 @@
-/// A map `replica → highest hlc seen` (DESIGN.md §2, "Causality").
+/// A map `replica → highest hlc seen` (docs/ARCHITECTURE.md §2, "Causality").
 ///
 /// Deltas from one origin are applied in order and after their dependencies, so a version
 /// vector exactly summarises which writes a replica has seen: every dot `(h, r)` with

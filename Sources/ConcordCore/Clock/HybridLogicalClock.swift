@@ -32,7 +32,7 @@ public enum HLC {
     static func describe(_ hlc: UInt64) -> String { "\(physical(hlc)).\(counter(hlc))" }
 }
 
-/// A hybrid logical clock (DESIGN.md §2, rules 2 and 7).
+/// A hybrid logical clock (docs/ARCHITECTURE.md §2, rules 2 and 7).
 ///
 /// `tick` returns a value greater than every value this clock issued or observed, and at
 /// least the physical time. So a write is stamped after everything its replica had seen,

@@ -1,5 +1,5 @@
 /// The identity and order of one write: a hybrid-logical-clock value and the replica that
-/// wrote it (DESIGN.md §2, "Stamps").
+/// wrote it (docs/ARCHITECTURE.md §2, "Stamps").
 ///
 /// Stamps are totally ordered by `hlc`, then `replica`, and unique: a replica never issues
 /// the same `hlc` twice. A stamp doubles as the write's *dot*, its causal identity.

@@ -1,5 +1,5 @@
 /// A situation the merge resolved deterministically but an app may want to show a person
-/// (DESIGN.md §2, rules 4 and 6).
+/// (docs/ARCHITECTURE.md §2, rules 4 and 6).
 public struct Conflict: Hashable, Sendable, CustomStringConvertible {
     /// What kind of conflict this is. Extensible: later releases may add kinds.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {

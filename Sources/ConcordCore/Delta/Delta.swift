@@ -1,5 +1,5 @@
 /// The changes one replica sealed from its outbox: the current entries of every slot it
-/// touched since its previous delta (DESIGN.md §3–§4).
+/// touched since its previous delta (docs/ARCHITECTURE.md §3–§4).
 ///
 /// A delta covers its origin's writes with hlc in `(dependencies[origin], upTo]`. Its slots
 /// carry their entries as the origin held them when it sealed, so applying a delta removes,
@@ -86,7 +86,7 @@ public struct Delta: Hashable, Sendable {
         records.reduce(0) { $0 + $1.slots.reduce(0) { $0 + $1.entries.count } }
     }
 
-    /// The delta as a state (DESIGN.md §2): context = the origin's new range, each carried
+    /// The delta as a state (docs/ARCHITECTURE.md §2): context = the origin's new range, each carried
     /// slot scoped by ``observed`` — and a record shipped whole scoped by it in every
     /// slot, through its record-wide scope. Applying the delta equals joining this state.
     public var state: StoreState {

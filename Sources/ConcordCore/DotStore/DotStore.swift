@@ -2,7 +2,7 @@
 ///
 /// A causal CRDT is a pair (entries, context): the entries alive in a state, each named by
 /// its dot, and the set of dots the state has seen. Joining two of them keeps an entry if
-/// both sides have it, or if one side has it and the other has not seen it (DESIGN.md §2;
+/// both sides have it, or if one side has it and the other has not seen it (docs/ARCHITECTURE.md §2;
 /// Almeida, Shoker and Baquero, "Delta state replicated data types", §6). An entry one side
 /// has seen but no longer holds was removed there, and stays removed.
 public enum DotStore {

@@ -1,4 +1,4 @@
-/// The canonical dump of a state (DESIGN.md §2, "Canonical state"): its visible records and
+/// The canonical dump of a state (docs/ARCHITECTURE.md §2, "Canonical state"): its visible records and
 /// open conflicts as JSON with every key sorted and no insignificant whitespace, so two
 /// replicas that have seen the same changes print the same bytes.
 ///

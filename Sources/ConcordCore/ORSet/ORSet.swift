@@ -1,4 +1,4 @@
-/// An add-wins observed-remove set (DESIGN.md §2, rule 3).
+/// An add-wins observed-remove set (docs/ARCHITECTURE.md §2, rule 3).
 ///
 /// Each add is a dot; a remove forgets exactly the adds of that element its replica had
 /// seen. An add the remover had not seen survives, so a concurrent add wins.

@@ -1,6 +1,6 @@
 /// Names one dot store inside a record. Field names are identified by their UTF-8 bytes.
 ///
-/// A record is an observed-remove map of slots (DESIGN.md §2, rules 4 and 5): its liveness
+/// A record is an observed-remove map of slots (docs/ARCHITECTURE.md §2, rules 4 and 5): its liveness
 /// dots, its tombstones, one register per scalar or file field, and one dot set per element
 /// of a set field. Deltas and the store's outbox track changes per slot, so writing one
 /// field or adding one element ships only that slot.

@@ -79,10 +79,10 @@ public struct CausalRegister<Value: Hashable & Sendable>: Hashable, Sendable {
     }
 }
 
-/// A last-writer-wins register of scalar values (DESIGN.md §2, rules 1 and 2).
+/// A last-writer-wins register of scalar values (docs/ARCHITECTURE.md §2, rules 1 and 2).
 public typealias LWWRegister = CausalRegister<ScalarValue>
 
-/// A multi-value register of file references (DESIGN.md §2, rule 6).
+/// A multi-value register of file references (docs/ARCHITECTURE.md §2, rule 6).
 public typealias MVRegister = CausalRegister<FileRef>
 
 extension CausalRegister where Value == ScalarValue {

@@ -20,7 +20,7 @@ public enum FieldWrite: Hashable, Sendable {
 }
 
 /// An in-memory replica: a state, its hybrid logical clock, and an outbox of touched slots
-/// (DESIGN.md §2–§3). The pure reference for what the SQLite store persists, and the unit
+/// (docs/ARCHITECTURE.md §2–§3). The pure reference for what the SQLite store persists, and the unit
 /// the simulator runs.
 ///
 /// Every mutation is one write: it takes one stamp from the clock (at `now`, physical
@@ -151,7 +151,7 @@ public struct Replica: Sendable {
     /// Purges dead records: drops every entry they hold — field entries, set dots and
     /// tombstones — and ships them whole in the next delta, so every replica drops what
     /// this one had seen of them. Call it only once the deletions are causally stable
-    /// (every active replica has seen every entry, DESIGN.md §4): then no write that has
+    /// (every active replica has seen every entry, docs/ARCHITECTURE.md §4): then no write that has
     /// not seen a deletion can arrive from them, and the purge changes nothing anyone can
     /// observe. One write (one stamp) for all; returns it, or nil when none of `refs` is
     /// held.

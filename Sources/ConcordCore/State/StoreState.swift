@@ -31,7 +31,7 @@ public struct RecordRef: Hashable, Comparable, Sendable, CustomStringConvertible
 }
 
 /// The replicated state of a whole store: collections of records, and the causal context
-/// of everything it has seen (DESIGN.md §2).
+/// of everything it has seen (docs/ARCHITECTURE.md §2).
 ///
 /// `StoreState` is a join-semilattice: ``joined(_:)`` is commutative, associative and
 /// idempotent. A replica's own state has a version-vector context and no slot scopes; a

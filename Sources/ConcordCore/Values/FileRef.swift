@@ -24,7 +24,7 @@ public struct ContentHash: Hashable, Comparable, Sendable, CustomStringConvertib
     }
 }
 
-/// A reference to a file's content held in a file field (DESIGN.md §2): its hash, its size
+/// A reference to a file's content held in a file field (docs/ARCHITECTURE.md §2): its hash, its size
 /// in bytes and, optionally, its media type.
 public struct FileRef: Hashable, Sendable, CustomStringConvertible {
     public let hash: ContentHash

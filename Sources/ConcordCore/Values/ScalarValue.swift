@@ -1,4 +1,4 @@
-/// The value of a scalar field, or an element of a set field (DESIGN.md §2).
+/// The value of a scalar field, or an element of a set field (docs/ARCHITECTURE.md §2).
 ///
 /// Equality and hashing are by representation: doubles compare by bit pattern (so `NaN`
 /// equals itself and `-0.0` differs from `0.0`), strings by their UTF-8 bytes (not Unicode

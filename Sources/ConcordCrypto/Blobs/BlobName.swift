@@ -1,7 +1,7 @@
 import CSodium
 import ConcordCore
 
-/// Remote blob names (DESIGN.md §4, §5): a keyed BLAKE2b-256 of the blob's content hash,
+/// Remote blob names (docs/ARCHITECTURE.md §4, §5): a keyed BLAKE2b-256 of the blob's content hash,
 /// so the storage — which sees only names — cannot test whether a known file is stored.
 ///
 /// `name = hex(BLAKE2b-256(key: blobNames sub-key, message: contentHash.bytes))` and the

@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// Encrypted blob streams: how file contents are stored remotely (DESIGN.md §5), with
+/// Encrypted blob streams: how file contents are stored remotely (docs/ARCHITECTURE.md §5), with
 /// `crypto_secretstream_xchacha20poly1305` in 64 KiB chunks, so encrypting or decrypting a
 /// multi-gigabyte file needs a few hundred KiB of memory whatever its size.
 ///

@@ -2,7 +2,7 @@ import CSodium
 import ConcordCore
 
 /// The store key: 256 random bits from which every other key of a store is derived
-/// (DESIGN.md §5). Every replica of a store holds the same store key.
+/// (docs/ARCHITECTURE.md §5). Every replica of a store holds the same store key.
 ///
 /// It is made once, when the store is created (`StoreKey.random()`), and is then either
 /// wrapped under a passphrase in `concord.json` (see ``StoreManifest``) or kept in a key

@@ -3,7 +3,7 @@ import ConcordCore
 /// A store's identity: 128 random bits, written as 32 lowercase hex digits in
 /// `concord.json`. A store deleted and re-created gets a new id, so a replica that
 /// compares the remote's id with the one it joined (``StoreManifest/requireStoreID(_:)``)
-/// notices instead of merging two unrelated stores (DESIGN.md §5).
+/// notices instead of merging two unrelated stores (docs/ARCHITECTURE.md §5).
 public struct StoreID: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The 16 id bytes.
     public let bytes: [UInt8]

@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// The contents of a store's `concord.json` (DESIGN.md §4, §5): what a client must know
+/// The contents of a store's `concord.json` (docs/ARCHITECTURE.md §4, §5): what a client must know
 /// before it reads anything else — the format version, the store's id, how the store key
 /// is protected, and a key check that tells a right key from a wrong one without
 /// decrypting any data.

@@ -5,7 +5,7 @@ extension SealedObject {
     /// Seals `plaintext` for `path` with a nonce derived from the key, the path and the
     /// plaintext (a synthetic nonce, as in SIV): sealing the same plaintext for the same path
     /// gives the same bytes. Push uses it so that a retry after a crash uploads identical
-    /// bytes (DESIGN.md §4).
+    /// bytes (docs/ARCHITECTURE.md §4).
     ///
     /// What it reveals beyond `seal(_:path:key:)`: only whether two objects at the *same*
     /// path have the same plaintext — and the store never writes different plaintexts to one

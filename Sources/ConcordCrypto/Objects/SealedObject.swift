@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// Sealed objects: how batches, manifests and snapshots are stored remotely (DESIGN.md §5).
+/// Sealed objects: how batches, manifests and snapshots are stored remotely (docs/ARCHITECTURE.md §5).
 ///
 /// Layout of a sealed object (all lengths in bytes):
 ///

@@ -8,7 +8,7 @@ extension ConcordError.Code {
     /// either replaced the whole object or left the old one, so retrying is always safe.
     public static let remote = ConcordError.Code("remote")
 
-    /// A caller passed a path or prefix that is not part of the store layout (DESIGN.md §4)
+    /// A caller passed a path or prefix that is not part of the store layout (docs/ARCHITECTURE.md §4)
     /// or that could escape the store's root (`..`, an absolute path, an empty component).
     /// This is a bug in the caller, not a problem with the storage: nothing was read or
     /// written, and retrying will not help.

@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// The names of the objects a store keeps on its remote (DESIGN.md §4), relative to the
+/// The names of the objects a store keeps on its remote (docs/ARCHITECTURE.md §4), relative to the
 /// store's root:
 ///
 /// ```

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A directory of files named by the BLAKE2b-256 of their content (DESIGN.md §3):
+/// A directory of files named by the BLAKE2b-256 of their content (docs/ARCHITECTURE.md §3):
 /// `<directory>/<2 hex>/<64 hex>`. Files are streamed in 1 MiB chunks — memory does not
 /// grow with file size — written to a temporary name, fsynced and renamed into place, so a
 /// crash never leaves a partial file under a content name. Equal content is stored once.

@@ -1,7 +1,7 @@
 import ConcordCore
 import Synchronization
 
-/// One record changed: by a local write or by a remote delta (DESIGN.md §3).
+/// One record changed: by a local write or by a remote delta (docs/ARCHITECTURE.md §3).
 public struct ChangeEvent: Hashable, Sendable {
     /// Where a change came from.
     public enum Origin: Hashable, Sendable {

@@ -2,7 +2,7 @@ import ConcordCore
 import Foundation
 import GRDB
 
-/// A superseded version of a file field, kept for the retention window (DESIGN.md §3).
+/// A superseded version of a file field, kept for the retention window (docs/ARCHITECTURE.md §3).
 public struct FileVersionRecord: Hashable, Sendable {
     public let file: FileRef
     /// The stamp of the write that set it.

@@ -1,6 +1,6 @@
 import GRDB
 
-/// The SQLite schema (DESIGN.md §3), managed by GRDB migrations so a later release can
+/// The SQLite schema (docs/ARCHITECTURE.md §3), managed by GRDB migrations so a later release can
 /// migrate an existing file. Every table is prefixed `concord_`; apps may read them with
 /// SQL and observe them with GRDB, but write only through ``Store``.
 ///

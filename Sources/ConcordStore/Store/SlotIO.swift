@@ -3,7 +3,7 @@ import ConcordCore
 import Foundation
 import GRDB
 
-/// Reads and writes whole slots (DESIGN.md §2) in the store's tables. The common paths —
+/// Reads and writes whole slots (docs/ARCHITECTURE.md §2) in the store's tables. The common paths —
 /// a local scalar write, a remote write that replaces an observed value — bypass this with
 /// single upserts; everything else goes through here, so the store's state is always the
 /// core's `Record` slots, row for row.

@@ -11,7 +11,7 @@ public struct DeadRecord: Hashable, Sendable {
 }
 
 extension Store {
-    // MARK: Metadata purge (DESIGN.md §4)
+    // MARK: Metadata purge (docs/ARCHITECTURE.md §4)
 
     /// Every record with no liveness dot that still holds entries, in canonical order.
     public func deadRecords() throws(ConcordError) -> [DeadRecord] {

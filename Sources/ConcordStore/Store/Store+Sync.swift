@@ -419,7 +419,7 @@ extension Store {
         try read { db in try SlotIO.state(db) }
     }
 
-    /// The canonical dump (DESIGN.md §2): byte-identical on replicas that have seen the same
+    /// The canonical dump (docs/ARCHITECTURE.md §2): byte-identical on replicas that have seen the same
     /// changes, and equal to the core's dump of the same state.
     public func canonicalDump() throws(ConcordError) -> String {
         CanonicalDump.json(of: try state())

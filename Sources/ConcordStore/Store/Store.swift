@@ -17,7 +17,7 @@ public struct SystemClock: PhysicalClock {
 
 /// A replica's database: one SQLite file (WAL mode) holding current values, CRDT metadata,
 /// the outbox and the clock, and a directory of content-addressed files beside it
-/// (DESIGN.md §3).
+/// (docs/ARCHITECTURE.md §3).
 ///
 /// Every write is one SQLite transaction that updates values, metadata and the outbox
 /// together, so a crash leaves the store as before or after it. Remote deltas are applied

@@ -1,7 +1,7 @@
 import ConcordCore
 import Foundation
 
-/// A `Codable` type stored as records of one collection (DESIGN.md §3, the typed layer).
+/// A `Codable` type stored as records of one collection (docs/ARCHITECTURE.md §3, the typed layer).
 ///
 /// Each top-level property is a field: `Bool`, integers, `Double`/`Float`, `String` and
 /// `Data` are scalars; `nil` is `null`; a `Set` or `Array` of scalars is a set field (an

@@ -65,27 +65,22 @@ func expectConcordError(
     return error
 }
 
-/// Where the shared test vectors live: `$CONCORD_VECTORS`, else `../shared/vectors` beside
-/// the repository root (found from this file's path).
+/// Where the public test vectors live: `$CONCORD_VECTORS`, else `Tests/Vectors` in this
+/// repository (found from this file's path).
 enum Vectors {
     static var directory: URL {
         if let path = ProcessInfo.processInfo.environment["CONCORD_VECTORS"], !path.isEmpty {
             return URL(fileURLWithPath: path, isDirectory: true)
         }
-        let repoRoot = URL(fileURLWithPath: #filePath)
+        return URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent()  // Support
             .deletingLastPathComponent()  // ConcordCryptoTests
             .deletingLastPathComponent()  // Tests
-            .deletingLastPathComponent()  // repository root
-        return repoRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors", isDirectory: true)
+            .appendingPathComponent("Vectors", isDirectory: true)
     }
 
     static var wycheproofXChaCha: URL {
         directory.appendingPathComponent("wycheproof/xchacha20_poly1305_test.json")
-    }
-
-    static var wycheproofAvailable: Bool {
-        FileManager.default.fileExists(atPath: wycheproofXChaCha.path)
     }
 }
 
