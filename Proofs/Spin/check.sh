@@ -55,6 +55,7 @@ CFG_A=""                                          # W=(2,1,0) F=2, r1 snapshots
 CFG_B="-DFAULTS=1 -DSNAPPERS=1 -DJOIN_TWO_STEP"   # r0 snapshots: keep-two rotation
 CFG_C="-DFAULTS=0 -DW0=1 -DW2=1"                 # all three replicas write
 CFG_D="-DFAULTS=1 -DSNAPPERS=3 -DJOIN_TWO_STEP"   # two snapshot writers
+CFG_E="-DROLLBACK -DFAULTS=0 -DW0=1"              # the storage loses objects or goes back
 
 # job NAME EXPECT SPINFLAGS GCCFLAGS PANFLAGS
 #   EXPECT = pass (errors: 0 required) | fail (errors > 0 required)
@@ -126,6 +127,9 @@ correct() {
   job A.safety            pass "$CFG_A"                "$SAFE" ""
   job C.safety            pass "$CFG_C"                "$SAFE" ""
   job B.safety            pass "$CFG_B"                "$SAFE" ""
+  job E.safety            pass "$CFG_E"                "$SAFE" ""
+  job E.p3_converged.ltl  pass "$CFG_E -DLTL $LIVE"    ""      "-a -N p3_converged"
+  job E2.safety           pass "$CFG_E -DRFAULTS=2"    "$SAFE" ""
   run_all
 }
 
@@ -133,6 +137,7 @@ extended() {
   echo "== extended runs (slower): every run must report errors: 0"
   job A.termination.np    pass "$CFG_A $LIVE"          "-DNP"  "-l"
   job B.p3_converged.ltl  pass "$CFG_B -DLTL $LIVE"    ""      "-a -N p3_converged"
+  job E.full.safety       pass "-DROLLBACK -DFAULTS=0" "$SAFE -DCOLLAPSE" ""
   job A.p1_delivered.ltl  pass "$CFG_A -DLTL $LIVE"    ""      "-a -N p1_delivered"
   run_all
 }
@@ -148,6 +153,9 @@ mutants() {
   job "ASSUME_COLLECT_TWO_STEP" fail "$CFG_A -DCOLLECT_TWO_STEP" "$QUICK" ""
   # the liveness formula alone (no Finale assertion, no invariants) catches it too
   job "MUTANT_RESEAL.ltl" fail "$CFG_A -DMUTANT_RESEAL -DLTL $LIVE -DNO_FINALE" "-O0" "-a -N p3_converged"
+  # rollbacks: a replica that does not publish again what the storage lost
+  job "MUTANT_NO_REPUBLISH" fail "$CFG_E -DMUTANT_NO_REPUBLISH" "$QUICK" ""
+  job "MUTANT_NO_REPUBLISH.ltl" fail "$CFG_E -DMUTANT_NO_REPUBLISH -DLTL $LIVE -DNO_FINALE" "-O0" "-a -N p3_converged"
   run_all
 }
 
@@ -159,6 +167,9 @@ vacuity() {
   done
   job "REACH_10.cfgB" fail "$CFG_B -DREACH=10" "$QUICK" ""
   job "REACH_18.cfgD" fail "$CFG_D -DREACH=18" "$QUICK" ""
+  job "REACH_19.cfgE" fail "$CFG_E -DREACH=19" "$QUICK" ""
+  job "REACH_20.cfgE" fail "$CFG_E -DREACH=20" "$QUICK" ""
+  job "REACH_21.cfgE" fail "$CFG_E -DREACH=21" "$QUICK" ""
   run_all
 }
 

@@ -76,6 +76,19 @@
  *   LTL (-DLTL)     p1_delivered  <>[] every landed write is on every replica
  *                   p3_converged  <>[] all replicas equal and complete
  *
+ * ROLLBACK (-DROLLBACK, configuration E)
+ *   The storage goes back in time: a process Storage may, within a budget
+ *   RFAULTS, lose any batch, any replica's heads or any snapshot, or put
+ *   back a copy of the whole remote taken at any earlier moment (blobs
+ *   included).  Every replica checks that the remote still holds what it
+ *   knows was there and publishes it again from local state: its own
+ *   batches (the bytes it sealed) that no snapshot covers, the blobs of its
+ *   batches still there, and its head.
+ *   The collector's invariants (p1_durable, p2_*) do not survive a fault
+ *   that deletes objects, so they are checked in A-D; here the properties
+ *   are p1_own_kept, p0_causal and convergence once the faults stop.
+ *   MUTANT_NO_REPUBLISH skips the check and must fail.
+ *
  * DEVIATIONS FROM / ADDITIONS TO docs/ARCHITECTURE.md 4 (each is needed; see README)
  *   - a snapshot (re-)uploads the blobs it references before itself;
  *   - a snapshot holds only pushed state and each snapshot name is written
@@ -133,7 +146,9 @@
  *   13 compaction deletes a batch some replica has not applied
  *   14 a lagging replica writes a snapshot 15 a torn blob
  *   16 a slow tick overtakes an upload     17 a terminal state after 2 faults
- *   18 a replica drops its own snapshot for another replica's (config D) */
+ *   18 a replica drops its own snapshot for another replica's (config D)
+ *   19 a lost batch is published again (E)   20 the remote goes back (E)
+ *   21 a lost blob of a batch still there is uploaded again (E) */
 #ifdef REACH
 #define REACHED(n) assert(REACH != (n))
 #else
@@ -209,6 +224,7 @@ inline snap_covers(o, n, res) {
 
 inline check() {
 #ifndef LIVE_ONLY   /* liveness runs: same states, assertions checked elsewhere */
+#ifndef ROLLBACK    /* a storage fault deletes objects: these hold in A-D only */
   /* p1_durable: every write of every landed batch is on the remote */
   for (ci : 0 .. NR-1) {
     cj = 1;
@@ -259,6 +275,7 @@ inline check() {
     :: else -> skip
     fi
   }
+#endif /* ROLLBACK */
   /* p1_own_kept and p0_causal */
   for (ci : 0 .. NR-1) {
     p1_own_kept = (vv[V(ci,ci)] == nw[ci]);
@@ -371,6 +388,14 @@ inline crash(r)          { mode[r] = IDLE; stage[r] = 0; late[r] = 0; faults-- }
                              && bat[B(o,NXT(r,o))] == OK)
 #define PULLABLE(r,o) (PULLABLE_NODEP(r,o) && DEPOK(r,o,NXT(r,o)))
 #define HELD_BLOB(r)  blob[BL(hO[r], hi[B(hO[r],hS[r])])]
+#ifdef ROLLBACK
+/* after a rollback a lost blob comes back (its writer uploads it again):
+ * the batch is held back, as for a torn blob, unless a snapshot holds its
+ * writes (then the blob was collected, and the reader joins the snapshot) */
+#define GONE_FOR_GOOD(r) COVERED(hO[r], hi[B(hO[r],hS[r])])
+#else
+#define GONE_FOR_GOOD(r) 1
+#endif
 
 /* ====================================================================== */
 /* BOOTSTRAP / JOIN (docs/ARCHITECTURE.md 4): read a snapshot, fetch the blobs it    */
@@ -527,6 +552,24 @@ inline snap_done(r) {
 #define DROPPABLE(r,b) (snap[b] == OK && !(spn[r] != 0 && PSLOT(r) == (b)) && SUP_ANY(b))
 #define CAN_DROP(r) (DROPPABLE(r,B(r,0)) || DROPPABLE(r,B(r,1)) || DROPPABLE(r,B(r,2)))
 
+#ifdef ROLLBACK
+/* some authentic snapshot holds o's writes 1..n */
+#define SCOV(sl,o,n) (snap[sl] == OK && svv[SV(sl,o)] >= (n))
+#define COVERED(o,n) (SCOV(0,o,n) || SCOV(1,o,n) || SCOV(2,o,n) || SCOV(4,o,n) \
+                      || SCOV(5,o,n) || SCOV(6,o,n) || SCOV(8,o,n) || SCOV(9,o,n) \
+                      || SCOV(10,o,n))
+/* own pushed batch s is gone from the remote and no snapshot covers it */
+#define LOST_OWN(r,s) ((s) <= pushed[r] && bat[B(r,s)] == ABS && !COVERED(r, hi[B(r,s)]))
+#define SYNCING(r) (mode[r] == IDLE || mode[r] == PULL)
+#define LOST_BLOB(r,s) ((s) <= pushed[r] && bat[B(r,s)] == OK && blob[BL(r, hi[B(r,s)])] == ABS)
+inline REPUT_BLOB(r,s) { blob[BL(r, hi[B(r,s)])] = OK; bage[BL(r, hi[B(r,s)])] = 0; REACHED(21) }
+inline REPUT(r,s) {
+  blob[BL(r, hi[B(r,s)])] = OK; bage[BL(r, hi[B(r,s)])] = 0;
+  bat[B(r,s)] = OK; bfr[B(r,s)] = 1; anyfresh = 1;
+  REACHED(19)                                 /* 19: a lost batch republished */
+}
+#endif
+
 /* state probes for the non-vacuity check (see REACHED) */
 inline probes() {
   for (ci : 0 .. NR-1) {
@@ -623,9 +666,11 @@ end_idle:
        mode[r] = IDLE; hO[r] = 0; hS[r] = 0 }
   /*         the blob is gone (superseded, its batch compacted since the
    *         fetch): drop the batch; a snapshot must hold these writes */
-  :: d_step { mode[r] == PULL && HELD_BLOB(r) == ABS ->
+  :: d_step { mode[r] == PULL && HELD_BLOB(r) == ABS && GONE_FOR_GOOD(r) ->
+#ifndef ROLLBACK
        snap_covers(hO[r], hi[B(hO[r],hS[r])], p2_fallback);
        assert(p2_fallback);
+#endif
        REACHED(3);                             /* 3: fetched batch's blob gone */
        mode[r] = IDLE; hO[r] = 0; hS[r] = 0 }
 
@@ -696,6 +741,22 @@ end_idle:
          fi
        };
        ck = 0 }
+
+#if defined(ROLLBACK) && !defined(MUTANT_NO_REPUBLISH)
+  /* ---- REPUBLISH (rollbacks): an own pushed batch the remote lost and no
+   *      authentic snapshot covers goes up again, its blob first, with the
+   *      bytes sealed; an own head the remote lost is written again.  Each
+   *      sync checks first, so a replica whose pull holds a batch back
+   *      (waiting for a lost blob) checks too ---- */
+  :: d_step { SYNCING(r) && LOST_OWN(r,1) -> REPUT(r,1) }
+  :: d_step { SYNCING(r) && LOST_OWN(r,2) -> REPUT(r,2) }
+  :: d_step { SYNCING(r) && pushed[r] > 0 && (hd[r] >> pushed[r]) == 0 ->
+       hd[r] = (1 << pushed[r]) }
+  /*      the blob of an own batch still on the remote was lost (a rollback
+   *      that fell between the blob and the batch upload): upload it again */
+  :: d_step { SYNCING(r) && LOST_BLOB(r,1) -> REPUT_BLOB(r,1) }
+  :: d_step { SYNCING(r) && LOST_BLOB(r,2) -> REPUT_BLOB(r,2) }
+#endif
 
   /* ---- COMPACT: read the snapshots and delete one own pushed batch that
    *      an authentic snapshot covers.  Read and delete are one step: a writer deletes
@@ -799,6 +860,52 @@ end_gc:
 }
 #endif
 
+#ifdef ROLLBACK
+/* ====================================================================== */
+/* STORAGE FAULTS (rollbacks).  Within the budget RFAULTS the remote loses */
+/* a batch, every head of a replica, or a snapshot, or goes back to the    */
+/* copy of itself (blobs included) taken by `backup` at an earlier moment. */
+/* ====================================================================== */
+#ifndef RFAULTS
+#define RFAULTS 1
+#endif
+byte rfaults = RFAULTS;
+bit  saved;
+byte obat[NR*NS]; byte ohd[NR]; byte osnap[NR*NS]; byte osvv[NR*NS*NR];
+byte oblob[NR*NB]; byte obage[NR*NB];
+#define LOSE_BAT(i)  :: d_step { rfaults > 0 && bat[i] == OK -> bat[i] = ABS; bfr[i] = 0; rfaults-- }
+#define LOSE_SNAP(i) :: d_step { rfaults > 0 && snap[i] == OK -> snap[i] = ABS; sfr[i] = 0; rfaults-- }
+#define LOSE_HEAD(o) :: d_step { rfaults > 0 && hd[o] != 0 -> hd[o] = 0; rfaults-- }
+proctype Storage()
+{
+end_storage:
+  do
+  :: atomic {
+  if
+  LOSE_BAT(1) LOSE_BAT(2) LOSE_BAT(5) LOSE_BAT(6)
+  LOSE_SNAP(0) LOSE_SNAP(1) LOSE_SNAP(2) LOSE_SNAP(4) LOSE_SNAP(5) LOSE_SNAP(6)
+  LOSE_HEAD(0) LOSE_HEAD(1) LOSE_HEAD(2)
+  /* a copy of the remote is taken (not a fault; once) ... */
+  :: d_step { rfaults > 0 && !saved ->
+       for (ci : 0 .. NR*NS-1) { obat[ci] = bat[ci]; osnap[ci] = snap[ci] }
+       for (ci : 0 .. NR*NS*NR-1) { osvv[ci] = svv[ci] }
+       for (ci : 0 .. NR-1) { ohd[ci] = hd[ci] }
+       for (ci : 0 .. NR*NB-1) { oblob[ci] = blob[ci]; obage[ci] = bage[ci] }
+       saved = 1; ci = 0 }
+  /* ... and later put back in place of the remote */
+  :: d_step { rfaults > 0 && saved ->
+       for (ci : 0 .. NR*NS-1) { bat[ci] = obat[ci]; snap[ci] = osnap[ci]; bfr[ci] = 0; sfr[ci] = 0 }
+       for (ci : 0 .. NR*NS*NR-1) { svv[ci] = osvv[ci] }
+       for (ci : 0 .. NR-1) { hd[ci] = ohd[ci] }
+       for (ci : 0 .. NR*NB-1) { blob[ci] = oblob[ci]; bage[ci] = obage[ci] }
+       rfaults--; ci = 0; REACHED(20) }            /* 20: the remote went back */
+  fi;
+  d_step { check() }
+  }
+  od
+}
+#endif
+
 /* ====================================================================== */
 /* CLOCK.  A tick is enabled only when it changes something (a blob       */
 /* younger than GRACE, or a fresh object).  A tick while an upload        */
@@ -850,6 +957,9 @@ init {
   atomic {
     run Replica(0); run Replica(1); run Replica(2);
     run Collector(); run Clock();
+#ifdef ROLLBACK
+    run Storage();
+#endif
 #ifndef NO_FINALE
     run Finale()
 #endif

@@ -41,6 +41,9 @@ public struct SyncReport: Hashable, Sendable {
     /// replica's own batches (the exact bytes it sealed), its head, and a snapshot for
     /// what it applied from others. Empty when the remote held everything.
     public var remoteRolledBack: [String] = []
+    /// Whether this sync made the periodic listing of every batch
+    /// (``SyncEngine/lossCheckInterval``).
+    public var lossChecked = false
     /// Deltas seen but not yet applicable (their dependencies or files are not there yet).
     public var waiting = 0
     /// Replicas whose clocks run ahead.

@@ -42,6 +42,7 @@ extension SyncEngine {
         //    replica's batches, made once per `lossCheckInterval`.
         var ownGaps = false
         if try lossCheckIsDue() {
+            report.lossChecked = true
             let gaps = try await vanishedBatches(retired: retired, into: &report)
             ownGaps = gaps.own
             for (origin, seq) in gaps.others where lost[origin] == nil { lost[origin] = seq }
@@ -49,6 +50,9 @@ extension SyncEngine {
         }
         if ownGaps, republished.isEmpty {
             republished += try await republishOwn(through: pushed, into: &report)
+        }
+        if try lossCheckIsDue(at: report) {
+            republished += try await reuploadLostFilesOfOwnBatches(into: &report)
         }
         let pending = try store.syncValue(SyncKey.republishPending) != nil
         if !lost.isEmpty || pending {
@@ -63,6 +67,39 @@ extension SyncEngine {
             }
         }
         return republished
+    }
+
+    /// Whether this sync made the periodic listing (the check of files follows it).
+    private func lossCheckIsDue(at report: SyncReport) throws(ConcordError) -> Bool { report.lossChecked }
+
+    /// The files of this replica's batches that are still on the remote, and whose upload
+    /// the remote lost (a rollback that fell between a file's upload and its batch's):
+    /// uploaded again from the local blob directory. One listing of `blobs/`.
+    private func reuploadLostFilesOfOwnBatches(into report: inout SyncReport) async throws(ConcordError) -> [String] {
+        let me = store.replicaID
+        let pushed = try pushedSeq()
+        guard pushed > 0 else { return [] }
+        var present: Set<UInt64> = []
+        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
+            if case let .delta(_, seq)? = RemoteLayout.parse(object.path), seq <= pushed { present.insert(seq) }
+        }
+        var wanted: Set<ContentHash> = []
+        for seq in present {
+            guard let plaintext = try store.sealedDelta(seq: seq) else { continue }
+            wanted.formUnion(Self.files(in: try DeltaCodec.decode(plaintext)))
+        }
+        guard !wanted.isEmpty else { return [] }
+        let listed = Set(try await remote.list(prefix: RemoteLayout.blobsPrefix).map(\.path))
+        var uploaded: [String] = []
+        for hash in wanted.sorted() where store.blobs.contains(hash) {
+            let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+            // A listing may be stale: a file is looked for once more on its own first.
+            guard !listed.contains(path), try await !remote.list(prefix: path).contains(where: { $0.path == path }) else { continue }
+            try await reupload(hash, path: path)
+            report.filesUploaded += 1
+            uploaded.append(path)
+        }
+        return uploaded
     }
 
     /// Whether the periodic listing of every replica's batches is due.

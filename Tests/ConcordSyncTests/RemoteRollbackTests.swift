@@ -148,4 +148,28 @@ import Testing
         fleet.clock.advance(by: 3_600_001)
         #expect(try await fleet.engines[1].sync().remoteRolledBack.isEmpty)
     }
+
+    /// The remote goes back to a copy taken between a file's upload and its batch's (the
+    /// Spin model's finding): the batch and head land, the file is gone. Within the hour
+    /// the writer lists the files of its batches still there and uploads the lost one again.
+    @Test func aLostFileOfABatchStillThereIsUploadedAgain() async throws {
+        var fleet = try await Fleet(count: 1)
+        let a = fleet.stores[0]
+        try await fleet.syncAll()
+        let note = ref("n1")
+        let file = try a.attachFile(note, "cover", bytes: Array("the cover".utf8))
+        try await fleet.syncAll()
+        let path = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first?.path)
+        try await fleet.remote.delete(path)
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[1].sync()
+        #expect(try fleet.stores[1].record(note) == nil, "not there without its file")
+        fleet.clock.advance(by: 3_600_001)
+        let report = try await fleet.engines[0].sync()
+        #expect(report.lossChecked)
+        #expect(report.remoteRolledBack == [path], "\(report.remoteRolledBack)")
+        try await fleet.engines[1].sync()
+        #expect(try fleet.stores[1].canonicalDump() == a.canonicalDump())
+        #expect(fleet.stores[1].blobs.contains(file.hash))
+    }
 }
