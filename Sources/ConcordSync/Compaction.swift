@@ -43,6 +43,10 @@ extension SyncEngine {
     public func compact(batchGracePeriod: UInt64? = nil) async throws(ConcordError) -> CompactionReport {
         var report = CompactionReport()
         var sync = SyncReport()
+        // Only batches sealed before this compaction are deleted by it: the bytes of what it
+        // deletes are forgotten at once, and whoever keeps a copy of every sealed batch (an
+        // audit, a backup) has seen each one before its compaction begins.
+        let sealedBefore = try store.sealedSeq()
         try await push(into: &sync, progress: nil)
         // Every head is read once, for both steps.
         let standings = try await standings(try await listHeads())
@@ -51,13 +55,13 @@ extension SyncEngine {
             // Shipped now, so the snapshot below already leaves the records out.
             try await push(into: &sync, progress: nil)
         }
-        if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, standings: standings, into: &report) }
+        if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, standings: standings, sealedBefore: sealedBefore, into: &report) }
         report.files = try await collectFiles(standings: standings)
         try forgetOldUploads()
         return report
     }
 
-    func compactBatches(batchGracePeriod: UInt64?, standings: [ReplicaID: Standing], into report: inout CompactionReport) async throws(ConcordError) {
+    func compactBatches(batchGracePeriod: UInt64?, standings: [ReplicaID: Standing], sealedBefore: UInt64 = .max, into report: inout CompactionReport) async throws(ConcordError) {
         let me = store.replicaID
         let pushed = try pushedSeq()
         var unused = SyncReport()
@@ -104,19 +108,19 @@ extension SyncEngine {
         // 3. Delete: applied everywhere, or past the grace period; always within a snapshot.
         let now = clock.millisecondsSinceEpoch()
         for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
-            guard case let .delta(replica, seq)? = RemoteLayout.parse(object.path), replica == me, seq <= covered else { continue }
+            guard case let .delta(replica, seq)? = RemoteLayout.parse(object.path), replica == me, seq <= covered, seq <= sealedBefore else { continue }
             let old = batchGracePeriod.map { grace in (object.modified ?? now) + grace < now } ?? false
             guard seq <= everywhere || old else { continue }
             try await remote.delete(object.path)
             report.deletedBatches.append(seq)
         }
         report.deletedBatches.sort()
-        // Their sealed bytes are not needed any more: the snapshot covers them. They are
-        // forgotten at the next compaction, so whoever audits sealed deltas (the fuzz) can
-        // still read each one after the compaction that deleted its batch.
+        // Their sealed bytes are not needed any more: the snapshot covers them. (A store of
+        // the previous release kept them one compaction longer, listed under
+        // `sealedToForget`: those go now too.)
         let previous = (try store.syncValue(SyncKey.sealedToForget) ?? "").split(separator: ",").compactMap { UInt64($0) }
-        try store.forgetSealedDeltas(previous)
-        try store.setSyncValue(SyncKey.sealedToForget, report.deletedBatches.map(String.init).joined(separator: ","))
+        try store.forgetSealedDeltas(previous + report.deletedBatches)
+        if !previous.isEmpty { try store.setSyncValue(SyncKey.sealedToForget, nil) }
     }
 
     /// Deletes this replica's snapshots that another one on the remote supersedes: a

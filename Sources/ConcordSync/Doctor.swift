@@ -559,13 +559,15 @@ extension SyncEngine {
             if scan.report.findings[index].repaired { intact.insert(keyed) }
         }
 
-        // 2. Its own batches: the exact bytes it sealed, after the files they reference.
+        // 2. Its own batches: the exact bytes it sealed, after the files they reference. A
+        //    batch whose bytes it forgot (compacted) is published again in a snapshot.
+        var forgotten: [Int] = []
         for index in scan.report.findings.indices {
             let finding = scan.report.findings[index]
             guard finding.isProblem, finding.kind != .unannouncedBatch,
                   case let .delta(replica, seq)? = RemoteLayout.parse(finding.path), replica == me else { continue }
             guard let plaintext = try store.sealedDelta(seq: seq) else {
-                scan.report.findings[index].repair = "this replica no longer holds batch \(seq): it cannot be re-uploaded"
+                forgotten.append(index)
                 continue
             }
             let present = intact
@@ -585,6 +587,20 @@ extension SyncEngine {
             if scan.report.findings[index].repaired {
                 scan.deltas[me, default: []].insert(seq)
                 scan.readDeltas[me, default: []].insert(seq)
+            }
+        }
+
+        if !forgotten.isEmpty {
+            if let path = try await snapshotUnderANewName() {
+                for index in forgotten {
+                    scan.report.findings[index].repair = "published again in snapshot \(path) (this replica no longer holds the batch's bytes)"
+                    scan.report.findings[index].repaired = true
+                }
+            } else {
+                try store.setSyncValue(SyncKey.republishPending, "1")
+                for index in forgotten {
+                    scan.report.findings[index].repair = "this replica no longer holds the batch's bytes; the snapshot that publishes it again comes with its next batch (its snapshot name for this seq is taken)"
+                }
             }
         }
 

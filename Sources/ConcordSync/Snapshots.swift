@@ -45,6 +45,13 @@ extension SyncEngine {
     /// bytes.
     @discardableResult
     public func writeSnapshot() async throws(ConcordError) -> String {
+        if let written = try await writeSnapshot(republish: false) { return written }
+        return RemoteLayout.snapshot(store.replicaID, seq: try pushedSeq())
+    }
+
+    /// ``writeSnapshot()``; with `republish`, a snapshot under a name already taken is put
+    /// again when its bytes come out the same (nil when they do not).
+    func writeSnapshot(republish: Bool) async throws(ConcordError) -> String? {
         var report = SyncReport()
         try await push(into: &report, progress: nil)
         let state = try store.exportSnapshot()
@@ -54,10 +61,17 @@ extension SyncEngine {
         let path = RemoteLayout.snapshot(store.replicaID, seq: seq)
         // One set of bytes per name: a snapshot is named by the pushed seq, and the state
         // may have changed since the last one under this name, so it is not written again
-        // (Proofs/Spin: each snapshot name sealed once). A new one comes with the next push.
-        if try store.syncValue(SyncKey.snapshotSeq) != nil, try snapshotSeq() == seq { return path }
+        // (Proofs/Spin: each snapshot name sealed once) — unless it is gone from the remote
+        // and the state is unchanged: sealing is deterministic, so the same bytes come back.
+        // A new one comes with the next push.
+        let recorded = try store.syncValue(SyncKey.snapshotSeq) != nil
+        let named = try snapshotSeq()
+        let taken = recorded && named == seq
+        if taken, !republish { return path }
         let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
         let sealed = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
+        let digest = ContentHasher.hash(sealed).hex
+        if taken, try store.syncValue(SyncKey.snapshotDigest) != digest { return nil }
         // Its files first, as a push does: a snapshot may reference a file whose batches are
         // gone, and a fresh snapshot may be missing from listings for a while; a file just
         // (re-)uploaded is young, so collection keeps it until listings show the snapshot.
@@ -71,6 +85,7 @@ extension SyncEngine {
         }
         try await remote.put(path, sealed)
         try store.setSyncValue(SyncKey.snapshotSeq, String(seq))
+        try store.setSyncValue(SyncKey.snapshotDigest, digest)
         _ = try await refreshHead()  // the head names the newest snapshot
         let mine = try await listSnapshots().filter { $0.writer == store.replicaID }.map(\.seq).sorted()
         for old in mine.dropLast(2) where old < seq {

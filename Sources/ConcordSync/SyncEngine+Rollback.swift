@@ -203,13 +203,13 @@ extension SyncEngine {
     }
 
     /// Writes a snapshot of the current state, unless this replica already wrote one under
-    /// the name its pushed seq gives (nil then). A replica that never pushed (a reader)
-    /// writes its one snapshot under seq 0.
+    /// the name its pushed seq gives and the state changed since (nil then): a name never
+    /// gets other bytes, but the same bytes may be put again. A replica that never pushed
+    /// (a reader) writes its one snapshot under seq 0.
     func snapshotUnderANewName() async throws(ConcordError) -> String? {
         let pushed = try pushedSeq()
         let written = try store.syncValue(SyncKey.snapshotSeq) != nil
         let current = try snapshotSeq()
-        guard !written || current != pushed else { return nil }
-        return try await writeSnapshot()
+        return try await writeSnapshot(republish: written && current == pushed)
     }
 }

@@ -282,6 +282,8 @@ enum SyncKey {
     static let pushedSeq = "push.seq"
     /// The seq named by the newest own snapshot.
     static let snapshotSeq = "snapshot.seq"
+    /// The BLAKE2b hash (hex) of the sealed bytes of the newest own snapshot.
+    static let snapshotDigest = "snapshot.digest"
     /// The newest own seq a readable snapshot on the remote covered at the last compaction.
     static let snapshotCovered = "snapshot.covered"
     /// `covers.<path>`: per origin, the newest seq the snapshot at `path` contains.
@@ -290,7 +292,7 @@ enum SyncKey {
     static let headAdvertised = "head.advertised"
     /// When the newest own head was written.
     static let headWrittenAt = "head.writtenAt"
-    /// Own batches compaction deleted, whose sealed bytes the next compaction forgets.
+    /// Own batches whose sealed bytes a compaction of the previous release left to forget.
     static let sealedToForget = "sealed.forget"
     /// `uploaded.<content hash>`: when this replica last uploaded a file.
     static let uploadedPrefix = "uploaded."

@@ -128,6 +128,42 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         #expect(try fleet.stores[1].readFile(note, "doc") == Array("abandoned".utf8))
     }
 
+    /// Object age is not trusted blindly: a file restored from a backup, or copied by a
+    /// sync client, carries an old timestamp; while a batch or a snapshot still references
+    /// it, no collection deletes it, however old it looks and however often one collects.
+    @Test func aReferencedFileWithAnOldTimestampIsNeverCollected() async throws {
+        var fleet = try await Fleet(count: 2)
+        _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("kept".utf8))
+        try await fleet.syncAll()
+        let files = try await remoteFiles(fleet)
+        #expect(files.count == 1)
+        let yearAgo = Date(timeIntervalSince1970: Double(fleet.clock.millisecondsSinceEpoch()) / 1000 - 365 * 86_400)
+        func age() throws {
+            for path in files {
+                try FileManager.default.setAttributes([.modificationDate: yearAgo], ofItemAtPath: fleet.scratch.file("remote") + "/" + path)
+            }
+        }
+        try age()
+        // Referenced by a batch: kept.
+        fleet.clock.advance(by: 20 * day)
+        for engine in fleet.engines { #expect(try await engine.collectFiles().deletedFiles.isEmpty) }
+        // Compaction moves the reference into a snapshot and deletes the batch: still kept.
+        for _ in 0..<3 {
+            fleet.clock.advance(by: 20 * day)
+            try age()
+            try await fleet.syncAll()
+            for engine in fleet.engines {
+                _ = try await engine.compact()
+                #expect(try await engine.collectFiles().deletedFiles.isEmpty)
+            }
+        }
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(fleet.stores[0].replicaID)).isEmpty, "the batch was compacted")
+        #expect(try await remoteFiles(fleet) == files)
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].readFile(note, "doc") == Array("kept".utf8))
+    }
+
     @Test func anUnreadableBatchStopsCollection() async throws {
         let fleet = try await Fleet(count: 2)
         _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("one".utf8))

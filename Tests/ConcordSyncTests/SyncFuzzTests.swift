@@ -198,7 +198,6 @@ final class FuzzRun {
             case 16...17 where roll == 16 || random.chance(0.4):
                 // Compaction: delete own batches the newest snapshot covers and every replica
                 // with a head has applied (later bootstraps and laggards join snapshots).
-                try logSealed(r)
                 do {
                     let report = try await compact(r)
                     trace.log("r\(r) compact: purged \(report.metadata.purged.count), deleted \(report.deletedBatches), shared \(report.sharedSnapshot ?? "-"), dropped \(report.droppedSnapshots), files \(report.files.deletedFiles.count), retired \(report.retiredReplicas.count)")
@@ -446,6 +445,9 @@ final class FuzzRun {
     /// to local state: recorded as a removal, and checked — it may only drop entries of
     /// records that were not visible, and add none (even when compaction then fails).
     func compact(_ r: Int) async throws(ConcordError) -> CompactionReport {
+        // Compaction forgets the sealed bytes of the batches it deletes, all sealed before it
+        // began: the audit keeps its own copy of every one first.
+        try logSealed(r)
         var before: [ConcordCore.Record?] = []
         for ref in Self.refs { before.append(try stores[r].rawRecord(ref)) }
         let result: Result<CompactionReport, ConcordError>
@@ -629,7 +631,7 @@ final class FuzzRun {
     }
 
     /// Copies replica `r`'s sealed deltas not logged yet.
-    func logSealed(_ r: Int) throws {
+    func logSealed(_ r: Int) throws(ConcordError) {
         let sealed = try stores[r].sealedSeq()
         guard sealed > 0 else { return }
         let id = stores[r].replicaID
