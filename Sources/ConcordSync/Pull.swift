@@ -74,6 +74,14 @@ extension SyncEngine {
                             }
                         } catch {
                             report.rejected.append("\(path): \(error.message)")
+                            // Torn or tampered is "not there yet" — and a snapshot covering it
+                            // catches up past it, as for a batch that is gone.
+                            if seq <= heads.latest[replica] ?? 0, !caughtUp.contains(replica), try await catchUp(origin: replica, seq: seq, into: &report) {
+                                caughtUp.insert(replica)
+                                try advancePastSnapshot(&next, &waiting)
+                                progressMade = true
+                                continue
+                            }
                             stopped.insert(replica)
                             break
                         }

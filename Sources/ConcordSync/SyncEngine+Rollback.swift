@@ -83,18 +83,27 @@ extension SyncEngine {
         for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
             if case let .delta(_, seq)? = RemoteLayout.parse(object.path), seq <= pushed { present.insert(seq) }
         }
-        var wanted: Set<ContentHash> = []
+        // Per file, the size its encrypted stream must have.
+        var wanted: [ContentHash: UInt64] = [:]
         for seq in present {
             guard let plaintext = try store.sealedDelta(seq: seq) else { continue }
-            wanted.formUnion(Self.files(in: try DeltaCodec.decode(plaintext)))
+            for change in try DeltaCodec.decode(plaintext).records {
+                for slot in change.slots {
+                    for entry in slot.entries {
+                        if case let .file(file) = entry.payload { wanted[file.hash] = BlobStream.sealedByteCount(plaintextByteCount: file.size) }
+                    }
+                }
+            }
         }
         guard !wanted.isEmpty else { return [] }
-        let listed = Set(try await remote.list(prefix: RemoteLayout.blobsPrefix).map(\.path))
+        var listed: [String: UInt64] = [:]
+        for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { listed[object.path] = object.size }
         var uploaded: [String] = []
-        for hash in wanted.sorted() where store.blobs.contains(hash) {
+        for (hash, size) in wanted.sorted(by: { $0.key < $1.key }) where store.blobs.contains(hash) {
             let path = BlobName.remotePath(for: hash, key: keys.blobNames)
-            // A listing may be stale: a file is looked for once more on its own first.
-            guard !listed.contains(path), try await !remote.list(prefix: path).contains(where: { $0.path == path }) else { continue }
+            // Gone, or torn (a put that reported success but stored a prefix: the size
+            // shows it). A listing may be stale: the file is looked for once more on its own.
+            guard listed[path] != size, try await remote.list(prefix: path).first(where: { $0.path == path })?.size != size else { continue }
             try await reupload(hash, path: path)
             report.filesUploaded += 1
             uploaded.append(path)
@@ -121,19 +130,26 @@ extension SyncEngine {
         if pushed > 0 { expected[me] = pushed }
         guard !expected.isEmpty else { return (false, [:]) }
         var present: [ReplicaID: Set<UInt64>] = [:]
+        var ownTorn = false
         for object in try await remote.list(prefix: RemoteLayout.replicasPrefix) {
-            if case let .delta(origin, seq)? = RemoteLayout.parse(object.path), let newest = expected[origin], seq <= newest {
-                present[origin, default: []].insert(seq)
+            guard case let .delta(origin, seq)? = RemoteLayout.parse(object.path), let newest = expected[origin], seq <= newest else { continue }
+            // An own batch of the wrong size was torn by a put that reported success: it is
+            // put again, covered or not (publishing again checks it byte for byte first).
+            if origin == me, let plaintext = try store.sealedDelta(seq: seq),
+               object.size != UInt64(plaintext.count + SealedObject.overheadByteCount) {
+                ownTorn = true
+                continue
             }
+            present[origin, default: []].insert(seq)
         }
         // Only when some expected batch is not listed are the snapshots consulted (what
         // each covers is remembered, so that is one listing).
-        guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else { return (false, [:]) }
+        guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else { return (ownTorn, [:]) }
         var covered: [ReplicaID: UInt64] = [:]
         for snapshot in try await snapshotsOnRemote(into: &report) {
             for (origin, seq) in snapshot.covers ?? [:] { covered[origin] = max(covered[origin] ?? 0, seq) }
         }
-        var own = false
+        var own = ownTorn
         var others: [ReplicaID: UInt64] = [:]
         for (origin, newest) in expected.sorted(by: { $0.key < $1.key }) {
             let floor = min(covered[origin] ?? 0, newest)

@@ -47,6 +47,16 @@ public struct TortureScript: Sendable {
 
     /// Runs steps `1...count` on a core replica, as the store runs them.
     public func replay(_ replica: inout Replica, through count: Int) throws(ConcordError) {
+        var sealed: [Delta] = []
+        var applied: [ReplicaID: UInt64] = [:]
+        try replay(&replica, through: count, sealed: &sealed, applied: &applied)
+    }
+
+    /// Runs steps `1...count` on a core replica, as the store runs them, collecting the
+    /// deltas it sealed (in seq order) and, per origin, the seq of the newest delta applied.
+    public func replay(
+        _ replica: inout Replica, through count: Int, sealed: inout [Delta], applied: inout [ReplicaID: UInt64]
+    ) throws(ConcordError) {
         for index in 0..<count {
             let now = Self.now(step: index + 1)
             switch steps[index] {
@@ -55,8 +65,10 @@ public struct TortureScript: Sendable {
             case let .add(ref, field, value): try replica.add(ref, field, value, now: now)
             case let .remove(ref, field, value): try replica.remove(ref, field, value, now: now)
             case let .delete(ref): try replica.delete(ref, now: now)
-            case .seal: _ = replica.seal()
-            case let .apply(delta): try replica.apply(delta)
+            case .seal: if let delta = replica.seal() { sealed.append(delta) }
+            case let .apply(delta):
+                try replica.apply(delta)
+                applied[delta.origin] = max(applied[delta.origin] ?? 0, delta.seq)
             }
         }
     }

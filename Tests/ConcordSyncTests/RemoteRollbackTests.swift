@@ -172,4 +172,42 @@ import Testing
         #expect(try fleet.stores[1].canonicalDump() == a.canonicalDump())
         #expect(fleet.stores[1].blobs.contains(file.hash))
     }
+
+    /// A put that stored a prefix and reported success (a misbehaving sync client): the
+    /// batch and the file are listed, so nothing looks missing, but their sizes give them
+    /// away. The writer's hourly listing puts both again; a newcomer then converges.
+    @Test func aTornBatchAndFileThatReportedSuccessArePutAgain() async throws {
+        var fleet = try await Fleet(count: 1)
+        let a = fleet.stores[0]
+        let note = ref("n1")
+        try a.set(note, "title", .string("one"))
+        _ = try a.attachFile(note, "cover", bytes: Array(repeating: 7, count: 100_000))
+        try await fleet.syncAll()
+        let batch = RemoteLayout.delta(a.replicaID, seq: 1)
+        let file = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first?.path)
+        let whole = try #require(try await fleet.remote.get(batch)).count
+        func tear(_ path: String) async throws {
+            let bytes = try #require(try await fleet.remote.get(path))
+            try await fleet.remote.put(path, Array(bytes.prefix(bytes.count / 2)))
+        }
+        try await tear(file)
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[1].sync()
+        #expect(try fleet.stores[1].record(note) == nil, "held back while its file is torn")
+        fleet.clock.advance(by: 3_600_001)
+        #expect(try await fleet.engines[0].sync().remoteRolledBack == [file])
+        try await fleet.engines[1].sync()
+        #expect(try fleet.stores[1].canonicalDump() == a.canonicalDump())
+
+        try await tear(batch)
+        try await fleet.add(name: "second")
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].record(note) == nil)
+        fleet.clock.advance(by: 3_600_001)
+        let report = try await fleet.engines[0].sync()
+        #expect(report.remoteRolledBack.contains(batch), "\(report.remoteRolledBack)")
+        #expect(try await fleet.remote.get(batch)?.count == whole)
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].canonicalDump() == a.canonicalDump())
+    }
 }

@@ -10,8 +10,9 @@ import GRDB
 import Testing
 
 /// Convergence fuzz through FolderRemote wrapped in FaultyRemote (docs/ARCHITECTURE.md §7): 2–6
-/// replicas run every operation, sync through failing calls, torn and lost-reply uploads,
-/// stale, incomplete, duplicated and reordered listings, crashes between push steps, clock
+/// replicas run every operation, sync through failing calls, torn uploads (half of the
+/// replicas' storage reporting them as done), lost uploads and deletes that report success,
+/// lost replies, stale, incomplete, duplicated and reordered listings, crashes between push steps, clock
 /// skew of ±1 day, replicas that bootstrap mid-run, and — on days-long jumps of time —
 /// compaction, remote file collection, replicas retired by silence or by `forget` that come
 /// back, and bootstraps after batches were deleted. After the faults stop, replicas
@@ -49,7 +50,7 @@ import Testing
                 "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned",
                 "sharedSnapshot", "droppedSnapshots", "remoteRollback", "vanished", "republished", "deviceRestore", "restoredCopy",
                 "faultFailed", "faultTornPut", "faultLostAck", "faultStaleListing", "faultIncompleteListing", "faultDuplicatedListing",
-                "faultReorderedListing",
+                "faultReorderedListing", "faultLostPut", "faultLostDelete", "faultTornPutReportedDone",
             ] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
@@ -128,8 +129,10 @@ final class FuzzRun {
         let clock = ManualClock(millis: UInt64(Int64(now) + skew))
         // A short history window, so superseded files become collectable within a schedule.
         let store = try Store(path: "\(scratch)/r\(index).db", configuration: .init(clock: clock, historyRetention: 2 * Self.day))
+        // Every other replica's storage lies about torn puts: it reports them as done.
         let faulty = FaultyRemote(wrapping: folder, seed: seed &* 31 &+ UInt64(index), plan: FaultyRemote.Plan(
-            failure: 0.05, tornPut: 0.05, lostAcknowledgement: 0.05, staleListing: 0.15,
+            failure: 0.05, lostPut: 0.03, tornPut: 0.05, tornPutReportsSuccess: index % 2 == 1,
+            lostAcknowledgement: 0.05, lostDelete: 0.05, staleListing: 0.15,
             incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2))
         stores.append(store)
         knownIDs[index] = store.replicaID
@@ -298,7 +301,9 @@ final class FuzzRun {
         for remote in remotes {
             let counts = remote.counts
             stats.count("faultFailed", counts.failed)
-            stats.count("faultTornPut", counts.tornPuts)
+            stats.count(remote.plan.tornPutReportsSuccess ? "faultTornPutReportedDone" : "faultTornPut", counts.tornPuts)
+            stats.count("faultLostPut", counts.lostPuts)
+            stats.count("faultLostDelete", counts.lostDeletes)
             stats.count("faultLostAck", counts.lostAcknowledgements)
             stats.count("faultStaleListing", counts.staleListings)
             stats.count("faultIncompleteListing", counts.incompleteListings)
