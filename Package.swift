@@ -51,7 +51,7 @@ let package = Package(
         // A child process for the store's crash and disk tests; not a product.
         .executableTarget(
             name: "ConcordTorture",
-            dependencies: ["ConcordStore", "ConcordCore", "ConcordTesting"]
+            dependencies: ["ConcordStore", "ConcordCore", "ConcordTesting", "ConcordRemote", "ConcordSync"]
         ),
         .testTarget(
             name: "ConcordCoreTests",
@@ -66,7 +66,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConcordStoreTests",
-            dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordTesting",
+            dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordTesting", "ConcordRemote", "ConcordSync",
                            .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(

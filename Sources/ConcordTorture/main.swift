@@ -8,8 +8,16 @@
 //                                               remount it read-only, then writable again
 //   ConcordTorture attach STORE LOG COUNT       attach COUNT new files, one record each
 //   ConcordTorture collect STORE LOG COUNT      run local file collection COUNT times
+//   ConcordTorture sync STORE LOG REMOTE NAME FIRST
+//                                               write records NAME-FIRST, NAME-(FIRST+1), …
+//                                               (every third with a file), logging "wrote i"
+//                                               once each write returned, and sync after each
+//                                               (every fifth, compact too) through a folder
+//                                               remote unlocked with the passphrase "torture"
 import ConcordCore
+import ConcordRemote
 import ConcordStore
+import ConcordSync
 import ConcordTesting
 import Foundation
 #if canImport(Glibc)
@@ -18,7 +26,7 @@ import Glibc
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
-    FileHandle.standardError.write("usage: ConcordTorture crash|full|tmpfs|attach|collect STORE LOG …\n".data(using: .utf8)!)
+    FileHandle.standardError.write("usage: ConcordTorture crash|full|tmpfs|attach|collect|sync STORE LOG …\n".data(using: .utf8)!)
     exit(2)
 }
 let log = open(arguments[3], O_WRONLY | O_CREAT | O_APPEND, 0o644)
@@ -140,6 +148,30 @@ do {
         // other process would slip in if collection did not hold the write lock.
         for _ in 0..<Int(arguments[4])! { deleted += try store.collectGarbage(afterScan: { usleep(30_000) }).count }
         say("collected \(deleted)")
+    case "sync":
+        let store = try Store(path: arguments[2])
+        let remote = try FolderRemote(root: arguments[4])
+        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "torture")
+        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
+        say("started")
+        let name = arguments[5]
+        var index = Int(arguments[6])!
+        while true {
+            let ref = RecordRef(collection: "notes", id: "\(name)-\(index)")
+            if index % 3 == 0 {
+                try store.write { tx throws(ConcordError) in
+                    try tx.set(ref, "v", .int(Int64(index)))
+                    _ = try tx.attachFile(ref, "f", bytes: Array("file \(name)-\(index)".utf8))
+                }
+            } else {
+                try store.set(ref, "v", .int(Int64(index)))
+            }
+            say("wrote \(index)")
+            try await engine.sync()
+            if index % 5 == 0 { try await engine.compact() }
+            say("synced \(index)")
+            index += 1
+        }
     default:
         fail("unknown mode \(arguments[1])")
     }
