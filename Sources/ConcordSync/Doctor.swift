@@ -591,7 +591,9 @@ extension SyncEngine {
         }
 
         if !forgotten.isEmpty {
-            if let path = try await snapshotUnderANewName() {
+            // Read back, as every repair is.
+            var unused = SyncReport()
+            if let path = try await snapshotUnderANewName(), try await fetchSnapshot(path, into: &unused) != nil {
                 for index in forgotten {
                     scan.report.findings[index].repair = "published again in snapshot \(path) (this replica no longer holds the batch's bytes)"
                     scan.report.findings[index].repaired = true
