@@ -33,14 +33,16 @@ extension SyncEngine {
             return report
         }
         // Every replica ever seen counts, listed now or not — a reader that wrote nothing
-        // included — unless it is retired: silent past the retention, or forgotten.
+        // included — unless it is retired: forgotten, or silent past the retention as a head
+        // listed now shows. A head not listed proves nothing, however old the sync time last
+        // read from it: the listing may have missed a newer one (the sync fuzz found a purge
+        // that dropped the fields of a record a replica was updating concurrently, with
+        // every head missing from one listing).
         var retiredAt = Head.replicaKeyed(try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) })
         for standing in standings.values { retiredAt.merge(Head.replicaKeyed(standing.head?.retired ?? [:]), uniquingKeysWith: max) }
-        let now = clock.millisecondsSinceEpoch()
         for (hex, value) in try store.syncValues(prefix: SyncKey.seenPrefix).sorted(by: { $0.key < $1.key }) {
             guard let replica = ReplicaID(hex: hex), replica != store.replicaID, standings[replica] == nil, let seen = UInt64(value) else { continue }
             if let at = retiredAt[replica], seen <= at { continue }
-            if seen < now, now - seen > retention { continue }
             report.skipped = "the head of replica \(replica) is not listed (a listing missed it, or it was deleted): stability cannot be shown without it"
             return report
         }

@@ -46,7 +46,7 @@ extension SyncEngine {
             //    one content): if the remote holds different, authentic bytes there, this
             //    store is an older copy of a replica that pushed on (restored from a backup).
             let path = RemoteLayout.delta(store.replicaID, seq: seq)
-            let bytes = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
+            let bytes = SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
             try await checkNameIsFree(path, for: bytes, seq: seq)
             try await remote.put(path, bytes)
             // 3. The head naming it.

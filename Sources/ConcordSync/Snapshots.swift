@@ -69,7 +69,7 @@ extension SyncEngine {
         let taken = recorded && named == seq
         if taken, !republish { return path }
         let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
-        let sealed = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
+        let sealed = SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
         let digest = ContentHasher.hash(sealed).hex
         if taken, try store.syncValue(SyncKey.snapshotDigest) != digest { return nil }
         // Its files first, as a push does: a snapshot may reference a file whose batches are

@@ -186,7 +186,7 @@ extension SyncEngine {
                 continue
             }
             let path = RemoteLayout.delta(me, seq: seq)
-            let sealed = try SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
+            let sealed = SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
             // An older copy may hold a batch torn by an upload that was retried later: one
             // that is there is checked byte for byte (this runs only after a rollback).
             if present.contains(seq) {

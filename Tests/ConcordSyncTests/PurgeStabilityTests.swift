@@ -68,4 +68,40 @@ final class HeadHidingRemote: Remote {
             #expect(fields["title"] == .scalar(.string("updated by c")))
         }
     }
+
+    /// The sync time a replica last read from a head is not proof of silence: a listing
+    /// that misses a replica's newer head must not let an old remembered time retire it.
+    /// (Found by the sync fuzz's rule-4 oracle, seed 56: a purge ran with every head
+    /// missing from one listing, and dropped the fields of a record being updated.)
+    @Test func anOldRememberedSyncTimeDoesNotRetireAReplicaWhoseHeadIsMissingFromAListing() async throws {
+        var holder: HeadHidingRemote?
+        let fleet = try await Fleet(count: 2) { folder in
+            let hiding = HeadHidingRemote(folder)
+            holder = hiding
+            return hiding
+        }
+        let hiding = try #require(holder)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.put(r, ["title": .scalar(.string("kept")), "body": .scalar(.string("all of it"))])
+        try await fleet.syncAll()
+        // Past the retention, b updates r and syncs; a's listings miss b's heads from now
+        // on, so the newest sync time a read from b is three months old.
+        fleet.clock.advance(by: Int64(fleet.engines[0].retention) + 86_400_000)
+        hiding.hidden.withLock { $0 = b.replicaID.description }
+        try b.set(r, "title", .string("updated by b"))
+        try a.delete(r)
+        try await fleet.engines[1].sync()
+        try await fleet.engines[0].sync()
+        let report = try await fleet.engines[0].compact()
+        #expect(report.metadata.purged.isEmpty, "purged \(report.metadata.purged) though b's head was only missing from a listing")
+        #expect(report.metadata.skipped?.contains(b.replicaID.description) == true, "\(String(describing: report.metadata.skipped))")
+        hiding.hidden.withLock { $0 = nil }
+        try await fleet.syncAll(rounds: 3)
+        #expect(try fleet.dumps().count == 1)
+        for store in fleet.stores {
+            let fields = Dictionary(uniqueKeysWithValues: try #require(try store.record(r)).map { ($0.name, $0.value) })
+            #expect(fields["body"] == .scalar(.string("all of it")), "\(fields)")
+            #expect(fields["title"] == .scalar(.string("updated by b")))
+        }
+    }
 }
