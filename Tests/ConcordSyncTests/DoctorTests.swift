@@ -194,7 +194,7 @@ import Testing
         for (index, store) in fleet.stores.enumerated() { try store.set(RecordRef(collection: "c", id: "\(index)"), "v", .int(1)) }
         try await fleet.syncAll()
         // c goes quiet for longer than the retention period; a and b keep syncing.
-        fleet.clock.advance(by: Int64(await fleet.engines[0].retention + SyncEngine.day))
+        fleet.clock.advance(by: Int64(fleet.engines[0].retention + SyncEngine.day))
         try fleet.stores[0].set(RecordRef(collection: "c", id: "0"), "v", .int(2))
         try await fleet.engines[0].sync()
         try await fleet.engines[1].sync()
