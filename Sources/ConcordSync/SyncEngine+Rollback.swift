@@ -51,7 +51,7 @@ extension SyncEngine {
         if ownGaps, republished.isEmpty {
             republished += try await republishOwn(through: pushed, into: &report)
         }
-        if try lossCheckIsDue(at: report) {
+        if report.lossChecked {
             republished += try await reuploadLostFilesOfOwnBatches(into: &report)
         }
         let pending = try store.syncValue(SyncKey.republishPending) != nil
@@ -68,9 +68,6 @@ extension SyncEngine {
         }
         return republished
     }
-
-    /// Whether this sync made the periodic listing (the check of files follows it).
-    private func lossCheckIsDue(at report: SyncReport) throws(ConcordError) -> Bool { report.lossChecked }
 
     /// The files of this replica's batches that are still on the remote, and whose upload
     /// the remote lost (a rollback that fell between a file's upload and its batch's):
