@@ -41,10 +41,12 @@ extension SyncEngine {
         // 3. Batches that vanished while their heads stayed: found by a listing of every
         //    replica's batches, made once per `lossCheckInterval`.
         var ownGaps = false
+        var ownListed: Set<UInt64> = []
         if try lossCheckIsDue() {
             report.lossChecked = true
             let gaps = try await vanishedBatches(retired: retired, into: &report)
             ownGaps = gaps.own
+            ownListed = gaps.ownListed
             for (origin, seq) in gaps.others where lost[origin] == nil { lost[origin] = seq }
             try store.setSyncValue(SyncKey.lossCheckedAt, String(clock.millisecondsSinceEpoch()))
         }
@@ -52,7 +54,7 @@ extension SyncEngine {
             republished += try await republishOwn(through: pushed, into: &report)
         }
         if report.lossChecked {
-            republished += try await reuploadLostFilesOfOwnBatches(into: &report)
+            republished += try await reuploadLostFilesOfOwnBatches(listed: ownListed, into: &report)
         }
         let pending = try store.syncValue(SyncKey.republishPending) != nil
         if !lost.isEmpty || pending {
@@ -71,15 +73,9 @@ extension SyncEngine {
 
     /// The files of this replica's batches that are still on the remote, and whose upload
     /// the remote lost (a rollback that fell between a file's upload and its batch's):
-    /// uploaded again from the local blob directory. One listing of `blobs/`.
-    private func reuploadLostFilesOfOwnBatches(into report: inout SyncReport) async throws(ConcordError) -> [String] {
-        let me = store.replicaID
-        let pushed = try pushedSeq()
-        guard pushed > 0 else { return [] }
-        var present: Set<UInt64> = []
-        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
-            if case let .delta(_, seq)? = RemoteLayout.parse(object.path), seq <= pushed { present.insert(seq) }
-        }
+    /// uploaded again from the local blob directory. `listed`: the own batches the periodic
+    /// listing found (those it found torn were put again since). One listing of `blobs/`.
+    private func reuploadLostFilesOfOwnBatches(listed present: Set<UInt64>, into report: inout SyncReport) async throws(ConcordError) -> [String] {
         // Per file, the size its encrypted stream must have.
         var wanted: [ContentHash: UInt64] = [:]
         for seq in present {
@@ -120,16 +116,18 @@ extension SyncEngine {
     /// covered by no snapshot on the remote (compaction deletes only covered batches). A
     /// batch of another replica is confirmed missing with a `get` (a listing may be stale).
     /// Returns whether own batches are missing, and per other origin the newest applied seq.
-    private func vanishedBatches(retired: Set<ReplicaID>, into report: inout SyncReport) async throws(ConcordError) -> (own: Bool, others: [ReplicaID: UInt64]) {
+    private func vanishedBatches(retired: Set<ReplicaID>, into report: inout SyncReport) async throws(ConcordError) -> (own: Bool, ownListed: Set<UInt64>, others: [ReplicaID: UInt64]) {
         let me = store.replicaID
         var expected = try store.appliedSeqs().filter { $0.key != me && $0.value > 0 && !retired.contains($0.key) }
         let pushed = try pushedSeq()
         if pushed > 0 { expected[me] = pushed }
-        guard !expected.isEmpty else { return (false, [:]) }
+        guard !expected.isEmpty else { return (false, [], [:]) }
         var present: [ReplicaID: Set<UInt64>] = [:]
         var ownTorn = false
+        var ownListed: Set<UInt64> = []
         for object in try await remote.list(prefix: RemoteLayout.replicasPrefix) {
             guard case let .delta(origin, seq)? = RemoteLayout.parse(object.path), let newest = expected[origin], seq <= newest else { continue }
+            if origin == me { ownListed.insert(seq) }
             // An own batch of the wrong size was torn by a put that reported success: it is
             // put again, covered or not (publishing again checks it byte for byte first).
             if origin == me, let plaintext = try store.sealedDelta(seq: seq),
@@ -141,7 +139,7 @@ extension SyncEngine {
         }
         // Only when some expected batch is not listed are the snapshots consulted (what
         // each covers is remembered, so that is one listing).
-        guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else { return (ownTorn, [:]) }
+        guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else { return (ownTorn, ownListed, [:]) }
         var covered: [ReplicaID: UInt64] = [:]
         for snapshot in try await snapshotsOnRemote(into: &report) {
             for (origin, seq) in snapshot.covers ?? [:] { covered[origin] = max(covered[origin] ?? 0, seq) }
@@ -159,7 +157,7 @@ extension SyncEngine {
                 others[origin] = newest
             }
         }
-        return (own, others)
+        return (own, ownListed, others)
     }
 
     /// Uploads again this replica's batches through `pushed` that the remote no longer
