@@ -32,17 +32,32 @@ final class HeadHidingRemote: Remote {
 @Suite struct PurgeStabilityTests {
     let r = RecordRef(collection: "notes", id: "r")
 
-    /// A reader that has written nothing is still a replica whose head a purge must see:
-    /// if one listing misses it, nothing is purged, and its update concurrent with the
-    /// delete brings the record back whole (rule 4).
-    @Test func aReaderMissingFromOneListingStillHoldsBackThePurge() async throws {
+    /// A fleet whose listings of `heads/` can be told to miss one replica's heads.
+    static func fleetWithHiddenHeads(count: Int) async throws -> (Fleet, HeadHidingRemote) {
         var holder: HeadHidingRemote?
-        let fleet = try await Fleet(count: 3) { folder in
+        let fleet = try await Fleet(count: count) { folder in
             let hiding = HeadHidingRemote(folder)
             holder = hiding
             return hiding
         }
-        let hiding = try #require(holder)
+        return (fleet, try #require(holder))
+    }
+
+    /// Every replica holds the same dump, with `r` whole: its body, and the given title.
+    func expectWhole(_ fleet: Fleet, title: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(try fleet.dumps().count == 1, sourceLocation: sourceLocation)
+        for store in fleet.stores {
+            let fields = Dictionary(uniqueKeysWithValues: try #require(try store.record(r), sourceLocation: sourceLocation).map { ($0.name, $0.value) })
+            #expect(fields["body"] == .scalar(.string("all of it")), "\(fields)", sourceLocation: sourceLocation)
+            #expect(fields["title"] == .scalar(.string(title)), sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A reader that has written nothing is still a replica whose head a purge must see:
+    /// if one listing misses it, nothing is purged, and its update concurrent with the
+    /// delete brings the record back whole (rule 4).
+    @Test func aReaderMissingFromOneListingStillHoldsBackThePurge() async throws {
+        let (fleet, hiding) = try await Self.fleetWithHiddenHeads(count: 3)
         let (a, c) = (fleet.stores[0], fleet.stores[2])
         try a.put(r, ["title": .scalar(.string("kept")), "body": .scalar(.string("all of it"))])
         try await fleet.syncAll()
@@ -61,12 +76,7 @@ final class HeadHidingRemote: Remote {
         // c updates r concurrently with the delete; every replica ends with r whole.
         try c.set(r, "title", .string("updated by c"))
         try await fleet.syncAll(rounds: 3)
-        #expect(try fleet.dumps().count == 1)
-        for store in fleet.stores {
-            let fields = Dictionary(uniqueKeysWithValues: try #require(try store.record(r)).map { ($0.name, $0.value) })
-            #expect(fields["body"] == .scalar(.string("all of it")), "\(fields)")
-            #expect(fields["title"] == .scalar(.string("updated by c")))
-        }
+        try expectWhole(fleet, title: "updated by c")
     }
 
     /// The sync time a replica last read from a head is not proof of silence: a listing
@@ -74,13 +84,7 @@ final class HeadHidingRemote: Remote {
     /// (Found by the sync fuzz's rule-4 oracle, seed 56: a purge ran with every head
     /// missing from one listing, and dropped the fields of a record being updated.)
     @Test func anOldRememberedSyncTimeDoesNotRetireAReplicaWhoseHeadIsMissingFromAListing() async throws {
-        var holder: HeadHidingRemote?
-        let fleet = try await Fleet(count: 2) { folder in
-            let hiding = HeadHidingRemote(folder)
-            holder = hiding
-            return hiding
-        }
-        let hiding = try #require(holder)
+        let (fleet, hiding) = try await Self.fleetWithHiddenHeads(count: 2)
         let (a, b) = (fleet.stores[0], fleet.stores[1])
         try a.put(r, ["title": .scalar(.string("kept")), "body": .scalar(.string("all of it"))])
         try await fleet.syncAll()
@@ -97,11 +101,6 @@ final class HeadHidingRemote: Remote {
         #expect(report.metadata.skipped?.contains(b.replicaID.description) == true, "\(String(describing: report.metadata.skipped))")
         hiding.hidden.withLock { $0 = nil }
         try await fleet.syncAll(rounds: 3)
-        #expect(try fleet.dumps().count == 1)
-        for store in fleet.stores {
-            let fields = Dictionary(uniqueKeysWithValues: try #require(try store.record(r)).map { ($0.name, $0.value) })
-            #expect(fields["body"] == .scalar(.string("all of it")), "\(fields)")
-            #expect(fields["title"] == .scalar(.string("updated by b")))
-        }
+        try expectWhole(fleet, title: "updated by b")
     }
 }

@@ -88,15 +88,14 @@ enum Rows {
     /// An hlc as stored: stamps are unsigned 64-bit numbers and SQLite's integers signed, so
     /// every hlc column (and `concord_fields.dirty`) holds the stamp with its top bit flipped.
     /// SQLite's comparisons, `max` and `ORDER BY` then follow the stamps' unsigned order over
-    /// the whole range, 2^63 and above included; 0 is stored as `Int64.min` (``clean``).
+    /// the whole range, 2^63 and above included; 0 is stored as `Int64.min` (``cleanSQL``).
     static func hlc(_ value: UInt64) -> Int64 { Int64(bitPattern: value ^ signBit) }
 
     /// The hlc a column holds (the inverse of ``hlc(_:)``).
     static func hlc(stored: Int64) -> UInt64 { UInt64(bitPattern: stored) ^ signBit }
 
-    /// The stored form of hlc 0: a field with no unsealed local write, or "nothing
-    /// observed". Written into SQL as the literal ``cleanSQL``.
-    static let clean: Int64 = .min
+    /// The stored form of hlc 0 (`Int64.min`) as an SQL literal: a field with no unsealed
+    /// local write, or "nothing observed".
     static let cleanSQL = "-9223372036854775808"
 
     private static let signBit: UInt64 = 1 << 63
