@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "ConcordStore", targets: ["ConcordStore"]),
         .library(name: "ConcordRemote", targets: ["ConcordRemote"]),
         .library(name: "ConcordSync", targets: ["ConcordSync"]),
+        .library(name: "ConcordWebDAV", targets: ["ConcordWebDAV"]),
+        .library(name: "ConcordS3", targets: ["ConcordS3"]),
         .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
         .executable(name: "concord", targets: ["ConcordCLI"]),
     ],
@@ -19,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", exact: "2.0.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
     ],
     targets: [
         // Pure, deterministic merge core: no I/O, no clock reads, no randomness.
@@ -36,6 +39,22 @@ let package = Package(
         ),
         // The Remote contract (put, get, list, delete) and FolderRemote.
         .target(name: "ConcordRemote", dependencies: ["ConcordCore"]),
+        // What the HTTP backends share: one pooled client, retries with backoff and jitter,
+        // streaming bodies, and failures as one-line typed errors naming the remote.
+        .target(
+            name: "ConcordHTTP",
+            dependencies: ["ConcordCore", "ConcordRemote", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
+        // A Remote over WebDAV (Nextcloud, ownCloud, Synology, Apache, nginx, rclone).
+        .target(
+            name: "ConcordWebDAV",
+            dependencies: ["ConcordCore", "ConcordRemote", "ConcordHTTP", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
+        // A Remote over S3-compatible object storage, signed with SigV4 on libsodium.
+        .target(
+            name: "ConcordS3",
+            dependencies: ["CSodium", "ConcordCore", "ConcordRemote", "ConcordHTTP", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
         // Seal, push, pull, bootstrap: replicas converge through a Remote (docs/ARCHITECTURE.md §4–§5).
         .target(name: "ConcordSync", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote"]),
         // Public test kit: seeded generator, manual clock, law checkers, simulator,
@@ -46,7 +65,7 @@ let package = Package(
         // The `concord` command-line tool.
         .executableTarget(
             name: "ConcordCLI",
-            dependencies: ["Concord", "ConcordRemote", "ConcordSync", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["Concord", "ConcordRemote", "ConcordSync", "ConcordWebDAV", "ConcordS3", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // A child process for the store's crash and disk tests; not a product.
         .executableTarget(
@@ -72,6 +91,13 @@ let package = Package(
         .testTarget(
             name: "ConcordRemoteTests",
             dependencies: ["ConcordRemote", "ConcordCore", "ConcordTesting"]
+        ),
+        // WebDAV and S3 against real servers started on loopback (Apache, nginx, rclone,
+        // moto, Ceph RGW), the SigV4 suite, and the sync fuzz through each backend.
+        .testTarget(
+            name: "ConcordHTTPTests",
+            dependencies: ["ConcordHTTP", "ConcordWebDAV", "ConcordS3", "ConcordRemote", "ConcordCore", "ConcordTesting",
+                           "ConcordSync", "ConcordStore", "ConcordCrypto"]
         ),
         .testTarget(
             name: "ConcordSyncTests",

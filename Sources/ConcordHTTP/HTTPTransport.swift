@@ -1,0 +1,289 @@
+import AsyncHTTPClient
+import ConcordCore
+import ConcordRemote
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// A buffered HTTP response.
+public struct HTTPResponse: Sendable {
+    public let status: Int
+    public let headers: HTTPHeaders
+    public let body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The body as text (error messages, XML).
+    public var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// A request before it is sent: built again for every attempt, so a signature can carry
+/// the attempt's own date.
+public struct HTTPRequestSpec: Sendable {
+    public var method: HTTPMethod
+    public var url: String
+    public var headers: HTTPHeaders
+
+    public init(method: HTTPMethod, url: String, headers: HTTPHeaders = [:]) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+    }
+}
+
+/// What the HTTP backends share: one pooled client (connection pooling, TLS), timeouts,
+/// retries with exponential backoff and full jitter on connection errors, 408, 429 and 5xx
+/// (honouring `Retry-After`, never on a 4xx that will not change), and every failure as a
+/// one-line ``ConcordCore/ConcordError`` naming the remote and what to do.
+public struct HTTPTransport: Sendable {
+    /// The remote as a person names it in messages: "WebDAV remote https://host/dav".
+    public let remoteName: String
+    /// How often and how long to retry.
+    public let retry: HTTPRetryPolicy
+    /// The longest a whole buffered request may take.
+    public let deadline: TimeAmount
+    /// The client: ``HTTPTransport/sharedClient`` unless a test gives its own.
+    public let client: HTTPClient
+
+    /// One client for every remote of the process: its connection pool and TLS contexts are
+    /// shared. Connecting may take 10 s and a read may stall 60 s before a request fails
+    /// (and is retried); it is never shut down.
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        configuration.decompression = .disabled
+        configuration.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    public init(remoteName: String, retry: HTTPRetryPolicy = .init(), deadline: TimeAmount = .seconds(120), client: HTTPClient? = nil) {
+        self.remoteName = remoteName
+        self.retry = retry
+        self.deadline = deadline
+        self.client = client ?? Self.sharedClient
+    }
+
+    /// Sends a request with a buffered body (or none) and reads the whole response, at most
+    /// `limit` bytes of body (more throws ``ConcordError/objectTooLarge(_:size:atLeast:limit:)``
+    /// for `object`). Retried as ``HTTPRetryPolicy`` says; `prepare` builds each attempt.
+    /// Statuses are returned, not thrown: the caller decides what a 404 means.
+    public func send(
+        _ object: String, body: [UInt8]? = nil, limit: UInt64 = 64 << 20,
+        prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec
+    ) async throws(ConcordError) -> HTTPResponse {
+        var attempt = 0
+        while true {
+            let spec = try prepare(attempt)
+            var request = HTTPClientRequest(url: spec.url)
+            request.method = spec.method
+            request.headers = spec.headers
+            if let body {
+                request.body = .bytes(ByteBuffer(bytes: body))
+                request.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+            }
+            let outcome: Result<HTTPResponse, ConcordError>
+            do {
+                let response = try await client.execute(request, deadline: .now() + deadline)
+                let bytes = try await Self.collect(response, object: object, limit: limit)
+                outcome = .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: bytes))
+            } catch let error as ConcordError {
+                outcome = .failure(error)
+            } catch {
+                outcome = .failure(transportError(error, object: object))
+            }
+            switch outcome {
+            case let .success(response) where retry.isRetryable(status: response.status) && attempt + 1 < retry.attempts:
+                try await retry.wait(attempt: attempt, retryAfter: response.headers.first(name: "Retry-After"))
+            case let .success(response):
+                return response
+            case let .failure(error) where error.code == .remote && attempt + 1 < retry.attempts:
+                try await retry.wait(attempt: attempt, retryAfter: nil)
+            case let .failure(error):
+                throw error
+            }
+            attempt += 1
+        }
+    }
+
+    /// Sends a request and hands its body to `write` as it arrives, in chunks of at most
+    /// 1 MiB. `accept` tells from the status whether to stream the body (true), stop with no
+    /// body (false, e.g. a 404), or — by throwing — fail. Attempts are retried until the
+    /// first byte reaches `write`; after that a failure is thrown (the next sync starts
+    /// again).
+    public func stream(
+        _ object: String,
+        prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec,
+        accept: (HTTPResponse) throws(ConcordError) -> Bool,
+        write: ([UInt8]) throws(ConcordError) -> Void
+    ) async throws(ConcordError) -> Bool {
+        var attempt = 0
+        while true {
+            let spec = try prepare(attempt)
+            var request = HTTPClientRequest(url: spec.url)
+            request.method = spec.method
+            request.headers = spec.headers
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, timeout: .hours(24 * 365))
+            } catch {
+                let failure = transportError(error, object: object)
+                guard attempt + 1 < retry.attempts else { throw failure }
+                try await retry.wait(attempt: attempt, retryAfter: nil)
+                attempt += 1
+                continue
+            }
+            let status = Int(response.status.code)
+            if status >= 300 || retry.isRetryable(status: status) {
+                // An error status: its (short) body explains it.
+                let body = (try? await Self.collect(response, object: object, limit: 1 << 20)) ?? []
+                let buffered = HTTPResponse(status: status, headers: response.headers, body: body)
+                if retry.isRetryable(status: status) && attempt + 1 < retry.attempts {
+                    try await retry.wait(attempt: attempt, retryAfter: response.headers.first(name: "Retry-After"))
+                    attempt += 1
+                    continue
+                }
+                guard try accept(buffered) else { return false }
+                throw unexpected(buffered, object: object, doing: "read")
+            }
+            guard try accept(HTTPResponse(status: status, headers: response.headers, body: [])) else { return false }
+            do {
+                for try await buffer in response.body {
+                    var buffer = buffer
+                    while buffer.readableBytes > 0 {
+                        let chunk = buffer.readBytes(length: min(buffer.readableBytes, 1 << 20)) ?? []
+                        try write(chunk)
+                    }
+                }
+            } catch let error as ConcordError {
+                throw error
+            } catch {
+                throw transportError(error, object: object)
+            }
+            return true
+        }
+    }
+
+    /// Sends a request whose body is streamed from `read` (an empty array ends it) with
+    /// chunked transfer encoding, in constant memory: `read` is called only when the
+    /// connection has taken the previous chunk. Not retried — `read` cannot be replayed —
+    /// so a failure throws and the caller's next attempt starts again. An error thrown by
+    /// `read` aborts the request and is rethrown.
+    public func upload(
+        _ object: String, spec: HTTPRequestSpec, read: () throws(ConcordError) -> [UInt8]
+    ) async throws(ConcordError) -> HTTPResponse {
+        let handoff = BodyHandoff()
+        var request = HTTPClientRequest(url: spec.url)
+        request.method = spec.method
+        request.headers = spec.headers
+        request.body = .stream(handoff, length: .unknown)
+        let client = self.client
+        async let sent: Result<HTTPResponse, any Error> = {
+            defer { handoff.close() }
+            do {
+                let response = try await client.execute(request, timeout: .hours(24 * 365))
+                let body = try await Self.collect(response, object: object, limit: 1 << 20)
+                return .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: body))
+            } catch {
+                return .failure(error)
+            }
+        }()
+        var readFailure: ConcordError?
+        while true {
+            let chunk: [UInt8]
+            do {
+                chunk = try read()
+            } catch {
+                readFailure = error
+                handoff.fail()
+                break
+            }
+            if chunk.isEmpty {
+                handoff.finish()
+                break
+            }
+            guard await handoff.send(ByteBuffer(bytes: chunk)) else { break }
+        }
+        let result = await sent
+        if let readFailure { throw readFailure }
+        switch result {
+        case let .success(response): return response
+        case let .failure(error): throw transportError(error, object: object)
+        }
+    }
+
+    /// Reads a response body, at most `limit` bytes (the Content-Length is checked first).
+    static func collect(_ response: HTTPClientResponse, object: String, limit: UInt64) async throws -> [UInt8] {
+        if let length = response.headers.first(name: "Content-Length").flatMap(UInt64.init), length > limit {
+            throw ConcordError.objectTooLarge(object, size: length, limit: limit)
+        }
+        var bytes: [UInt8] = []
+        for try await buffer in response.body {
+            guard UInt64(bytes.count + buffer.readableBytes) <= limit else {
+                throw ConcordError.objectTooLarge(object, size: UInt64(bytes.count + buffer.readableBytes), atLeast: true, limit: limit)
+            }
+            bytes += buffer.readableBytesView
+        }
+        return bytes
+    }
+
+    /// A failure below HTTP — refused connection, DNS, TLS, reset, timeout — as one line.
+    public func transportError(_ error: any Error, object: String) -> ConcordError {
+        if let error = error as? ConcordError { return error }
+        let text = String(describing: error)
+        let lower = text.lowercased()
+        let advice: String
+        if lower.contains("ssl") || lower.contains("tls") || lower.contains("certificate") || lower.contains("handshake") {
+            advice = "the server's TLS certificate was refused (\(text)): check the URL's host name and the server's certificate"
+        } else if lower.contains("connectionrefused") || lower.contains("connection refused") || lower.contains("econnrefused") {
+            advice = "the connection was refused (\(text)): is the server running, and the port right?"
+        } else if lower.contains("dns") || lower.contains("resolve") || lower.contains("lookup") || lower.contains("getaddrinfo") {
+            advice = "its host name does not resolve (\(text)): check the URL and that this device is online"
+        } else if lower.contains("timeout") || lower.contains("deadline") {
+            advice = "the server did not answer in time (\(text)): check the connection; the next sync tries again"
+        } else {
+            advice = "the connection failed (\(text)): check that this device is online; the next sync tries again"
+        }
+        return ConcordError(.remote, "\(remoteName), \(object): \(advice); nothing local was lost")
+    }
+
+    /// A status the caller did not expect, as the typed error of its kind.
+    public func unexpected(_ response: HTTPResponse, object: String, doing: String, detail: String? = nil) -> ConcordError {
+        let said = detail ?? Self.summary(of: response.body)
+        let suffix = said.isEmpty ? "" : " (\(said))"
+        switch response.status {
+        case 401:
+            return ConcordError(.remoteAuth, "\(remoteName) refused the credentials (HTTP 401\(suffix)) to \(doing) \(object): check the user name and password; nothing local was lost")
+        case 403:
+            return ConcordError(.remoteAuth, "\(remoteName) refused access (HTTP 403\(suffix)) to \(doing) \(object): check the credentials and that they may write there; nothing local was lost")
+        case 507:
+            return ConcordError(.remoteFull, "\(remoteName) is out of space (HTTP 507\(suffix)) to \(doing) \(object): free space or raise the quota, then sync again; nothing local was lost")
+        case 413:
+            return ConcordError(.remoteFull, "\(remoteName) refused \(object) as too large (HTTP 413\(suffix)): raise the server's upload limit; nothing local was lost")
+        default:
+            return ConcordError(.remote, "\(remoteName) answered HTTP \(response.status)\(suffix) to \(doing) \(object); nothing local was lost, the next sync tries again")
+        }
+    }
+
+    /// The first 200 characters of an error body, on one line.
+    static func summary(of body: [UInt8]) -> String {
+        let text = String(decoding: body.prefix(400), as: UTF8.self)
+        let stripped = text.replacingOccurrences(of: "<[^>]*>", with: " ", options: .regularExpression)
+        let line = stripped.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+        return String(line.prefix(200))
+    }
+}
+
+extension ConcordError.Code {
+    /// The remote refused the credentials (HTTP 401/403: a wrong password or secret, or a
+    /// key without the right permissions). Retrying with the same credentials will not help.
+    public static let remoteAuth = ConcordError.Code("remoteAuth")
+    /// The remote is out of space (HTTP 507, a quota, an upload over the server's size limit).
+    public static let remoteFull = ConcordError.Code("remoteFull")
+    /// The remote's root — a WebDAV collection, an S3 bucket — does not exist.
+    public static let remoteMissing = ConcordError.Code("remoteMissing")
+}
