@@ -1,10 +1,12 @@
 # Concord — the README's two commands are `make demo` and `make test`.
 SWIFT ?= swift
 SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
+# The real storage servers the HTTP backends' tests start on loopback.
+SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
 
-.PHONY: all deps build demo test test-swift proofs proofs-extended bench soak clean
+.PHONY: all deps servers build demo test test-swift proofs proofs-extended bench soak clean
 
 all: build
 
@@ -23,7 +25,12 @@ demo: deps
 # Every test, then the proofs.
 test: test-swift proofs
 
-test-swift: deps
+# Storage servers for the WebDAV and S3 tests (installed only when missing).
+servers:
+	@scripts/ensure-packages.sh $(SERVER_PACKAGES)
+	@scripts/ensure-moto.sh
+
+test-swift: deps servers
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel
 

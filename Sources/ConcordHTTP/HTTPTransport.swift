@@ -89,7 +89,10 @@ public struct HTTPTransport: Sendable {
             let outcome: Result<HTTPResponse, ConcordError>
             do {
                 let response = try await client.execute(request, deadline: .now() + deadline)
-                let bytes = try await Self.collect(response, object: object, limit: limit)
+                // The limit is the object's; an error page is only read far enough to quote it.
+                let bytes = (200...299).contains(Int(response.status.code))
+                    ? try await Self.collect(response, object: object, limit: limit)
+                    : try await Self.collectPrefix(response, limit: 64 << 10)
                 outcome = .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: bytes))
             } catch let error as ConcordError {
                 outcome = .failure(error)
@@ -140,7 +143,7 @@ public struct HTTPTransport: Sendable {
             let status = Int(response.status.code)
             if status >= 300 || retry.isRetryable(status: status) {
                 // An error status: its (short) body explains it.
-                let body = (try? await Self.collect(response, object: object, limit: 1 << 20)) ?? []
+                let body = (try? await Self.collectPrefix(response, limit: 64 << 10)) ?? []
                 let buffered = HTTPResponse(status: status, headers: response.headers, body: body)
                 if retry.isRetryable(status: status) && attempt + 1 < retry.attempts {
                     try await retry.wait(attempt: attempt, retryAfter: response.headers.first(name: "Retry-After"))
@@ -227,6 +230,15 @@ public struct HTTPTransport: Sendable {
                 throw ConcordError.objectTooLarge(object, size: UInt64(bytes.count + buffer.readableBytes), atLeast: true, limit: limit)
             }
             bytes += buffer.readableBytesView
+        }
+        return bytes
+    }
+
+    /// The first `limit` bytes of a body; the rest is read and dropped.
+    static func collectPrefix(_ response: HTTPClientResponse, limit: Int) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        for try await buffer in response.body where bytes.count < limit {
+            bytes += buffer.readableBytesView.prefix(limit - bytes.count)
         }
         return bytes
     }

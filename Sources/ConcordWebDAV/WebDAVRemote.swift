@@ -1,1 +1,323 @@
+import AsyncHTTPClient
+import ConcordCore
 import ConcordHTTP
+import ConcordRemote
+import Foundation
+import NIOHTTP1
+import Synchronization
+
+/// A ``ConcordRemote/Remote`` over WebDAV: Nextcloud, ownCloud, Synology, Box, Apache
+/// `mod_dav`, nginx `dav-ext`, `rclone serve webdav`. The URL names the collection that is
+/// the store's root; objects are resources at their layout paths below it.
+///
+/// How it talks, and why:
+/// - **PUT, GET, DELETE; MKCOL on demand.** A put is tried first; only when the server
+///   answers that the parent collection is missing (409, or 404 on some servers) are the
+///   missing collections made, top down (405 "already exists" is success), and the put sent
+///   again. A streamed put cannot be sent twice, so it makes its parents first (once per
+///   collection and remote value).
+/// - **Listings walk PROPFIND `Depth: 1`** per collection, never `Depth: infinity` (off on
+///   most servers, and one that quietly answers it as `1` would hide objects). Only layout
+///   folders are entered and only layout names returned; sub-collections are listed
+///   concurrently (eight at a time). Hrefs may be absolute URLs or paths, percent-encoded
+///   or not, with or without a trailing slash: all are accepted.
+/// - **A missing root is an error, never an empty store** (``ConcordHTTP/ConcordError/Code/remoteMissing``).
+/// - **Conditional requests are never required**: nginx and rclone ignore them.
+/// - **Streams use constant memory**: a streamed put is sent chunked as `read` produces it,
+///   a streamed get hands chunks of at most 1 MiB to `write`.
+/// - **A 200 to a put that was not stored** cannot be seen at the put; the sync's hourly
+///   check of listed sizes finds it and puts the object again.
+/// - Retries, timeouts and error wording: ``ConcordHTTP/HTTPTransport``. The password is
+///   sent only as HTTP Basic auth; use `https://` except on loopback.
+public struct WebDAVRemote: Remote {
+    /// The root collection's URL, ending in `/`.
+    public let url: String
+    let origin: String
+    /// The root collection's path, percent-decoded, ending in `/`.
+    let rootPath: String
+    /// The root's path as sent (percent-encoded), ending in `/`.
+    let encodedRootPath: String
+    let authorization: String?
+    let transport: HTTPTransport
+    let collections: KnownCollections
+
+    /// Collections known to exist, so streamed puts make their parents once.
+    final class KnownCollections: Sendable {
+        let paths = Mutex<Set<String>>([])
+    }
+
+    /// A remote at `url` (`https://host[:port]/path`; `http://` works too). `user` and
+    /// `password` are sent as HTTP Basic auth when `user` is given.
+    public init(url: String, user: String? = nil, password: String? = nil, retry: HTTPRetryPolicy = .init()) throws(ConcordError) {
+        guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = parsed.host, !host.isEmpty else {
+            throw ConcordError(.invalidOperation, "'\(url)' is not a WebDAV URL: give https://host/path/to/folder")
+        }
+        let port = parsed.port.map { ":\($0)" } ?? ""
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        origin = "\(scheme)://\(hostPart)\(port)"
+        var path = parsed.path.isEmpty ? "/" : parsed.path
+        if !path.hasSuffix("/") { path += "/" }
+        rootPath = path
+        encodedRootPath = PercentEncoding.encode(path, keepSlash: true)
+        self.url = origin + encodedRootPath
+        if let user {
+            authorization = "Basic " + Data("\(user):\(password ?? "")".utf8).base64EncodedString()
+        } else {
+            authorization = nil
+        }
+        transport = HTTPTransport(remoteName: "WebDAV remote \(origin + encodedRootPath)", retry: retry)
+        collections = KnownCollections()
+    }
+
+    // MARK: - Remote
+
+    public func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) {
+        try RemoteLayout.validateObjectPath(path)
+        let limit = RemoteLayout.maxObjectSize(forPath: path)
+        guard UInt64(bytes.count) <= limit else { throw ConcordError.objectTooLarge(path, size: UInt64(bytes.count), limit: limit) }
+        // Parents first, unless a listing or an earlier put showed them: nginx answers a put
+        // below a missing collection with 500, which is indistinguishable from a failure.
+        try await makeParents(of: path)
+        var response = try await send("PUT", path, body: bytes, headers: [("Content-Type", "application/octet-stream")])
+        if response.status == 409 || response.status == 404 {
+            // A collection this remote knew was deleted since: make it again.
+            forgetCollections(above: path)
+            try await makeParents(of: path)
+            response = try await send("PUT", path, body: bytes, headers: [("Content-Type", "application/octet-stream")])
+        }
+        guard (200...299).contains(response.status) else { throw failure(response, path, doing: "write") }
+    }
+
+    public func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
+        try await get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
+    }
+
+    public func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        try RemoteLayout.validateObjectPath(path)
+        let response = try await send("GET", path, limit: limit)
+        switch response.status {
+        case 200: return response.body
+        case 404, 410: return nil
+        default: throw failure(response, path, doing: "read")
+        }
+    }
+
+    public func delete(_ path: String) async throws(ConcordError) {
+        try RemoteLayout.validateObjectPath(path)
+        let response = try await send("DELETE", path)
+        guard (200...299).contains(response.status) || response.status == 404 || response.status == 410 else {
+            throw failure(response, path, doing: "delete")
+        }
+    }
+
+    public func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {
+        try RemoteLayout.validatePrefix(prefix)
+        let start = prefix.lastIndex(of: "/").map { String(prefix[...$0]) } ?? ""
+        var found: [RemoteObject] = []
+        var pending = [start]
+        var visited: Set<String> = [start]
+        var first = true
+        while !pending.isEmpty {
+            let batch = Array(pending.prefix(8))
+            pending.removeFirst(batch.count)
+            let results = await withTaskGroup(of: Result<(String, [PropfindEntry]?)?, ConcordError>.self) { group in
+                for folder in batch {
+                    group.addTask {
+                        do throws(ConcordError) { return .success((folder, try await self.propfind(folder))) } catch { return .failure(error) }
+                    }
+                }
+                var all: [Result<(String, [PropfindEntry]?)?, ConcordError>] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            for result in results {
+                guard let (folder, entries) = try result.get() else { continue }
+                guard let entries else {
+                    // A missing folder lists nothing — unless it is the root.
+                    forgetCollections(below: folder)
+                    if first { try await checkRootExists() }
+                    continue
+                }
+                if !folder.isEmpty { collections.paths.withLock { _ = $0.insert(folder) } }
+                for entry in entries {
+                    guard entry.path.hasPrefix(rootPath) else { continue }
+                    var relative = String(entry.path.dropFirst(rootPath.count))
+                    if entry.isCollection {
+                        if relative.hasSuffix("/") { relative.removeLast() }
+                        guard !relative.isEmpty, RemoteLayout.isStoreFolder(relative) else { continue }
+                        let folder = relative + "/"
+                        // A collection lists itself too (and a hostile server may list anything):
+                        // each folder is listed once.
+                        guard folder.hasPrefix(prefix) || prefix.hasPrefix(folder), folder.hasPrefix(start), visited.insert(folder).inserted else { continue }
+                        pending.append(folder)
+                    } else if relative.hasPrefix(prefix), RemoteLayout.parse(relative) != nil {
+                        found.append(RemoteObject(path: relative, size: entry.size ?? 0, modified: entry.modified))
+                    }
+                }
+            }
+            first = false
+        }
+        // A server may list a resource twice (once per href form); keep one.
+        var seen: Set<String> = []
+        return found.filter { seen.insert($0.path).inserted }
+    }
+
+    public func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
+        try RemoteLayout.validateObjectPath(path)
+        try await makeParents(of: path)
+        var headers = HTTPHeaders([("Content-Type", "application/octet-stream")])
+        if let authorization { headers.add(name: "Authorization", value: authorization) }
+        // Up under a temporary name, then moved over the object: some servers (rclone)
+        // write a PUT in place, so a failed stream would otherwise tear the old object.
+        let parent = path.lastIndex(of: "/").map { String(path[...$0]) } ?? ""
+        let temporary = parent + Self.temporaryPrefix + UUID().uuidString.lowercased()
+        let response = try await transport.upload(path, spec: HTTPRequestSpec(method: .PUT, url: objectURL(temporary), headers: headers), read: read)
+        guard (200...299).contains(response.status) else {
+            _ = try? await send("DELETE", temporary)
+            throw failure(response, path, doing: "write")
+        }
+        let moved = try await send("MOVE", temporary, headers: [("Destination", objectURL(path)), ("Overwrite", "T")])
+        guard (200...299).contains(moved.status) else {
+            _ = try? await send("DELETE", temporary)
+            throw failure(moved, path, doing: "move into place")
+        }
+    }
+
+    /// The prefix of the temporary name a streamed put writes before it moves the object
+    /// into place; layout parsing rejects such names, so listings never return one.
+    public static let temporaryPrefix = ".concord-tmp-"
+
+    public func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try RemoteLayout.validateObjectPath(path)
+        let url = objectURL(path)
+        let authorization = self.authorization
+        return try await transport.stream(
+            path,
+            prepare: { _ in
+                var headers = HTTPHeaders()
+                if let authorization { headers.add(name: "Authorization", value: authorization) }
+                return HTTPRequestSpec(method: .GET, url: url, headers: headers)
+            },
+            accept: { (response) throws(ConcordError) -> Bool in
+                switch response.status {
+                case 200: return true
+                case 404, 410: return false
+                default: throw failure(response, path, doing: "read")
+                }
+            },
+            write: write)
+    }
+
+    // MARK: - Requests
+
+    func objectURL(_ path: String) -> String { url + PercentEncoding.encode(path, keepSlash: true) }
+
+    func send(
+        _ method: String, _ path: String, body: [UInt8]? = nil, limit: UInt64 = 1 << 20,
+        headers extra: [(String, String)] = []
+    ) async throws(ConcordError) -> HTTPResponse {
+        let url = objectURL(path)
+        let authorization = self.authorization
+        return try await transport.send(path, body: body, limit: limit) { _ in
+            var headers = HTTPHeaders(extra)
+            if let authorization { headers.add(name: "Authorization", value: authorization) }
+            return HTTPRequestSpec(method: HTTPMethod(rawValue: method), url: url, headers: headers)
+        }
+    }
+
+    static let propfindBody = Array("""
+        <?xml version="1.0" encoding="utf-8"?>
+        <D:propfind xmlns:D="DAV:"><D:prop><D:resourcetype/><D:getcontentlength/><D:getlastmodified/></D:prop></D:propfind>
+        """.utf8)
+
+    /// The entries of a collection (PROPFIND `Depth: 1`), or nil if it does not exist.
+    func propfind(_ folder: String) async throws(ConcordError) -> [PropfindEntry]? {
+        let response = try await send(
+            "PROPFIND", folder, body: Self.propfindBody, limit: 256 << 20,
+            headers: [("Depth", "1"), ("Content-Type", "application/xml; charset=utf-8")])
+        switch response.status {
+        case 207:
+            guard let entries = PropfindParser.parse(response.body) else {
+                throw ConcordError(.remote, "\(transport.remoteName) answered PROPFIND of \(folder.isEmpty ? "its root" : folder) with XML that does not parse: is the URL a WebDAV folder?")
+            }
+            return entries
+        case 404, 410: return nil
+        default: throw failure(response, folder.isEmpty ? "its root collection" : folder, doing: "list")
+        }
+    }
+
+    /// Throws ``ConcordHTTP/ConcordError/Code/remoteMissing`` if the root collection is gone.
+    func checkRootExists() async throws(ConcordError) {
+        let response = try await send("PROPFIND", "", body: Self.propfindBody, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")])
+        switch response.status {
+        case 207: return
+        case 404, 410, 409:
+            throw ConcordError(.remoteMissing, "\(transport.remoteName) has no collection at \(rootPath): check the URL, or create the folder (`concord remote set URL --create`); nothing local was lost")
+        default: throw failure(response, "its root collection", doing: "list")
+        }
+    }
+
+    /// Makes the collections above `path` that are missing, top down (the root must exist).
+    func makeParents(of path: String) async throws(ConcordError) {
+        let components = path.split(separator: "/").dropLast()
+        var folder = ""
+        for component in components {
+            folder += component + "/"
+            if collections.paths.withLock({ $0.contains(folder) }) { continue }
+            let response = try await send("MKCOL", folder)
+            switch response.status {
+            case 201, 200, 204, 405: break  // made, or already there
+            case 409, 404:
+                try await checkRootExists()
+                throw failure(response, folder, doing: "create the folder")
+            case 301, 302:
+                break  // some servers redirect an existing collection to its slash form
+            default: throw failure(response, folder, doing: "create the folder")
+            }
+            let made = folder
+            collections.paths.withLock { _ = $0.insert(made) }
+        }
+    }
+
+    /// Forgets that the collections above `path` exist (a put found one missing).
+    func forgetCollections(above path: String) {
+        collections.paths.withLock { known in known = known.filter { !path.hasPrefix($0) } }
+    }
+
+    /// Forgets `folder` and every collection below it (a listing found it missing).
+    func forgetCollections(below folder: String) {
+        collections.paths.withLock { known in known = known.filter { !$0.hasPrefix(folder) } }
+    }
+
+    /// Creates the root collection (and its parents) if missing: for `remote set --create`.
+    public func createRoot() async throws(ConcordError) {
+        let components = rootPath.split(separator: "/")
+        var path = "/"
+        for component in components {
+            path += component + "/"
+            let target = origin + PercentEncoding.encode(path, keepSlash: true)
+            let authorization = self.authorization
+            let response = try await transport.send(path) { _ in
+                var headers = HTTPHeaders()
+                if let authorization { headers.add(name: "Authorization", value: authorization) }
+                return HTTPRequestSpec(method: HTTPMethod(rawValue: "MKCOL"), url: target, headers: headers)
+            }
+            guard [200, 201, 204, 301, 302, 405].contains(response.status) else { throw failure(response, path, doing: "create the folder") }
+        }
+    }
+
+    /// Whether the root collection exists.
+    public func rootExists() async throws(ConcordError) -> Bool {
+        do {
+            try await checkRootExists()
+            return true
+        } catch where error.code == .remoteMissing {
+            return false
+        }
+    }
+
+    func failure(_ response: HTTPResponse, _ object: String, doing: String) -> ConcordError {
+        transport.unexpected(response, object: object, doing: doing)
+    }
+}

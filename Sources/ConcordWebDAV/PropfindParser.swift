@@ -1,0 +1,113 @@
+import ConcordHTTP
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// One entry of a PROPFIND `207 Multi-Status` answer.
+public struct PropfindEntry: Hashable, Sendable {
+    /// The href's path, percent-decoded, without scheme and host (servers send either).
+    public let path: String
+    public let isCollection: Bool
+    public let size: UInt64?
+    /// `getlastmodified`, in milliseconds since the epoch.
+    public let modified: UInt64?
+}
+
+/// Parses a PROPFIND answer with FoundationXML's `XMLParser`, namespace-aware (`DAV:`
+/// elements under any prefix, or none). Whatever the bytes, it returns entries or nil — it
+/// never traps: malformed XML is nil, and an entry without a usable href is skipped.
+public enum PropfindParser {
+    public static func parse(_ bytes: [UInt8]) -> [PropfindEntry]? {
+        let delegate = Delegate()
+        let parser = XMLParser(data: Data(bytes))
+        parser.shouldProcessNamespaces = true
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = delegate
+        guard parser.parse(), !delegate.sawForeignRoot else { return nil }
+        return delegate.entries
+    }
+
+    /// The path of an href: an absolute URL loses its scheme and authority; the rest is
+    /// percent-decoded. Nil for an href that is not a path.
+    public static func path(ofHref href: String) -> String? {
+        var text = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let scheme = text.range(of: "://") {
+            let rest = text[scheme.upperBound...]
+            guard let slash = rest.firstIndex(of: "/") else { return "/" }
+            text = String(rest[slash...])
+        }
+        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
+        guard text.hasPrefix("/"), let decoded = PercentEncoding.decode(text) else { return nil }
+        return decoded
+    }
+
+    final class Delegate: NSObject, XMLParserDelegate {
+        var entries: [PropfindEntry] = []
+        var sawForeignRoot = false
+        private var depth = 0
+        private var inResponse = false
+        private var inPropstat = false
+        private var propstatOK = true
+        private var text = ""
+        private var href: String?
+        private var isCollection = false
+        private var size: UInt64?
+        private var modified: UInt64?
+        private var propSize: UInt64?
+        private var propModified: UInt64?
+        private var propCollection = false
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            depth += 1
+            text = ""
+            if depth == 1 && !(name == "multistatus" && namespaceURI == "DAV:") { sawForeignRoot = true }
+            guard namespaceURI == "DAV:" else { return }
+            switch name {
+            case "response":
+                inResponse = true
+                href = nil; isCollection = false; size = nil; modified = nil
+            case "propstat":
+                inPropstat = true
+                propstatOK = true
+                propSize = nil; propModified = nil; propCollection = false
+            case "collection" where inPropstat:
+                propCollection = true
+            default: break
+            }
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            defer { depth -= 1; text = "" }
+            guard namespaceURI == "DAV:", inResponse else { return }
+            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            switch name {
+            case "href" where !inPropstat:
+                if href == nil { href = value }
+            case "status" where inPropstat:
+                // "HTTP/1.1 404 Not Found" for properties the server lacks.
+                let parts = value.split(separator: " ")
+                propstatOK = parts.count >= 2 && parts[1].hasPrefix("2")
+            case "getcontentlength" where inPropstat:
+                propSize = UInt64(value)
+            case "getlastmodified" where inPropstat:
+                propModified = HTTPDate.millis(value)
+            case "propstat":
+                if propstatOK {
+                    size = propSize ?? size
+                    modified = propModified ?? modified
+                    isCollection = isCollection || propCollection
+                }
+                inPropstat = false
+            case "response":
+                if let href, let path = PropfindParser.path(ofHref: href) {
+                    entries.append(PropfindEntry(path: path, isCollection: isCollection || path.hasSuffix("/") && size == nil, size: size, modified: modified))
+                }
+                inResponse = false
+            default: break
+            }
+        }
+    }
+}

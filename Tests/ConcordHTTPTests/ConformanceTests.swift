@@ -1,0 +1,70 @@
+import ConcordCore
+import ConcordRemote
+import ConcordHTTP
+import ConcordWebDAV
+import ConcordTesting
+import Foundation
+import Testing
+
+/// The remote conformance suite (ConcordTesting) against every backend on a real server.
+@Suite struct HTTPConformanceTests {
+    @Test(arguments: (ProcessInfo.processInfo.environment["CONCORD_HTTP_BACKENDS"]?.split(separator: ",").compactMap { ServerKind(rawValue: String($0)) }) ?? ServerKind.conformance)
+    func everyBackendKeepsTheRemoteContract(_ kind: ServerKind) async throws {
+        let remote = try await Backends.fresh(kind)
+        let issues = await RemoteConformance.check(remote)
+        #expect(issues == [], "\(kind)")
+    }
+}
+
+/// Failures a user meets, each as its typed error.
+@Suite struct HTTPFailureTests {
+    @Test func aWrongS3SecretIsAnAuthErrorAndAMissingBucketIsMissing() async throws {
+        let server = try await LoopbackServers.shared.server(.motoSigned)
+        let good = try Backends.s3(server, bucket: "concord-auth", prefix: "")
+        try await good.createBucket()
+        try await good.put("concord.json", Array("{}".utf8))
+        #expect(try await good.get("concord.json") == Array("{}".utf8))
+        let wrong = try Backends.s3(server, bucket: "concord-auth", prefix: "", secret: "not-the-secret")
+        await #expect(throws: ConcordError.self) { try await wrong.put("concord.json", [1]) }
+        do {
+            _ = try await wrong.get("concord.json")
+            Issue.record("a wrong secret read the object")
+        } catch {
+            #expect(error.code == .remoteAuth)
+            #expect(error.message.contains("SignatureDoesNotMatch"))
+        }
+        #expect(try await good.get("concord.json") == Array("{}".utf8), "the refused put changed nothing")
+        let missing = try Backends.s3(server, bucket: "concord-no-such-bucket", prefix: "")
+        do {
+            _ = try await missing.get("concord.json")
+            Issue.record("a missing bucket answered")
+        } catch {
+            #expect(error.code == .remoteMissing)
+        }
+        #expect(try await missing.bucketExists() == false)
+    }
+
+    @Test func aMissingWebDAVCollectionIsMissingNeverAnEmptyStore() async throws {
+        let server = try await LoopbackServers.shared.server(.apache)
+        let remote = try WebDAVRemote(url: "\(server.origin)/no/such/folder")
+        do {
+            _ = try await remote.list(prefix: "heads/")
+            Issue.record("a missing collection listed as empty")
+        } catch {
+            #expect(error.code == .remoteMissing)
+        }
+        #expect(try await remote.rootExists() == false)
+    }
+
+    @Test func anUnreachableServerIsARemoteErrorNamingIt() async throws {
+        let port = try LoopbackServers.freePort()
+        let remote = try WebDAVRemote(url: "http://127.0.0.1:\(port)/dav", retry: .init(attempts: 2, base: .milliseconds(10)))
+        do {
+            _ = try await remote.get("concord.json")
+            Issue.record("nothing listens, yet get answered")
+        } catch {
+            #expect(error.code == .remote)
+            #expect(error.message.contains("127.0.0.1:\(port)"))
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import ConcordCore
+import ConcordHTTP
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real storage servers the HTTP tests run against, each started once per test process
+/// on a free loopback port, in a private folder, and stopped when the process ends (a
+/// watchdog shell kills the server once the test process is gone). `make test` installs
+/// them (scripts/ensure-packages.sh, scripts/ensure-moto.sh).
+enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case apache, nginx, rclone, moto
+    /// moto with signature checking on. Not in ``conformance``: with it on, moto rejects
+    /// the (correct) signature of any request whose query has a `/` — a listing's prefix —
+    /// as boto3's own requests show.
+    case motoSigned
+
+    var description: String {
+        switch self {
+        case .apache: "Apache httpd mod_dav"
+        case .nginx: "nginx dav-ext"
+        case .rclone: "rclone serve webdav"
+        case .moto: "moto S3"
+        case .motoSigned: "moto S3 (signatures checked)"
+        }
+    }
+
+    /// The servers the conformance suite and the sync fuzz run on.
+    static let conformance: [ServerKind] = [.apache, .nginx, .rclone, .moto]
+
+    static let webDAV: [ServerKind] = [.apache, .nginx, .rclone]
+}
+
+struct RunningServer: Sendable {
+    let kind: ServerKind
+    let port: Int
+    /// `http://127.0.0.1:PORT`
+    let origin: String
+    let directory: String
+    /// S3 servers: the access key and secret the tests sign with.
+    var accessKey = ""
+    var secretKey = ""
+}
+
+struct ServerUnavailable: Error, CustomStringConvertible {
+    let description: String
+}
+
+actor LoopbackServers {
+    static let shared = LoopbackServers()
+
+    private var starting: [ServerKind: Task<RunningServer, any Error>] = [:]
+
+    func server(_ kind: ServerKind) async throws -> RunningServer {
+        if let task = starting[kind] { return try await task.value }
+        let task = Task { try await Self.start(kind) }
+        starting[kind] = task
+        return try await task.value
+    }
+
+    static func start(_ kind: ServerKind) async throws -> RunningServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("concord-\(kind.rawValue)-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
+        let port = try freePort()
+        let command: String
+        var environment: [String: String] = [:]
+        switch kind {
+        case .apache:
+            let binary = try which("apache2", package: "apache2")
+            try FileManager.default.createDirectory(atPath: directory + "/lock", withIntermediateDirectories: true)
+            chmod(directory + "/data", 0o777)
+            chmod(directory + "/lock", 0o777)
+            let modules = "/usr/lib/apache2/modules"
+            let asRoot = geteuid() == 0 ? "User www-data\nGroup www-data\n" : ""
+            try """
+                ServerRoot \(directory)
+                ServerName 127.0.0.1
+                Listen 127.0.0.1:\(port)
+                PidFile \(directory)/httpd.pid
+                ErrorLog \(directory)/error.log
+                LoadModule mpm_event_module \(modules)/mod_mpm_event.so
+                LoadModule authz_core_module \(modules)/mod_authz_core.so
+                LoadModule dav_module \(modules)/mod_dav.so
+                LoadModule dav_fs_module \(modules)/mod_dav_fs.so
+                \(asRoot)DavLockDB \(directory)/lock/DavLock
+                DocumentRoot \(directory)/data
+                LimitRequestBody 0
+                <Directory \(directory)/data>
+                  Dav On
+                  Require all granted
+                </Directory>
+                """.write(toFile: directory + "/httpd.conf", atomically: true, encoding: .utf8)
+            command = "\(binary) -f \(directory)/httpd.conf -DFOREGROUND"
+        case .nginx:
+            let binary = try which("nginx", package: "nginx")
+            let module = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
+            guard FileManager.default.fileExists(atPath: module) else {
+                throw ServerUnavailable(description: "nginx's dav-ext module is not installed: run `make test`, which installs libnginx-mod-http-dav-ext")
+            }
+            try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
+            try """
+                daemon off;
+                \(geteuid() == 0 ? "user root;" : "")
+                pid \(directory)/nginx.pid;
+                error_log \(directory)/error.log;
+                load_module \(module);
+                events { worker_connections 512; }
+                http {
+                  access_log off;
+                  client_body_temp_path \(directory)/tmp/body;
+                  proxy_temp_path \(directory)/tmp/proxy;
+                  fastcgi_temp_path \(directory)/tmp/fastcgi;
+                  uwsgi_temp_path \(directory)/tmp/uwsgi;
+                  scgi_temp_path \(directory)/tmp/scgi;
+                  client_max_body_size 0;
+                  server {
+                    listen 127.0.0.1:\(port);
+                    root \(directory)/data;
+                    location / {
+                      dav_methods PUT DELETE MKCOL COPY MOVE;
+                      dav_ext_methods PROPFIND OPTIONS;
+                      dav_access user:rw group:rw all:r;
+                    }
+                  }
+                }
+                """.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
+            command = "\(binary) -p \(directory) -c \(directory)/nginx.conf"
+        case .rclone:
+            let binary = try which("rclone", package: "rclone")
+            command = "\(binary) serve webdav \(directory)/data --addr 127.0.0.1:\(port) --config /dev/null"
+        case .moto, .motoSigned:
+            let binary = try which("moto_server", package: "moto (pip)")
+            if kind == .motoSigned { environment["INITIAL_NO_AUTH_ACTION_COUNT"] = "3" }
+            command = "\(binary) -H 127.0.0.1 -p \(port)"
+        }
+        try launch(command, environment: environment, log: directory + "/server.log")
+        let origin = "http://127.0.0.1:\(port)"
+        try await waitForPort(port, kind: kind, log: directory + "/server.log")
+        var server = RunningServer(kind: kind, port: port, origin: origin, directory: directory)
+        if kind == .motoSigned {
+            (server.accessKey, server.secretKey) = try await MotoSetup.createUser(origin: origin)
+        } else if kind == .moto {
+            (server.accessKey, server.secretKey) = ("AKIDCONCORDTEST", "concord-test-secret")
+        }
+        return server
+    }
+
+    /// Starts `command` under a watchdog shell that stops it when this process ends.
+    static func launch(_ command: String, environment: [String: String], log: String) throws {
+        let parent = getpid()
+        let script = """
+            \(command) >>\(log) 2>&1 &
+            server=$!
+            trap 'kill $server 2>/dev/null' EXIT TERM INT
+            while kill -0 \(parent) 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done
+            kill $server 2>/dev/null
+            sleep 1
+            kill -9 $server 2>/dev/null
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    static func which(_ name: String, package: String) throws -> String {
+        for folder in ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/sbin"] + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        where FileManager.default.isExecutableFile(atPath: folder + "/" + name) {
+            return folder + "/" + name
+        }
+        throw ServerUnavailable(description: "\(name) is not installed: run `make test`, which installs \(package)")
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerUnavailable(description: "no socket for a free port") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0 else { throw ServerUnavailable(description: "cannot bind a loopback port") }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func waitForPort(_ port: Int, kind: ServerKind, log: String) async throws {
+        for _ in 0..<300 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if connected == 0 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        throw ServerUnavailable(description: "\(kind) did not start on port \(port) within 30 s: \(said.suffix(500))")
+    }
+}
