@@ -1,3 +1,4 @@
+import ConcordHTTP
 import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
@@ -17,6 +18,9 @@ public struct S3XML: Sendable {
     public var root = ""
 
     public static func parse(_ bytes: [UInt8], record: String) -> S3XML? {
+        // FoundationXML traps on an element name that is not UTF-8 (found by ParserTests'
+        // mutations): only UTF-8 documents are parsed, as servers send.
+        guard XMLInput.isParseable(bytes) else { return nil }
         let delegate = Delegate(record: record)
         let parser = XMLParser(data: Data(bytes))
         parser.shouldProcessNamespaces = true

@@ -12,6 +12,13 @@ public struct PropfindEntry: Hashable, Sendable {
     public let size: UInt64?
     /// `getlastmodified`, in milliseconds since the epoch.
     public let modified: UInt64?
+
+    public init(path: String, isCollection: Bool, size: UInt64?, modified: UInt64?) {
+        self.path = path
+        self.isCollection = isCollection
+        self.size = size
+        self.modified = modified
+    }
 }
 
 /// Parses a PROPFIND answer with FoundationXML's `XMLParser`, namespace-aware (`DAV:`
@@ -19,6 +26,9 @@ public struct PropfindEntry: Hashable, Sendable {
 /// never traps: malformed XML is nil, and an entry without a usable href is skipped.
 public enum PropfindParser {
     public static func parse(_ bytes: [UInt8]) -> [PropfindEntry]? {
+        // FoundationXML traps on an element name that is not UTF-8 (found by ParserTests'
+        // mutations): only UTF-8 documents are parsed, as servers send.
+        guard XMLInput.isParseable(bytes) else { return nil }
         let delegate = Delegate()
         let parser = XMLParser(data: Data(bytes))
         parser.shouldProcessNamespaces = true
