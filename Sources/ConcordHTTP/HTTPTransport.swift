@@ -33,6 +33,14 @@ public struct HTTPRequestSpec: Sendable {
         self.url = url
         self.headers = headers
     }
+
+    /// The client's request, without a body.
+    var request: HTTPClientRequest {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers = headers
+        return request
+    }
 }
 
 /// What the HTTP backends share: one pooled client (connection pooling, TLS), timeouts,
@@ -78,10 +86,7 @@ public struct HTTPTransport: Sendable {
     ) async throws(ConcordError) -> HTTPResponse {
         var attempt = 0
         while true {
-            let spec = try prepare(attempt)
-            var request = HTTPClientRequest(url: spec.url)
-            request.method = spec.method
-            request.headers = spec.headers
+            var request = try prepare(attempt).request
             if let body {
                 request.body = .bytes(ByteBuffer(bytes: body))
                 request.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
@@ -126,10 +131,7 @@ public struct HTTPTransport: Sendable {
     ) async throws(ConcordError) -> Bool {
         var attempt = 0
         while true {
-            let spec = try prepare(attempt)
-            var request = HTTPClientRequest(url: spec.url)
-            request.method = spec.method
-            request.headers = spec.headers
+            let request = try prepare(attempt).request
             let response: HTTPClientResponse
             do {
                 response = try await client.execute(request, timeout: .hours(24 * 365))
@@ -180,9 +182,7 @@ public struct HTTPTransport: Sendable {
         _ object: String, spec: HTTPRequestSpec, read: () throws(ConcordError) -> [UInt8]
     ) async throws(ConcordError) -> HTTPResponse {
         let handoff = BodyHandoff()
-        var request = HTTPClientRequest(url: spec.url)
-        request.method = spec.method
-        request.headers = spec.headers
+        var request = spec.request
         request.body = .stream(handoff, length: .unknown)
         let client = self.client
         async let sent: Result<HTTPResponse, any Error> = {
