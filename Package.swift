@@ -67,6 +67,13 @@ let package = Package(
             name: "ConcordCLI",
             dependencies: ["Concord", "ConcordRemote", "ConcordSync", "ConcordWebDAV", "ConcordS3", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // The tests' real storage servers (Apache, nginx, rclone, moto) started on loopback;
+        // not a product.
+        .target(
+            name: "ConcordTestServers",
+            dependencies: ["ConcordCore", "ConcordRemote", "ConcordHTTP", "ConcordWebDAV", "ConcordS3",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
         // A child process for the store's crash and disk tests; not a product.
         .executableTarget(
             name: "ConcordTorture",
@@ -97,7 +104,7 @@ let package = Package(
         .testTarget(
             name: "ConcordHTTPTests",
             dependencies: ["ConcordHTTP", "ConcordWebDAV", "ConcordS3", "ConcordRemote", "ConcordCore", "ConcordTesting",
-                           "ConcordSync", "ConcordStore", "ConcordCrypto"]
+                           "ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordTestServers"]
         ),
         .testTarget(
             name: "ConcordSyncTests",
@@ -107,7 +114,7 @@ let package = Package(
         // End-to-end tests of the built `concord` binary (run next to the test bundle).
         .testTarget(
             name: "ConcordCLITests",
-            dependencies: ["ConcordCore", "ConcordTesting"]
+            dependencies: ["ConcordCore", "ConcordRemote", "ConcordS3", "ConcordWebDAV", "ConcordTesting", "ConcordTestServers"]
         ),
         .testTarget(
             name: "ConcordCodecTests",

@@ -87,3 +87,20 @@ extension Remote {
         return bytes
     }
 }
+
+/// A remote where an upload cut off by a crash or a lost connection can leave something
+/// behind that listings never return: a folder's or a WebDAV collection's temporary files,
+/// an S3 bucket's unfinished multipart uploads (whose parts are stored, and billed, until
+/// aborted). `concord compact` sweeps them.
+public protocol LeftoverSweeping: Remote {
+    /// Removes the leftovers started or last modified more than `age` ms before `now` (ms
+    /// since the epoch) and returns how many it removed. Choose an `age` far longer than
+    /// any upload — an hour or more: a younger one may be another device's upload in progress.
+    func sweepLeftovers(olderThan age: UInt64, now: UInt64) async throws(ConcordError) -> Int
+}
+
+extension FolderRemote: LeftoverSweeping {
+    public func sweepLeftovers(olderThan age: UInt64, now: UInt64) async throws(ConcordError) -> Int {
+        try sweepTemporaryFiles(olderThan: age, now: now)
+    }
+}

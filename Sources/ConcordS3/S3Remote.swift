@@ -23,7 +23,7 @@ import NIOHTTP1
 /// - A missing bucket is ``ConcordHTTP/ConcordError/Code/remoteMissing``, a refused key or
 ///   secret ``ConcordHTTP/ConcordError/Code/remoteAuth`` — never "an empty store".
 /// - Retries, timeouts and wording: ``ConcordHTTP/HTTPTransport``.
-public struct S3Remote: Remote {
+public struct S3Remote: LeftoverSweeping {
     public let bucket: String
     /// The key prefix of the store: empty, or ending in `/`.
     public let prefix: String

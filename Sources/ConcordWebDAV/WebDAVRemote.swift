@@ -29,7 +29,7 @@ import Synchronization
 ///   check of listed sizes finds it and puts the object again.
 /// - Retries, timeouts and error wording: ``ConcordHTTP/HTTPTransport``. The password is
 ///   sent only as HTTP Basic auth; use `https://` except on loopback.
-public struct WebDAVRemote: Remote {
+public struct WebDAVRemote: LeftoverSweeping {
     /// The root collection's URL, ending in `/`.
     public let url: String
     let origin: String
@@ -113,8 +113,20 @@ public struct WebDAVRemote: Remote {
 
     public func list(prefix: String) async throws(ConcordError) -> [RemoteObject] {
         try RemoteLayout.validatePrefix(prefix)
+        let found = try await resources(under: prefix).compactMap { relative, entry in
+            relative.hasPrefix(prefix) && RemoteLayout.parse(relative) != nil
+                ? RemoteObject(path: relative, size: entry.size ?? 0, modified: entry.modified) : nil
+        }
+        // A server may list a resource twice (once per href form); keep one.
+        var seen: Set<String> = []
+        return found.filter { seen.insert($0.path).inserted }
+    }
+
+    /// Every non-collection resource in the layout's collections that `prefix` reaches, by
+    /// path relative to the root: PROPFIND `Depth: 1` per collection, eight at a time.
+    func resources(under prefix: String) async throws(ConcordError) -> [(String, PropfindEntry)] {
         let start = prefix.lastIndex(of: "/").map { String(prefix[...$0]) } ?? ""
-        var found: [RemoteObject] = []
+        var found: [(String, PropfindEntry)] = []
         var pending = [start]
         var visited: Set<String> = [start]
         var first = true
@@ -151,16 +163,14 @@ public struct WebDAVRemote: Remote {
                         // each folder is listed once.
                         guard folder.hasPrefix(prefix) || prefix.hasPrefix(folder), folder.hasPrefix(start), visited.insert(folder).inserted else { continue }
                         pending.append(folder)
-                    } else if relative.hasPrefix(prefix), RemoteLayout.parse(relative) != nil {
-                        found.append(RemoteObject(path: relative, size: entry.size ?? 0, modified: entry.modified))
+                    } else {
+                        found.append((relative, entry))
                     }
                 }
             }
             first = false
         }
-        // A server may list a resource twice (once per href form); keep one.
-        var seen: Set<String> = []
-        return found.filter { seen.insert($0.path).inserted }
+        return found
     }
 
     public func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
@@ -187,6 +197,28 @@ public struct WebDAVRemote: Remote {
     /// The prefix of the temporary name a streamed put writes before it moves the object
     /// into place; layout parsing rejects such names, so listings never return one.
     public static let temporaryPrefix = ".concord-tmp-"
+
+    /// Deletes the temporaries (``temporaryPrefix``) that streamed puts cut off by a crash
+    /// or a lost connection left in the layout's collections, last modified more than `age`
+    /// ms before `now`; returns how many it deleted. `concord compact` runs it with an hour:
+    /// a younger one may be another device's upload in progress.
+    public func sweepLeftovers(olderThan age: UInt64, now: UInt64) async throws(ConcordError) -> Int {
+        var deleted = 0
+        for (relative, entry) in try await resources(under: "") {
+            let name = relative.split(separator: "/").last.map(String.init) ?? relative
+            guard name.hasPrefix(Self.temporaryPrefix), let modified = entry.modified, modified + age <= now else { continue }
+            let response = try await send("DELETE", relative)
+            if (200...299).contains(response.status) || response.status == 404 { deleted += 1 }
+        }
+        return deleted
+    }
+
+    /// Deletes the root collection and everything in it (WebDAV DELETE is recursive). The
+    /// demo uses it to leave nothing behind; a store's own syncs never call it.
+    public func deleteRoot() async throws(ConcordError) {
+        let response = try await send("DELETE", "")
+        guard (200...299).contains(response.status) || response.status == 404 else { throw failure(response, "its root collection", doing: "delete") }
+    }
 
     public func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try RemoteLayout.validateObjectPath(path)

@@ -32,6 +32,8 @@ struct CLI {
 
     let folder: URL
     var passphrase = "correct horse battery staple"
+    /// Set (or, with nil, unset) for every run: a remote's password, S3 credentials.
+    var environment: [String: String?] = [:]
 
     /// A fresh temporary folder; delete it with ``cleanUp()``.
     init() throws {
@@ -60,7 +62,7 @@ struct CLI {
         env["CONCORD_NEW_PASSPHRASE"] = nil
         env["CONCORD_KDF_LIMITS"] = "minimum"
         env["CONCORD_PASSPHRASE"] = passphrase
-        for (key, value) in environment { env[key] = value }
+        for (key, value) in self.environment.merging(environment, uniquingKeysWith: { $1 }) { env[key] = value }
         process.environment = env
         let id = UUID().uuidString
         let outURL = folder.appendingPathComponent(".out-\(id)")
@@ -100,11 +102,12 @@ struct CLI {
         try ok(arguments + ["--store", path("\(name).db")], sourceLocation: sourceLocation)
     }
 
-    /// Creates replicas `names`, the remote (by the first), and joins the others to it.
-    func replicas(_ names: [String]) throws {
+    /// Creates replicas `names`, the remote (by the first), and joins the others to it;
+    /// `remote` is the `remote set` arguments (default: the folder `remote`).
+    func replicas(_ names: [String], remote: [String]? = nil) throws {
         for (index, name) in names.enumerated() {
             try on(name, ["init", "--name", name])
-            try on(name, ["remote", "set", remoteURL] + (index == 0 ? ["--create"] : []))
+            try on(name, ["remote", "set"] + (remote ?? [remoteURL]) + (index == 0 ? ["--create"] : []))
         }
     }
 

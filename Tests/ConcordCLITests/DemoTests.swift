@@ -6,9 +6,7 @@ import Testing
     @Test func demoConvergesAndSaysSo() throws {
         let cli = try CLI()
         defer { cli.cleanUp() }
-        let started = Date()
         let result = try cli.ok(["demo"])
-        #expect(Date().timeIntervalSince(started) < 30)
         #expect(result.stdout.contains("the three dumps are byte-identical"))
         #expect(result.stdout.contains("fileFork saves/slot1 data"))
         #expect(result.stdout.contains("deleteUpdate saves/slot1"))

@@ -1,3 +1,4 @@
+import ConcordTestServers
 import ConcordCore
 import ConcordRemote
 import ConcordHTTP

@@ -1,3 +1,4 @@
+import ConcordTestServers
 import ConcordHTTP
 import ConcordS3
 import ConcordTesting

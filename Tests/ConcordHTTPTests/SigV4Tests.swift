@@ -1,3 +1,4 @@
+import ConcordTestServers
 import ConcordS3
 import Foundation
 import Testing

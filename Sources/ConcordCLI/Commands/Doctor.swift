@@ -36,14 +36,14 @@ struct Doctor: AsyncParsableCommand {
         let notices = report.findings.filter { !$0.isProblem }
         let open = report.problems
         let repaired = report.findings.filter(\.repaired)
-        let ignored = Self.foreignFiles(in: connection.location.folder)
+        let ignored = connection.location.folder.map(Self.foreignFiles) ?? []
         let notDone = [
             "damaged objects are never deleted: they stay until their writer replaces them",
             "objects only another replica holds cannot be repaired from here",
             "a damaged snapshot is not rewritten: its writer's next snapshot supersedes it",
         ]
         let total = report.objects.total
-        let summary = "checked \(total) object\(total == 1 ? "" : "s") in \(connection.location.folder): "
+        let summary = "checked \(total) object\(total == 1 ? "" : "s") in \(connection.location.display): "
             + counts.map { "\($0.1) \($0.0)" }.joined(separator: ", ")
         var tally = "  \(report.healthy) healthy, \(problems.count) problem\(problems.count == 1 ? "" : "s")"
         if !notices.isEmpty { tally += ", \(notices.count) notice\(notices.count == 1 ? "" : "s")" }
@@ -61,7 +61,7 @@ struct Doctor: AsyncParsableCommand {
         for item in notDone { lines.append("  not done: \(item)") }
         options.emit(
             .object([
-                ("folder", .string(connection.location.folder)),
+                ("folder", .string(connection.location.folder)), ("remote", .string(connection.location.url)),
                 ("objects", .object(counts.map { ($0.0, .int(Int64($0.1))) } + [("total", .int(Int64(total)))])),
                 ("healthy", .int(Int64(report.healthy))),
                 ("problems", .array(report.findings.map { finding in
@@ -87,7 +87,8 @@ struct Doctor: AsyncParsableCommand {
     }
 
     /// Files in the remote folder that are not the store's objects or folders: sync-client
-    /// conflict copies, temporaries, a person's own files. Listings ignore them.
+    /// conflict copies, temporaries, a person's own files. Listings ignore them. (WebDAV and
+    /// S3 remotes: listings return only the layout's names, and nothing else is reported.)
     static func foreignFiles(in folder: String) -> [String] {
         guard let walker = FileManager.default.enumerator(atPath: folder) else { return [] }
         var found: [String] = []

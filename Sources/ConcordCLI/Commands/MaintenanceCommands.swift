@@ -52,16 +52,14 @@ struct Compact: AsyncParsableCommand {
         let freed = deleted.reduce(UInt64(0)) { $0 + (sizes[$1] ?? 0) }
         var swept: Int?
         var sweepNote: String?
-        if let location = try RemoteLocation.configured(in: store) {
-            do {
-                swept = try FolderRemote(root: location.folder).sweepTemporaryFiles(olderThan: 3_600_000, now: Format.now())
-            } catch {
-                sweepNote = "the remote folder was not swept: \(error.message)"
-            }
-        }
         var compaction: CompactionReport?
         if try RemoteLocation.configured(in: store) != nil {
             let connection = try await RemoteConnection.open(store, options: options)
+            do {
+                swept = try await connection.remote.sweepLeftovers(olderThan: 3_600_000, now: Format.now())
+            } catch {
+                sweepNote = "the remote's leftovers were not swept: \(error.message)"
+            }
             compaction = try await connection.engine.compact(batchGracePeriod: try graceMillis())
         }
         var lines: [String] = []
@@ -84,7 +82,11 @@ struct Compact: AsyncParsableCommand {
         lines += [
             "deleted \(deleted.count) unreferenced local file\(deleted.count == 1 ? "" : "s") (\(freed) bytes) from \(store.blobs.directory)",
         ]
-        if let swept { lines.append("deleted \(swept) stale temporary file\(swept == 1 ? "" : "s") from the remote folder") }
+        if let swept {
+            lines.append(try RemoteLocation.configured(in: store)?.kind == "s3"
+                ? "aborted \(swept) multipart upload\(swept == 1 ? "" : "s") abandoned over an hour ago"
+                : "deleted \(swept) stale temporary file\(swept == 1 ? "" : "s") from the remote folder")
+        }
         if let sweepNote { lines.append(sweepNote) }
         options.emit(
             .object([

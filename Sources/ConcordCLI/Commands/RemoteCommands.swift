@@ -22,19 +22,22 @@ struct RemoteShow: ParsableCommand {
         let location = try RemoteLocation.configured(in: store)
         let keyFile = try store.syncValue(CLIConfig.keyFile)
         let storeID = try SyncEngine.remoteStoreID(in: store)
-        let reachable = location.map { FileManager.default.fileExists(atPath: $0.folder) }
+        // A folder is checked here; an HTTP remote is not contacted (`concord status` does).
+        let reachable = location?.folder.map { FileManager.default.fileExists(atPath: $0) }
         var lines: [String] = []
         if let location {
-            lines.append("remote \(location.url)\(reachable == true ? "" : " (the folder is missing: is its drive mounted?)")")
+            lines.append("remote \(location.url)\(reachable == false ? " (the folder is missing: is its drive mounted?)" : "")")
+            if case let .webDAV(_, user?) = location { lines.append("  WebDAV user \(user) (password from $\(RemoteLocation.passwordVariable) or a prompt)") }
+            if case .s3 = location { lines.append("  S3 credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, or $AWS_PROFILE") }
             lines.append("  unlocked with \(keyFile.map { "key file \($0)" } ?? "a passphrase ($CONCORD_PASSPHRASE or a prompt)")")
             if let storeID { lines.append("  remote store \(storeID)") }
         } else {
-            lines.append("no remote: set one with `concord remote set file:///path/to/folder`")
+            lines.append("no remote: set one with `concord remote set file:///path/to/folder` (or https://host/path, s3://bucket/prefix)")
         }
         options.emit(
             .object([
                 ("remote", .string(location?.url)), ("folder", .string(location?.folder)),
-                ("reachable", reachable.map(JSON.bool) ?? .null),
+                ("kind", .string(location.map(\.kind))), ("reachable", reachable.map(JSON.bool) ?? .null),
                 ("keyFile", .string(keyFile)), ("storeID", .string(storeID)),
             ]),
             lines.joined(separator: "\n"))
@@ -44,31 +47,31 @@ struct RemoteShow: ParsableCommand {
 struct RemoteSet: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
-        abstract: "Point this store at a remote; creates the remote store if the folder holds none.",
+        abstract: "Point this store at a remote; creates the remote store if the remote holds none.",
         discussion: """
-            URL is file:///path/to/folder (https:// WebDAV and s3:// are not supported yet). If the \
-            folder holds a concord.json, the passphrase (or --key-file) must unlock it; otherwise a \
-            new remote store is created there, protected by the passphrase (typed twice on a \
-            terminal) or by --key-file FILE (a new random key is written to FILE if it does not \
-            exist). $CONCORD_KDF_LIMITS sets the Argon2id cost of a new passphrase.
+            URL is a folder (file:///path/to/folder, or a path), a WebDAV folder \
+            (https://host/path, --user NAME when the server asks for one: the password comes \
+            from $CONCORD_REMOTE_PASSWORD or a prompt and is never stored; http:// works too, \
+            with a warning unless the host is this machine), or S3-compatible storage \
+            (s3://bucket/prefix, --endpoint URL for a service other than AWS, --region R; \
+            credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, with \
+            $AWS_SESSION_TOKEN, or $AWS_PROFILE in ~/.aws/credentials). If the remote holds a \
+            concord.json, the passphrase (or --key-file) must unlock it; otherwise a new remote \
+            store is created there, protected by the passphrase (typed twice on a terminal) or \
+            by --key-file FILE (a new random key is written to FILE if it does not exist). \
+            $CONCORD_KDF_LIMITS sets the Argon2id cost of a new passphrase.
             """)
 
-    @Argument(help: ArgumentHelp("The remote: file:///path/to/folder.", valueName: "url")) var url: String
-    @Flag(name: .long, help: "Create the folder if it does not exist.") var create = false
+    @Argument(help: ArgumentHelp("The remote: file:///path/to/folder, https://host/path or s3://bucket/prefix.", valueName: "url")) var url: String
+    @Flag(name: .long, help: "Create the folder, WebDAV folder or bucket if it does not exist.") var create = false
+    @OptionGroup var remoteOptions: RemoteOptions
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let location = try RemoteLocation(parsing: url)
+        let location = try remoteOptions.location(url)
         let store = try options.openStore()
-        var isFolder: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: location.folder, isDirectory: &isFolder)
-        if exists && !isFolder.boolValue {
-            throw CLIError("notAFolder", "\(location.folder) is a file, not a folder: give the remote's folder")
-        }
-        if !exists && !create {
-            throw CLIError("noFolder", "the remote folder \(location.folder) does not exist: check the path and that its drive is mounted, or pass --create to create it")
-        }
-        let remote = try FolderRemote(root: location.folder, createIfMissing: create)
+        location.warnIfInsecure()
+        let remote = try await location.open(checkRoot: true, create: create)
         let keyFile = options.keyFile.map(Paths.absolute)
         let storeID: StoreID
         let created: Bool
@@ -92,24 +95,24 @@ struct RemoteSet: AsyncParsableCommand {
             storeID = manifest.storeID
             created = true
         } else {
-            let passphrase = try Secrets.passphrase(for: "the new remote store at \(location.folder)", prompt: "New passphrase", confirm: true)
+            let passphrase = try Secrets.passphrase(for: "the new remote store at \(location.display)", prompt: "New passphrase", confirm: true)
             storeID = try await SyncEngine.createRemote(remote, passphrase: passphrase, limits: try Secrets.limits()).storeID
             created = true
         }
         if let recorded = try SyncEngine.remoteStoreID(in: store), recorded != storeID.hex {
             throw CLIError(
                 "storeMismatch",
-                "this replica already synced with remote store \(recorded), but \(location.folder) holds store \(storeID.hex): a replica belongs to one store — create a new replica with `concord init --store NEW.db` and set its remote")
+                "this replica already synced with remote store \(recorded), but \(location.display) holds store \(storeID.hex): a replica belongs to one store — create a new replica with `concord init --store NEW.db` and set its remote")
         }
         try store.setSyncValue(CLIConfig.remote, location.url)
         try store.setSyncValue(CLIConfig.keyFile, keyFile)
         let how = keyFile.map { "key file \($0)" } ?? "passphrase"
         options.emit(
             .object([
-                ("remote", .string(location.url)), ("folder", .string(location.folder)), ("storeID", .string(storeID.hex)),
+                ("remote", .string(location.url)), ("folder", .string(location.folder)), ("kind", .string(location.kind)), ("storeID", .string(storeID.hex)),
                 ("created", .bool(created)), ("keyFile", .string(keyFile)),
             ]),
-            ([created ? "created a remote store in \(location.folder) (\(how))" : "unlocked the remote store in \(location.folder) (\(how))",
+            ([created ? "created a remote store in \(location.display) (\(how))" : "unlocked the remote store in \(location.display) (\(how))",
               "  remote \(location.url)", "  store \(storeID.hex)"] + notes.map { "  " + $0 } + ["  next: `concord sync`"])
                 .joined(separator: "\n"))
     }
@@ -130,17 +133,17 @@ struct RemotePassphrase: AsyncParsableCommand {
     func run() async throws {
         let store = try options.openStore()
         guard let location = try RemoteLocation.configured(in: store) else { throw CLIError.noRemote }
-        let remote = try FolderRemote(root: location.folder)
+        let remote = try await location.open()
         let manifest = try await RemoteConnection.readManifest(remote, location: location)
         let credential = try RemoteConnection.credential(for: manifest, location: location, store: store, options: options)
         let key = try RemoteConnection.unlock(manifest, with: credential)
         let newPassphrase = try Secrets.passphrase(
-            for: "the remote store at \(location.folder)", prompt: "New passphrase", confirm: true,
+            for: "the remote store at \(location.display)", prompt: "New passphrase", confirm: true,
             variable: Secrets.newPassphraseVariable)
         let updated = try manifest.settingPassphrase(newPassphrase, storeKey: key, limits: try Secrets.limits())
         try await remote.put(RemoteLayout.manifestPath, updated.jsonBytes())
         options.emit(
             .object([("remote", .string(location.url)), ("storeID", .string(updated.storeID.hex)), ("changed", .bool(true))]),
-            "changed the passphrase of the remote store in \(location.folder); other devices need the new passphrase from now on")
+            "changed the passphrase of the remote store in \(location.display); other devices need the new passphrase from now on")
     }
 }

@@ -2,30 +2,56 @@ import ArgumentParser
 import Concord
 import ConcordRemote
 import ConcordSync
+import ConcordWebDAV
 import Foundation
 
 /// `concord demo` (`make demo`): three real stores — laptop, phone, tablet — in a temporary
-/// folder sync through a folder remote protected by a passphrase. They edit concurrently,
-/// converge to byte-identical dumps, resolve the conflicts the merge kept for a person, and
-/// the remote is shown to hold only ciphertext.
+/// folder sync through a remote protected by a passphrase: a folder, or with `--remote` a
+/// fresh corner of a WebDAV folder or an S3 bucket. They edit concurrently, converge to
+/// byte-identical dumps, resolve the conflicts the merge kept for a person, and the remote
+/// is shown to hold only ciphertext.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Watch three replicas edit concurrently, sync through an encrypted folder and converge.",
-        discussion: "Runs in a temporary folder, deleted afterwards unless --keep. $CONCORD_KDF_LIMITS=minimum makes the passphrase step instant.")
+        discussion: """
+            Runs in a temporary folder, deleted afterwards unless --keep. With --remote URL (a \
+            folder, https://host/path or s3://bucket/prefix, reached as `concord remote set` \
+            reaches it) the replicas sync through a new folder concord-demo-<random> below it, \
+            deleted afterwards unless --keep. $CONCORD_KDF_LIMITS=minimum makes the passphrase \
+            step instant.
+            """)
 
     @Flag(name: .long, help: "Keep the demo's folder (the three stores and the remote) instead of deleting it.") var keep = false
     @Flag(name: .long, help: "Print one JSON document with the outcome instead of the narration.") var json = false
+    @Option(name: .long, help: ArgumentHelp("Sync through this remote instead of a local folder.", valueName: "url")) var remote: String?
+    @OptionGroup var remoteOptions: RemoteOptions
+
+    func validate() throws {
+        if remote == nil, remoteOptions.user != nil || remoteOptions.endpoint != nil || remoteOptions.region != nil {
+            throw ValidationError("--user, --endpoint and --region apply to --remote URL")
+        }
+        if let remote { _ = try remoteOptions.location(remote) }
+    }
 
     func run() async throws {
-        let demo = try DemoRun(narrate: !json)
-        defer { if !keep { demo.cleanUp() } }
-        let outcome = try await demo.run()
+        let base = try remote.map(remoteOptions.location)
+        base?.warnIfInsecure()
+        let demo = try DemoRun(narrate: !json, remote: base)
+        let outcome: DemoRun.Outcome
+        do {
+            outcome = try await demo.run()
+        } catch {
+            if !keep { await demo.cleanUp() }
+            throw error
+        }
+        if !keep { await demo.cleanUp() }
         if json {
             print(JSON.object([
                 ("identical", .bool(outcome.identical)), ("conflictsFound", .int(Int64(outcome.conflictsFound))),
                 ("conflictsLeft", .int(Int64(outcome.conflictsLeft))), ("remoteObjects", .int(Int64(outcome.remoteObjects))),
                 ("remoteBytes", .uint(outcome.remoteBytes)), ("plaintextFound", .bool(false)),
                 ("seconds", .double((outcome.seconds * 1000).rounded() / 1000)), ("folder", .string(keep ? demo.folder : nil)),
+                ("remote", .string(demo.location.url)),
             ]).text)
         } else if keep {
             print("\nThe stores and the remote are kept in \(demo.folder); try `concord status --store \(demo.folder)/laptop.db`.")
@@ -43,7 +69,9 @@ struct DemoDevice {
 final class DemoRun {
     let narrate: Bool
     let folder: String
-    let remoteFolder: String
+    /// Where the replicas sync: the demo folder's `remote`, or a fresh corner of --remote.
+    let location: RemoteLocation
+    var remote: (any LeftoverSweeping)?
     let passphrase = "correct horse battery staple"
     var devices: [DemoDevice] = []
     let started = ContinuousClock.now
@@ -63,20 +91,29 @@ final class DemoRun {
         var seconds = 0.0
     }
 
-    init(narrate: Bool) throws {
+    init(narrate: Bool, remote given: RemoteLocation? = nil) throws {
         self.narrate = narrate
-        let base = (NSTemporaryDirectory() as NSString).appendingPathComponent("concord-demo-\(UInt32.random(in: 0...UInt32.max))")
+        let name = "concord-demo-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        let base = (NSTemporaryDirectory() as NSString).appendingPathComponent(name)
         folder = base
-        remoteFolder = base + "/remote"
+        location = given?.child(name) ?? .folder(base + "/remote")
         do {
-            try FileManager.default.createDirectory(atPath: remoteFolder, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: given == nil ? base + "/remote" : base, withIntermediateDirectories: true)
         } catch {
             throw CLIError("demo", "could not create the demo folder \(base): \(error.localizedDescription); check $TMPDIR")
         }
     }
 
-    func cleanUp() {
+    /// Deletes the stores and the demo's remote objects (best effort).
+    func cleanUp() async {
         try? FileManager.default.removeItem(atPath: folder)
+        if let webDAV = remote as? WebDAVRemote {
+            try? await webDAV.deleteRoot()
+        } else if let remote, location.folder == nil {
+            for object in (try? await remote.list(prefix: "")) ?? [] { try? await remote.delete(object.path) }
+        } else if let other = location.folder, !other.hasPrefix(folder) {
+            try? FileManager.default.removeItem(atPath: other)
+        }
     }
 
     func say(_ text: String) {
@@ -95,7 +132,11 @@ final class DemoRun {
         var outcome = Outcome()
         step("Three replicas, one encrypted folder")
         say("laptop, phone and tablet each hold a full replica: a SQLite store in \(folder).")
-        say("They sync through the folder \(remoteFolder) — it could be Dropbox, Syncthing or a USB drive.")
+        if let remoteFolder = location.folder {
+            say("They sync through the folder \(remoteFolder) — it could be Dropbox, Syncthing or a USB drive.")
+        } else {
+            say("They sync through \(location.display), a new folder the demo deletes afterwards.")
+        }
         try await setUp()
 
         step("The laptop creates two records and syncs; the others pull them")
@@ -173,7 +214,7 @@ final class DemoRun {
         outcome.identical = true
 
         step("What the storage sees")
-        let scan = try scanRemote(extra: [Self.castle, Self.forest, Self.dungeon],
+        let scan = try await scanRemote(extra: [Self.castle, Self.forest, Self.dungeon],
                                   hashes: [castleFile.hash, forestFile.hash, dungeonFile.hash])
         outcome.remoteObjects = scan.objects
         outcome.remoteBytes = scan.bytes
@@ -186,7 +227,8 @@ final class DemoRun {
 
     func setUp() async throws {
         let limits = try Secrets.limits()
-        let remote = try FolderRemote(root: remoteFolder)
+        let remote = try await location.open(checkRoot: true, create: true)
+        self.remote = remote
         var keys: [StoreKey] = []
         var storeID: StoreID?
         for name in ["laptop", "phone", "tablet"] {
@@ -196,7 +238,7 @@ final class DemoRun {
                 let created = try await SyncEngine.createRemote(remote, passphrase: passphrase, limits: limits)
                 keys.append(created.key)
                 storeID = created.storeID
-                say("  \(pad(name)) concord init --name \(name); concord remote set file://\(remoteFolder)")
+                say("  \(pad(name)) concord init --name \(name); concord remote set \(location.url)")
                 say("         → creates the remote store: a random store key, wrapped with Argon2id(\"\(passphrase)\")")
             } else {
                 if name == "phone" {
@@ -208,7 +250,7 @@ final class DemoRun {
                     }
                 }
                 keys.append(try await SyncEngine.unlock(remote, passphrase: passphrase).key)
-                say("  \(pad(name)) concord init --name \(name); concord remote set file://\(remoteFolder)  → unlocked")
+                say("  \(pad(name)) concord init --name \(name); concord remote set \(location.url)  → unlocked")
             }
             devices.append(DemoDevice(
                 name: name, store: store,
@@ -238,18 +280,12 @@ final class DemoRun {
 
     /// Reads every file in the remote folder and checks that no name or content holds any
     /// word the demo wrote, any file's content, or any content hash.
-    func scanRemote(extra: [[UInt8]], hashes: [ContentHash]) throws -> (objects: Int, bytes: UInt64) {
+    func scanRemote(extra: [[UInt8]], hashes: [ContentHash]) async throws -> (objects: Int, bytes: UInt64) {
         let words = ["Zelda", "zelda", "games", "saves", "slot1", "title", "level", "tags", "label", "adventure", "classic",
                      "Hyrule", "laptop", "phone", "tablet", "castle", "forest", "dungeon"]
         let needles = words.map { Array($0.utf8) } + extra + hashes.map(\.bytes) + hashes.map { Array($0.hex.utf8) }
-        guard let walker = FileManager.default.enumerator(atPath: remoteFolder) else {
-            throw CLIError("demo", "could not read \(remoteFolder)")
-        }
         var files: [(path: String, bytes: [UInt8])] = []
-        while let path = walker.nextObject() as? String {
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: remoteFolder + "/" + path, isDirectory: &isFolder), !isFolder.boolValue else { continue }
-            let bytes = [UInt8](FileManager.default.contents(atPath: remoteFolder + "/" + path) ?? Data())
+        for (path, bytes) in try await remoteContents() {
             for needle in needles where Self.contains(bytes, needle) || Self.contains(Array(path.utf8), needle) {
                 throw CLIError("demo", "the remote object \(path) contains plaintext (\(String(decoding: needle, as: UTF8.self).prefix(20)))")
             }
@@ -267,7 +303,7 @@ final class DemoRun {
             case nil: "other"
             }
         }
-        say("The remote folder holds \(files.count) objects, \(total) bytes: " + kinds.keys.sorted().map { "\(kinds[$0]!.count) \($0)" }.joined(separator: ", "))
+        say("The remote holds \(files.count) objects, \(total) bytes: " + kinds.keys.sorted().map { "\(kinds[$0]!.count) \($0)" }.joined(separator: ", "))
         for file in files.filter({ RemoteLayout.parse($0.path) == .manifest }) + files.filter({ RemoteLayout.parse($0.path).map { if case .delta = $0 { true } else { false } } ?? false }).prefix(1)
             + files.filter({ RemoteLayout.parse($0.path).map { if case .blob = $0 { true } else { false } } ?? false }).prefix(1) {
             let preview = RemoteLayout.parse(file.path) == .manifest
@@ -278,6 +314,29 @@ final class DemoRun {
         say("  ✓ no object's name or bytes contains any of the \(words.count) words written, the 3 files' contents, or their hashes:")
         say("    record ids, field names, values and file contents are all encrypted (XChaCha20-Poly1305, keyed blob names).")
         return (files.count, total)
+    }
+
+    /// Every file the remote holds, by path: a folder is walked whole (a stray file too);
+    /// an HTTP remote's listing names every object the store wrote.
+    func remoteContents() async throws -> [(String, [UInt8])] {
+        guard let remoteFolder = location.folder else {
+            guard let remote else { return [] }
+            var contents: [(String, [UInt8])] = []
+            for object in try await remote.list(prefix: "") {
+                contents.append((object.path, try await remote.get(object.path) ?? []))
+            }
+            return contents
+        }
+        guard let walker = FileManager.default.enumerator(atPath: remoteFolder) else {
+            throw CLIError("demo", "could not read \(remoteFolder)")
+        }
+        var contents: [(String, [UInt8])] = []
+        while let path = walker.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: remoteFolder + "/" + path, isDirectory: &isFolder), !isFolder.boolValue else { continue }
+            contents.append((path, [UInt8](FileManager.default.contents(atPath: remoteFolder + "/" + path) ?? Data())))
+        }
+        return contents
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -9,50 +9,58 @@ import Glibc
 /// on a free loopback port, in a private folder, and stopped when the process ends (a
 /// watchdog shell kills the server once the test process is gone). `make test` installs
 /// them (scripts/ensure-packages.sh, scripts/ensure-moto.sh).
-enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible {
+public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible {
     case apache, nginx, rclone, moto
+    /// `rclone serve webdav` that asks for HTTP Basic auth: user ``webDAVUser``, password
+    /// ``webDAVPassword``.
+    case rcloneAuth
     /// moto with signature checking on. Not in ``conformance``: with it on, moto rejects
     /// the (correct) signature of any request whose query has a `/` — a listing's prefix —
     /// as boto3's own requests show.
     case motoSigned
 
-    var description: String {
+    public var description: String {
         switch self {
         case .apache: "Apache httpd mod_dav"
         case .nginx: "nginx dav-ext"
         case .rclone: "rclone serve webdav"
+        case .rcloneAuth: "rclone serve webdav (Basic auth)"
         case .moto: "moto S3"
         case .motoSigned: "moto S3 (signatures checked)"
         }
     }
 
     /// The servers the conformance suite and the sync fuzz run on.
-    static let conformance: [ServerKind] = [.apache, .nginx, .rclone, .moto]
+    public static let conformance: [ServerKind] = [.apache, .nginx, .rclone, .moto]
 
-    static let webDAV: [ServerKind] = [.apache, .nginx, .rclone]
+    public static let webDAV: [ServerKind] = [.apache, .nginx, .rclone]
+
+    /// The user and password ``rcloneAuth`` asks for.
+    public static let webDAVUser = "concord"
+    public static let webDAVPassword = "concord-test-password"
 }
 
-struct RunningServer: Sendable {
-    let kind: ServerKind
-    let port: Int
+public struct RunningServer: Sendable {
+    public let kind: ServerKind
+    public let port: Int
     /// `http://127.0.0.1:PORT`
-    let origin: String
-    let directory: String
+    public let origin: String
+    public let directory: String
     /// S3 servers: the access key and secret the tests sign with.
-    var accessKey = ""
-    var secretKey = ""
+    public internal(set) var accessKey = ""
+    public internal(set) var secretKey = ""
 }
 
-struct ServerUnavailable: Error, CustomStringConvertible {
-    let description: String
+public struct ServerUnavailable: Error, CustomStringConvertible {
+    public let description: String
 }
 
-actor LoopbackServers {
-    static let shared = LoopbackServers()
+public actor LoopbackServers {
+    public static let shared = LoopbackServers()
 
     private var starting: [ServerKind: Task<RunningServer, any Error>] = [:]
 
-    func server(_ kind: ServerKind) async throws -> RunningServer {
+    public func server(_ kind: ServerKind) async throws -> RunningServer {
         if let task = starting[kind] { return try await task.value }
         let task = Task { try await Self.start(kind) }
         starting[kind] = task
@@ -126,9 +134,10 @@ actor LoopbackServers {
                 }
                 """.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
             command = "\(binary) -p \(directory) -c \(directory)/nginx.conf"
-        case .rclone:
+        case .rclone, .rcloneAuth:
             let binary = try which("rclone", package: "rclone")
             command = "\(binary) serve webdav \(directory)/data --addr 127.0.0.1:\(port) --config /dev/null"
+                + (kind == .rcloneAuth ? " --user \(ServerKind.webDAVUser) --pass \(ServerKind.webDAVPassword)" : "")
         case .moto, .motoSigned:
             let binary = try which("moto_server", package: "moto (pip)")
             if kind == .motoSigned { environment["INITIAL_NO_AUTH_ACTION_COUNT"] = "3" }
@@ -178,7 +187,7 @@ actor LoopbackServers {
         throw ServerUnavailable(description: "\(name) is not installed: run `make test`, which installs \(package)")
     }
 
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ServerUnavailable(description: "no socket for a free port") }
         defer { close(fd) }

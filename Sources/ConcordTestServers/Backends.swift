@@ -7,13 +7,15 @@ import Foundation
 
 /// A fresh, empty remote on a running server: a new collection (WebDAV) or a new prefix in
 /// a new bucket (S3), so tests running at once never see each other's objects.
-enum Backends {
-    static func fresh(_ kind: ServerKind, retry: HTTPRetryPolicy = .init()) async throws -> any Remote {
+public enum Backends {
+    public static func fresh(_ kind: ServerKind, retry: HTTPRetryPolicy = .init()) async throws -> any Remote {
         let server = try await LoopbackServers.shared.server(kind)
         let name = "t" + UUID().uuidString.prefix(12).lowercased()
         switch kind {
-        case .apache, .nginx, .rclone:
-            let remote = try WebDAVRemote(url: "\(server.origin)/stores/\(name)", retry: retry)
+        case .apache, .nginx, .rclone, .rcloneAuth:
+            let remote = kind == .rcloneAuth
+                ? try WebDAVRemote(url: "\(server.origin)/stores/\(name)", user: ServerKind.webDAVUser, password: ServerKind.webDAVPassword, retry: retry)
+                : try WebDAVRemote(url: "\(server.origin)/stores/\(name)", retry: retry)
             try await remote.createRoot()
             return remote
         case .moto, .motoSigned:
@@ -23,7 +25,7 @@ enum Backends {
         }
     }
 
-    static func s3(_ server: RunningServer, bucket: String, prefix: String, secret: String? = nil, retry: HTTPRetryPolicy = .init()) throws -> S3Remote {
+    public static func s3(_ server: RunningServer, bucket: String, prefix: String, secret: String? = nil, retry: HTTPRetryPolicy = .init()) throws -> S3Remote {
         try S3Remote(
             bucket: bucket, prefix: prefix, endpoint: server.origin, region: "us-east-1",
             credentials: .init(accessKey: server.accessKey, secretKey: secret ?? server.secretKey), retry: retry)
