@@ -28,6 +28,8 @@ extension SyncEngine {
         // apply yet (its dependencies are another origin's later batches) waits, holding just
         // that one batch, while the others advance. Memory stays at one batch per origin.
         var waiting: [ReplicaID: Delta] = [:]
+        var prefetch = BatchPrefetch(remote: remote, window: requestsInFlight)
+        defer { prefetch.cancelAll() }
         var stopped: Set<ReplicaID> = []
         var caughtUp: Set<ReplicaID> = []
         var bytes: UInt64 = 0
@@ -46,7 +48,7 @@ extension SyncEngine {
                         let path = RemoteLayout.delta(replica, seq: seq)
                         let fetched: [UInt8]?
                         do throws(ConcordError) {
-                            fetched = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
+                            fetched = try await prefetch.batch(replica, seq, last: last[replica]!)
                         } catch where Self.isDamage(error) {
                             // Not a readable object (too large, not a file): skipped, reported.
                             report.rejected.append("\(path): \(error.message)")
@@ -98,6 +100,13 @@ extension SyncEngine {
                         continue
                     }
                     guard step == .applied else {
+                        // Another replica saw changes of this replica that this store never
+                        // made: it is an older copy of itself (restored from a backup), even
+                        // when its own head is unreadable and it has nothing to push.
+                        let own = delta.dependencies[store.replicaID]
+                        if step == .notReady, own > (try store.versionVector())[store.replicaID] {
+                            throw ConcordError(.storeRestored, "batch \(RemoteLayout.delta(replica, seq: delta.seq)) depends on changes of this replica (up to stamp \(own)) that this store never made: it is an older copy of itself")
+                        }
                         waiting[replica] = delta
                         break
                     }
@@ -108,15 +117,17 @@ extension SyncEngine {
                 }
             }
             // Every origin is stuck, and some batch waits for another origin's changes that no
-            // listed head leads to (its writer is gone, or its head is unreadable): a snapshot
-            // that covers them lets it apply.
+            // listed head leads to, or whose walk stopped (its writer is gone, or its head or
+            // batch is unreadable): a snapshot that covers them lets it apply.
             if !progressMade, !waiting.isEmpty {
                 let vector = try store.versionVector()
                 let applied = try store.appliedSeqs()
                 for (_, delta) in waiting.sorted(by: { $0.key < $1.key }) {
-                    for (origin, hlc) in delta.dependencies.entries where vector[origin] < hlc && next[origin] == nil && !caughtUp.contains(origin) {
+                    for (origin, hlc) in delta.dependencies.entries
+                    where vector[origin] < hlc && (next[origin] == nil || stopped.contains(origin)) && !caughtUp.contains(origin) {
                         if try await catchUp(origin: origin, seq: (applied[origin] ?? 0) + 1, into: &report) {
                             caughtUp.insert(origin)
+                            stopped.remove(origin)  // its walk goes on past the snapshot
                             try advancePastSnapshot(&next, &waiting)
                             progressMade = true
                         }

@@ -29,8 +29,13 @@ extension SyncEngine {
                 }
             }
         }
+        // Batches go up `requestsInFlight` at a time (their files first), then one head
+        // names the last of them: a crash in between leaves batches no head names yet,
+        // which the next push sends again with the same bytes.
+        var window: [(seq: UInt64, path: String, bytes: [UInt8])] = []
+        let start = pushed
         for seq in (pushed + 1)..<(sealed + 1) {
-            progress?(SyncProgress(phase: .pushing, objectsDone: Int(seq - pushed - 1), objectsTotal: Int(sealed - pushed), bytesDone: 0, bytesTotal: 0))
+            progress?(SyncProgress(phase: .pushing, objectsDone: Int(seq - start - 1), objectsTotal: Int(sealed - start), bytesDone: 0, bytesTotal: 0))
             guard let plaintext = try store.sealedDelta(seq: seq) else {
                 throw ConcordError(.corrupt, "sealed delta \(seq) is missing from the local store")
             }
@@ -46,14 +51,15 @@ extension SyncEngine {
             //    one content): if the remote holds different, authentic bytes there, this
             //    store is an older copy of a replica that pushed on (restored from a backup).
             let path = RemoteLayout.delta(store.replicaID, seq: seq)
-            let bytes = SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
-            try await checkNameIsFree(path, for: bytes, seq: seq)
-            try await remote.put(path, bytes)
-            // 3. The head naming it.
+            window.append((seq, path, SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)))
+            guard window.count >= requestsInFlight || seq == sealed else { continue }
+            try await putBatches(window)
+            // 3. The head naming the last of them.
             try await putHead(seq: seq)
             pushed = seq
             try store.setSyncValue(SyncKey.pushedSeq, String(seq))
-            report.pushed += 1
+            report.pushed += window.count
+            window.removeAll()
         }
         // A head also when what it says changed without a batch (a reader that never
         // writes still tells compaction what it has), or when it is getting old: nothing
@@ -63,6 +69,34 @@ extension SyncEngine {
         for head in try await listHeadNames() where head.replica == store.replicaID && head.seq < pushed {
             try await remote.delete(RemoteLayout.head(head.replica, seq: head.seq))
         }
+    }
+
+    /// Puts `batches`, each once its name is shown free, all at once; throws the first
+    /// failure after every put has ended.
+    private func putBatches(_ batches: [(seq: UInt64, path: String, bytes: [UInt8])]) async throws(ConcordError) {
+        if batches.count == 1, let only = batches.first {
+            try await checkNameIsFree(only.path, for: only.bytes, seq: only.seq)
+            try await remote.put(only.path, only.bytes)
+            return
+        }
+        let failures = await withTaskGroup(of: ConcordError?.self) { group in
+            for batch in batches {
+                group.addTask {
+                    do throws(ConcordError) {
+                        try await self.checkNameIsFree(batch.path, for: batch.bytes, seq: batch.seq)
+                        try await self.remote.put(batch.path, batch.bytes)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            var failures: [ConcordError] = []
+            for await failure in group { if let failure { failures.append(failure) } }
+            return failures
+        }
+        // A restored store is the finding that matters most; any other failure will do.
+        if let failure = failures.first(where: { $0.code == .storeRestored }) ?? failures.first { throw failure }
     }
 
     /// Throws ``ConcordCore/ConcordError/Code/storeRestored`` if the remote holds other

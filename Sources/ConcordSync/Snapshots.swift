@@ -83,6 +83,15 @@ extension SyncEngine {
         guard clock.millisecondsSinceEpoch() - started <= uploadDeadline else {
             throw ConcordError(.remote, "uploading the files of snapshot \(path) took longer than the upload deadline three times; nothing was lost — try again on a faster connection, or raise blobGracePeriod")
         }
+        // A put under this name that failed may have landed all the same (its reply was
+        // lost) with the state of then: that snapshot stands — one name, one content.
+        if !taken, try store.syncValue(SyncKey.snapshotAttempt) == String(seq), let landed = try await authenticSnapshot(at: path), landed != sealed {
+            try store.setSyncValue(SyncKey.snapshotSeq, String(seq))
+            try store.setSyncValue(SyncKey.snapshotDigest, ContentHasher.hash(landed).hex)
+            _ = try await refreshHead()
+            return path
+        }
+        try store.setSyncValue(SyncKey.snapshotAttempt, String(seq))
         try await remote.put(path, sealed)
         try store.setSyncValue(SyncKey.snapshotSeq, String(seq))
         try store.setSyncValue(SyncKey.snapshotDigest, digest)
@@ -92,6 +101,19 @@ extension SyncEngine {
             try await remote.delete(RemoteLayout.snapshot(store.replicaID, seq: old))
         }
         return path
+    }
+
+    /// The sealed bytes at `path` if they are an authentic snapshot, else nil (none there,
+    /// or torn: such a one is overwritten).
+    private func authenticSnapshot(at path: String) async throws(ConcordError) -> [UInt8]? {
+        let there: [UInt8]?
+        do throws(ConcordError) {
+            there = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
+        } catch where Self.isDamage(error) {
+            return nil
+        }
+        guard let there, (try? SealedObject.open(there, path: path, key: keys.snapshots)) != nil else { return nil }
+        return there
     }
 
     /// A snapshot on the remote: its writer, the seq in its name, when it was written, and

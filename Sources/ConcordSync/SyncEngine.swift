@@ -35,6 +35,11 @@ public actor SyncEngine {
     /// its head stayed (a folder emptied by hand, a sync client deleting what it took for a
     /// conflict) and publish it again from local state.
     public nonisolated let lossCheckInterval: UInt64
+    /// How many requests a sync keeps in flight at once: batches fetched ahead by pull,
+    /// batches put by push. Over a link with latency this divides a backlog's time by as
+    /// much; memory stays at this many batches. 1 makes every request in order, one at a
+    /// time (what a seeded fault injector needs to replay a schedule).
+    public nonisolated let requestsInFlight: Int
     /// A day, in milliseconds.
     public static let day: UInt64 = 86_400_000
     let updates = Broadcaster<SyncProgress>(bufferingPolicy: .bufferingNewest(256))
@@ -71,13 +76,15 @@ public actor SyncEngine {
     /// `retention`: silence after which a replica counts as retired (default 90 days).
     /// `blobGracePeriod`: the least age of a remote file collection deletes (default 7 days).
     /// `lossCheckInterval`: how often a sync lists every batch for vanished ones (default an
-    /// hour; 0: every sync).
+    /// hour; 0: every sync). `requestsInFlight`: how many requests a sync keeps in flight
+    /// (default 8; at least 1).
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
         clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64,
         snapshotSlack: UInt64 = 4, retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day,
-        lossCheckInterval: UInt64 = 3_600_000
+        lossCheckInterval: UInt64 = 3_600_000, requestsInFlight: Int = 8
     ) {
+        self.requestsInFlight = max(1, requestsInFlight)
         self.lossCheckInterval = lossCheckInterval
         self.snapshotEvery = snapshotEvery
         self.snapshotSlack = snapshotSlack
@@ -197,8 +204,15 @@ public actor SyncEngine {
         let republished = try await republishWhatTheRemoteLost(heads, into: &report)
         if !republished.isEmpty { report.remoteRolledBack = republished }
         if mode != .pushOnly {
-            try await bootstrapIfNew(into: &report)
-            try await pull(heads, into: &report, progress: emit)
+            do throws(ConcordError) {
+                try await bootstrapIfNew(into: &report)
+                try await pull(heads, into: &report, progress: emit)
+            } catch where error.code == .storeRestored && report.restoredCopy == nil {
+                // Another replica's batch shows this store is an older copy of itself.
+                var again = try await sync(mode: mode, progress: progress, restoredCopy: try recoverRestoredCopy(evidence: error.message, oldHead: nil))
+                again.rejected = report.rejected + again.rejected
+                return again
+            }
         }
         if mode != .pullOnly {
             do throws(ConcordError) {
@@ -284,6 +298,9 @@ enum SyncKey {
     static let snapshotSeq = "snapshot.seq"
     /// The BLAKE2b hash (hex) of the sealed bytes of the newest own snapshot.
     static let snapshotDigest = "snapshot.digest"
+    /// The seq of the last snapshot put attempted: if it failed, the put may still have
+    /// landed (a lost reply), so the next one under that name first reads what is there.
+    static let snapshotAttempt = "snapshot.attempt"
     /// The newest own seq a readable snapshot on the remote covered at the last compaction.
     static let snapshotCovered = "snapshot.covered"
     /// `covers.<path>`: per origin, the newest seq the snapshot at `path` contains.

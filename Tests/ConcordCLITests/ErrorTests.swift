@@ -72,15 +72,6 @@ import Testing
         expectFailure(try cli.run(["sync"] + store), status: 1, mentioning: [cli.path("remote")])
     }
 
-    @Test func httpsAndS3AreNotSupportedYet() throws {
-        let cli = try CLI()
-        defer { cli.cleanUp() }
-        try cli.on("a", ["init"])
-        for url in ["https://dav.example.com/concord", "s3://bucket/concord"] {
-            expectFailure(try cli.run(["remote", "set", url, "--store", cli.path("a.db")]), status: 1, mentioning: ["not supported yet"])
-        }
-    }
-
     @Test func operationsOnMissingThingsExitOne() throws {
         let cli = try CLI()
         defer { cli.cleanUp() }

@@ -79,4 +79,33 @@ import Testing
         #expect(replicas.first { $0.id == old }?.status == .forgotten)
         #expect(replicas.first { $0.id == change.new }?.status == .active)
     }
+    /// The restored copy has nothing to push and its own head is torn, so neither its head
+    /// nor a push can tell; another replica's batch that depends on its lost change does.
+    @Test func aRestoredCopyWithATornHeadAndNothingToPushIsToldByAnotherReplicasBatch() async throws {
+        var fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try await fleet.syncAll()
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(a, to: copy)
+        try a.set(RecordRef(collection: "notes", id: "n1"), "title", .string("one"))
+        try await fleet.engines[0].sync()
+        try await fleet.engines[1].sync()
+        try b.set(RecordRef(collection: "notes", id: "n1"), "body", .string("b saw a's n1"))
+        try await fleet.engines[1].sync()
+        // a's newest head is torn by an interrupted rewrite; then a's device is restored.
+        let head = try #require(try await fleet.remote.list(prefix: RemoteLayout.headsPrefix).map(\.path)
+            .first { $0.hasPrefix(RemoteLayout.headsPrefix + a.replicaID.description) })
+        try await fleet.remote.put(head, [])
+        let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        let restored = SyncEngine(store: restoredStore, remote: fleet.remote, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
+        let report = try await restored.sync()
+        let change = try #require(report.restoredCopy)
+        #expect(change.old == a.replicaID && restoredStore.replicaID == change.new)
+        #expect(report.waiting == 0)
+        #expect(try restoredStore.record(RecordRef(collection: "notes", id: "n1"))?.count == 2)
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        try await restored.sync()
+        #expect(Set([try restoredStore.canonicalDump(), try b.canonicalDump(), try fleet.stores[2].canonicalDump()]).count == 1)
+    }
 }

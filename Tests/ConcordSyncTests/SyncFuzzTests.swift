@@ -114,6 +114,13 @@ final class FuzzRun {
     static let secrets = ["fuzzcoll-one", "fuzzcoll-two", "fuzzrecord-x", "fuzzrecord-y", "fuzzrecord-z", "fuzzfield-a",
                           "fuzzfield-b", "fuzzset-s", "fuzzvalue-", "file content "]
 
+    /// Every fourth schedule syncs with 8 requests in flight: its faults then land in an
+    /// order the scheduler picks, so a failure there may not replay exactly (set
+    /// CONCORD_SYNC_IN_FLIGHT=1 to replay it in order). The others make one request at a time.
+    var requestsInFlight: Int {
+        Int(ProcessInfo.processInfo.environment["CONCORD_SYNC_IN_FLIGHT"] ?? "") ?? (seed % 4 == 0 ? 8 : 1)
+    }
+
     init(seed: UInt64) {
         self.seed = seed
         random = SeededGenerator(seed: seed)
@@ -142,7 +149,8 @@ final class FuzzRun {
         // still exceeds deadline + staleness + the ±1 day skew (docs/ARCHITECTURE.md §4).
         engines.append(SyncEngine(
             store: store, remote: faulty, key: key, storeID: storeID, clock: clock, snapshotEvery: 3,
-            snapshotSlack: UInt64(random.int(0...3)), retention: 10 * Self.day, blobGracePeriod: 5 * Self.day))
+            snapshotSlack: UInt64(random.int(0...3)), retention: 10 * Self.day, blobGracePeriod: 5 * Self.day,
+            requestsInFlight: requestsInFlight))
     }
 
     func run() async throws -> [String] {
@@ -574,7 +582,8 @@ final class FuzzRun {
         stores[r] = restored
         engines[r] = SyncEngine(
             store: restored, remote: remotes[r], key: key, storeID: storeID, clock: clocks[r], snapshotEvery: 3,
-            snapshotSlack: engines[r].snapshotSlack, retention: 10 * Self.day, blobGracePeriod: 5 * Self.day)
+            snapshotSlack: engines[r].snapshotSlack, retention: 10 * Self.day, blobGracePeriod: 5 * Self.day,
+            requestsInFlight: requestsInFlight)
         restoredFrom[r, default: []].append(id)
         trace.log("r\(r) restored from its backup (sealed \(backup.sealed), announced \(announced), on the remote \(onRemote.sorted())); \(dropped) writes only it held are gone")
         stats.count("deviceRestore")

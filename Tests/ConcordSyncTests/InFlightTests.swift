@@ -1,0 +1,81 @@
+import ConcordCore
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// Over a link with latency, a backlog must not cost one round trip per batch: pull fetches
+/// ahead and push puts several batches at once — never more than `requestsInFlight`.
+@Suite struct InFlightTests {
+    /// Counts the requests running at once; each takes a few milliseconds, as over a network.
+    final class Gauge: Remote {
+        let base: any Remote
+        let running = Mutex((now: 0, most: 0))
+        init(_ base: any Remote) { self.base = base }
+
+        var most: Int { running.withLock { $0.most } }
+        func reset() { running.withLock { $0 = (0, 0) } }
+
+        func measured<T>(_ body: () async throws(ConcordError) -> T) async throws(ConcordError) -> T {
+            running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+            defer { running.withLock { $0.now -= 1 } }
+            try? await Task.sleep(for: .milliseconds(3))
+            return try await body()
+        }
+
+        func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) { try await measured { () throws(ConcordError) in try await base.put(path, bytes) } }
+        func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await measured { () throws(ConcordError) in try await base.get(path) } }
+        func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+            try await measured { () throws(ConcordError) in try await base.get(path, limit: limit) }
+        }
+        func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
+        func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
+        func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
+        func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+            try await base.getStream(path, write: write)
+        }
+        func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { try await base.anomalies(prefix: prefix) }
+    }
+
+    @Test(arguments: [1, 4, 8])
+    func aBacklogMovesWithBoundedRequestsInFlightAndConverges(window: Int) async throws {
+        var gauge: Gauge?
+        let fleet = try await Fleet(count: 0) { folder in
+            let remote = Gauge(folder)
+            gauge = remote
+            return remote
+        }
+        let remote = try #require(gauge)
+        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
+        let clock = fleet.clock
+        func engine(_ name: String) throws -> (Store, SyncEngine) {
+            let store = try Store(path: fleet.scratch.file("\(name)-\(window).db"), configuration: .init(clock: clock))
+            return (store, SyncEngine(store: store, remote: remote, key: key, storeID: storeID, clock: clock, snapshotEvery: nil, requestsInFlight: window))
+        }
+        let (writerStore, writer) = try engine("writer")
+        let (readerStore, reader) = try engine("reader")
+        // 40 batches: one write each, sealed by a sync each (pushed later, all at once).
+        for index in 0..<40 {
+            try writerStore.set(RecordRef(collection: "notes", id: "n\(index)"), "title", .string("note \(index)"))
+            _ = try writerStore.seal(maxSlots: 10)
+        }
+        remote.reset()
+        let pushed = try await writer.sync(mode: .pushOnly)
+        #expect(pushed.pushed == 40)
+        let pushing = remote.most
+        remote.reset()
+        let pulled = try await reader.sync(mode: .pullOnly)
+        #expect(pulled.applied == 40)
+        let pulling = remote.most
+        #expect(pushing <= window && pulling <= window)
+        if window == 1 {
+            #expect(pushing == 1 && pulling == 1)
+        } else {
+            #expect(pushing > 1 && pulling > 1, "pushing \(pushing), pulling \(pulling) at once")
+        }
+        #expect(try writerStore.canonicalDump() == (try readerStore.canonicalDump()))
+    }
+}

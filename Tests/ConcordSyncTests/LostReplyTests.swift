@@ -1,0 +1,67 @@
+import ConcordCore
+import ConcordRemote
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// A put whose reply is lost has landed all the same: what the replica does next must not
+/// give that name other bytes.
+@Suite struct LostReplyTests {
+    /// Stores every put, but answers the next snapshot put (once armed) with an error.
+    final class LosesSnapshotReply: Remote {
+        let base: any Remote
+        let armed = Mutex(false)
+        init(_ base: any Remote) { self.base = base }
+
+        func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) {
+            try await base.put(path, bytes)
+            let lose = path.hasPrefix(RemoteLayout.snapshotsPrefix) && armed.withLock { armed in
+                defer { armed = false }
+                return armed
+            }
+            if lose { throw ConcordError(.remote, "the reply to the put of \(path) was lost") }
+        }
+        func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
+        func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
+        func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
+        func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
+        func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
+        func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+            try await base.getStream(path, write: write)
+        }
+        func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { try await base.anomalies(prefix: prefix) }
+    }
+
+    @Test func aSnapshotWhosePutReplyWasLostIsNeverWrittenAgainWithOtherBytes() async throws {
+        var lossy: LosesSnapshotReply?
+        var fleet = try await Fleet(count: 2) { folder in
+            let remote = LosesSnapshotReply(folder)
+            lossy = remote
+            return remote
+        }
+        let remote = try #require(lossy)
+        let note = RecordRef(collection: "notes", id: "n1")
+        try fleet.stores[0].set(note, "title", .string("one"))
+        try await fleet.syncAll()
+        remote.armed.withLock { $0 = true }
+        await #expect(throws: ConcordError.self) { try await fleet.engines[0].writeSnapshot() }
+        let path = RemoteLayout.snapshot(fleet.stores[0].replicaID, seq: try SyncEngine.pushedSeq(in: fleet.stores[0]))
+        let landed = try #require(try await remote.get(path))
+
+        // The other replica writes; this one pulls it (its state changes, its pushed seq
+        // does not) and writes a snapshot again under the same name.
+        try fleet.stores[1].set(RecordRef(collection: "notes", id: "m1"), "title", .string("from b"))
+        try await fleet.engines[1].sync()
+        try await fleet.engines[0].sync()
+        #expect(try fleet.stores[0].record(RecordRef(collection: "notes", id: "m1")) != nil)
+        #expect(try await fleet.engines[0].writeSnapshot() == path)
+        #expect(try await remote.get(path) == landed)
+
+        // The snapshot that stands still serves: a newcomer converges.
+        try await fleet.add(name: "newcomer")
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+    }
+}
