@@ -5,6 +5,8 @@ SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
 SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
+# Faulty sync schedules per WebDAV and S3 server in `make soak`.
+SOAK_HTTP_SCHEDULES ?= 500
 
 .PHONY: all deps servers build demo test test-swift proofs proofs-extended bench soak clean
 
@@ -47,10 +49,12 @@ bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
 # Long convergence runs (release build): SOAK_SCHEDULES simulator schedules, then as many
-# faulty sync schedules through a folder remote. Hours, not minutes.
-soak: deps
+# faulty sync schedules through a folder remote, then SOAK_HTTP_SCHEDULES through each
+# WebDAV and S3 server. Hours, not minutes.
+soak: deps servers
 	CONCORD_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConvergenceTests
 	CONCORD_SYNC_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter SyncFuzzTests
+	CONCORD_HTTP_SCHEDULES=$(SOAK_HTTP_SCHEDULES) $(SWIFT) test -c release --filter HTTPSyncFuzzTests
 
 clean:
 	rm -rf .build Benchmarks/.build
