@@ -18,6 +18,14 @@ import Testing
         let arguments: [String]
         let environment: [String: String?]
 
+        /// A CLI whose every run carries a fresh target's password or credentials.
+        static func cli(_ kind: ServerKind) async throws -> (CLI, Target) {
+            var cli = try CLI()
+            let target = try await fresh(kind)
+            cli.environment = target.environment
+            return (cli, target)
+        }
+
         static func fresh(_ kind: ServerKind) async throws -> Target {
             let server = try await LoopbackServers.shared.server(kind)
             let name = "c" + UUID().uuidString.prefix(12).lowercased()
@@ -41,10 +49,8 @@ import Testing
 
     @Test(arguments: kinds)
     func replicasConvergeThroughAnHTTPRemoteFromTheCLI(_ kind: ServerKind) async throws {
-        var cli = try CLI()
+        let (cli, target) = try await Target.cli(kind)
         defer { cli.cleanUp() }
-        let target = try await Target.fresh(kind)
-        cli.environment = target.environment
 
         try cli.on("a", ["init", "--name", "a"])
         let created = try cli.on("a", ["remote", "set"] + target.arguments + ["--create", "--json"]).object()
@@ -93,10 +99,8 @@ import Testing
 
     @Test(arguments: kinds)
     func theDemoRunsThroughAnHTTPRemoteAndLeavesNothingBehind(_ kind: ServerKind) async throws {
-        var cli = try CLI()
+        let (cli, target) = try await Target.cli(kind)
         defer { cli.cleanUp() }
-        let target = try await Target.fresh(kind)
-        cli.environment = target.environment
         if kind == .moto {
             // The bucket must exist for the demo to leave it empty (it creates a missing one).
             try cli.on("setup", ["init"])

@@ -157,7 +157,7 @@ import Testing
         // a's change still reaches b; b's own push fails with a one-line error naming it.
         try a.set(note, "title", .string("two"))
         try await fleet.engines[0].sync()
-        try? await fleet.engines[1].sync()
+        _ = try? await fleet.engines[1].sync()
         #expect(try b.record(note)?.first { $0.name == "title" }?.value == .scalar(.string("two")))
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == before)
         #expect(try Data(contentsOf: URL(fileURLWithPath: outside + "/0000000000000002")) == Data("not yours".utf8))

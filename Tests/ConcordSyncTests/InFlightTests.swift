@@ -11,7 +11,7 @@ import Testing
 /// ahead and push puts several batches at once — never more than `requestsInFlight`.
 @Suite struct InFlightTests {
     /// Counts the requests running at once; each takes a few milliseconds, as over a network.
-    final class Gauge: Remote {
+    final class Gauge: ForwardingRemote {
         let base: any Remote
         let running = Mutex((now: 0, most: 0))
         init(_ base: any Remote) { self.base = base }
@@ -31,13 +31,6 @@ import Testing
         func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
             try await measured { () throws(ConcordError) in try await base.get(path, limit: limit) }
         }
-        func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
-        func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
-        func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
-        func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
-            try await base.getStream(path, write: write)
-        }
-        func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { try await base.anomalies(prefix: prefix) }
     }
 
     @Test(arguments: [1, 4, 8])

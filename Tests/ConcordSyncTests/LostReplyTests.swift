@@ -10,7 +10,7 @@ import Testing
 /// give that name other bytes.
 @Suite struct LostReplyTests {
     /// Stores every put, but answers the next snapshot put (once armed) with an error.
-    final class LosesSnapshotReply: Remote {
+    final class LosesSnapshotReply: ForwardingRemote {
         let base: any Remote
         let armed = Mutex(false)
         init(_ base: any Remote) { self.base = base }
@@ -23,15 +23,6 @@ import Testing
             }
             if lose { throw ConcordError(.remote, "the reply to the put of \(path) was lost") }
         }
-        func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
-        func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
-        func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
-        func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
-        func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
-        func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
-            try await base.getStream(path, write: write)
-        }
-        func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { try await base.anomalies(prefix: prefix) }
     }
 
     @Test func aSnapshotWhosePutReplyWasLostIsNeverWrittenAgainWithOtherBytes() async throws {

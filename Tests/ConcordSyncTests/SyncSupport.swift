@@ -45,3 +45,22 @@ struct Fleet {
 
     func dumps() throws -> Set<String> { Set(try stores.map { try $0.canonicalDump() }) }
 }
+
+/// A remote that forwards every call to `base`; a test wrapper implements only the calls
+/// it changes.
+protocol ForwardingRemote: Remote {
+    var base: any Remote { get }
+}
+
+extension ForwardingRemote {
+    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) { try await base.put(path, bytes) }
+    func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
+    func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
+    func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
+    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
+    func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try await base.getStream(path, write: write)
+    }
+    func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { try await base.anomalies(prefix: prefix) }
+}
