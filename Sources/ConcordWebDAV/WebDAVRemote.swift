@@ -297,15 +297,10 @@ public struct WebDAVRemote: LeftoverSweeping {
         for component in components {
             folder += component + "/"
             if collections.paths.withLock({ $0.contains(folder) }) { continue }
-            let response = try await send("MKCOL", folder)
-            switch response.status {
-            case 201, 200, 204, 405: break  // made, or already there
-            case 409, 404:
-                try await checkRootExists()
+            let response = try await makeCollection(objectURL(folder), name: folder)
+            if let response {
+                if response.status == 409 || response.status == 404 { try await checkRootExists() }
                 throw failure(response, folder, doing: "create the folder")
-            case 301, 302:
-                break  // some servers redirect an existing collection to its slash form
-            default: throw failure(response, folder, doing: "create the folder")
             }
             let made = folder
             collections.paths.withLock { _ = $0.insert(made) }
@@ -329,14 +324,46 @@ public struct WebDAVRemote: LeftoverSweeping {
         for component in components {
             path += component + "/"
             let target = origin + PercentEncoding.encode(path, keepSlash: true)
-            let authorization = self.authorization
-            let response = try await transport.send(path) { _ in
+            if let response = try await makeCollection(target, name: path) { throw failure(response, path, doing: "create the folder") }
+        }
+    }
+
+    /// MKCOL of the collection at `target` (a full URL): nil once it exists (made, or
+    /// already there), else the answer that says why not. A MKCOL racing another of the same
+    /// collection is answered 403 "File exists" by Apache and 423 Locked by rclone: then the
+    /// collection is looked up, and the MKCOL tried again while the other one finishes.
+    func makeCollection(_ target: String, name: String) async throws(ConcordError) -> HTTPResponse? {
+        let authorization = self.authorization
+        var attempt = 0
+        while true {
+            let response = try await transport.send(name) { _ in
                 var headers = HTTPHeaders()
                 if let authorization { headers.add(name: "Authorization", value: authorization) }
                 return HTTPRequestSpec(method: HTTPMethod(rawValue: "MKCOL"), url: target, headers: headers)
             }
-            guard [200, 201, 204, 301, 302, 405].contains(response.status) else { throw failure(response, path, doing: "create the folder") }
+            switch response.status {
+            case 200, 201, 204, 405, 301, 302:
+                return nil  // made, already there, or redirected to its slash form
+            case 403, 423:
+                if try await collectionExists(at: target) { return nil }
+                guard attempt < 4 else { return response }
+                try? await Task.sleep(for: .milliseconds(25 << attempt))
+                attempt += 1
+            default:
+                return response
+            }
         }
+    }
+
+    /// Whether a collection answers PROPFIND `Depth: 0` at `target` (a full URL).
+    func collectionExists(at target: String) async throws(ConcordError) -> Bool {
+        let authorization = self.authorization
+        let response = try await transport.send(target, body: Self.propfindBody) { _ in
+            var headers = HTTPHeaders([("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")])
+            if let authorization { headers.add(name: "Authorization", value: authorization) }
+            return HTTPRequestSpec(method: HTTPMethod(rawValue: "PROPFIND"), url: target, headers: headers)
+        }
+        return response.status == 207
     }
 
     /// Whether the root collection exists.

@@ -57,6 +57,27 @@ import Testing
         #expect(try await remote.rootExists() == false)
     }
 
+    /// Apache answers a MKCOL that loses a race with another MKCOL of the same folder with
+    /// 403 ("File exists"): sixteen stores made at once below one new folder all succeed.
+    @Test(arguments: ServerKind.webDAV)
+    func foldersMadeAtOnceBelowANewFolderAllSucceed(_ kind: ServerKind) async throws {
+        let server = try await LoopbackServers.shared.server(kind)
+        let parent = "\(server.origin)/race-\(UUID().uuidString.prefix(8).lowercased())"
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    let remote = try WebDAVRemote(url: "\(parent)/deep/r\(index)")
+                    try await remote.createRoot()
+                    try await remote.put(RemoteLayout.manifestPath, [UInt8(index)])
+                }
+            }
+            try await group.waitForAll()
+        }
+        for index in 0..<16 {
+            #expect(try await WebDAVRemote(url: "\(parent)/deep/r\(index)").get(RemoteLayout.manifestPath) == [UInt8(index)])
+        }
+    }
+
     @Test func anUnreachableServerIsARemoteErrorNamingIt() async throws {
         let port = try LoopbackServers.freePort()
         let remote = try WebDAVRemote(url: "http://127.0.0.1:\(port)/dav", retry: .init(attempts: 2, base: .milliseconds(10)))

@@ -9,13 +9,13 @@ import ConcordWebDAV
 import Foundation
 import Testing
 
-/// HTTP-level faults from a loopback proxy in front of rclone: transient statuses are
+/// HTTP-level faults from a loopback proxy in front of Apache: transient statuses are
 /// retried (honouring `Retry-After`), a persistent one is a typed error, a reset or a
 /// truncated body is never taken for data, and a PUT answered but never stored is put again
 /// by the next sync.
 @Suite struct FaultProxyTests {
     func remote(retry: HTTPRetryPolicy = .init()) async throws -> (FaultProxy, WebDAVRemote) {
-        let server = try await LoopbackServers.shared.server(.rclone)
+        let server = try await LoopbackServers.shared.server(.apache)
         let proxy = try await FaultProxy.start(in: server)
         let remote = try WebDAVRemote(url: "\(proxy.origin)/stores/p\(UUID().uuidString.prefix(12).lowercased())", retry: retry)
         try await remote.createRoot()
