@@ -35,13 +35,7 @@ import Testing
 
     @Test(arguments: [1, 4, 8])
     func aBacklogMovesWithBoundedRequestsInFlightAndConverges(window: Int) async throws {
-        var gauge: Gauge?
-        let fleet = try await Fleet(count: 0) { folder in
-            let remote = Gauge(folder)
-            gauge = remote
-            return remote
-        }
-        let remote = try #require(gauge)
+        let (fleet, remote) = try await Fleet.wrapped(count: 0, Gauge.init)
         let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
         let clock = fleet.clock
         func engine(_ name: String) throws -> (Store, SyncEngine) {

@@ -26,13 +26,7 @@ import Testing
     }
 
     @Test func aSnapshotWhosePutReplyWasLostIsNeverWrittenAgainWithOtherBytes() async throws {
-        var lossy: LosesSnapshotReply?
-        var fleet = try await Fleet(count: 2) { folder in
-            let remote = LosesSnapshotReply(folder)
-            lossy = remote
-            return remote
-        }
-        let remote = try #require(lossy)
+        var (fleet, remote) = try await Fleet.wrapped(count: 2, LosesSnapshotReply.init)
         let note = RecordRef(collection: "notes", id: "n1")
         try fleet.stores[0].set(note, "title", .string("one"))
         try await fleet.syncAll()

@@ -5,6 +5,7 @@ import ConcordStore
 import ConcordSync
 import ConcordTesting
 import Foundation
+import Testing
 
 /// Replicas syncing through one folder remote with a passphrase.
 struct Fleet {
@@ -25,6 +26,17 @@ struct Fleet {
         remote = wrap?(folder) ?? folder
         (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: Self.passphrase, limits: .minimum)
         for index in 0..<count { try await add(name: "device\(index)") }
+    }
+
+    /// A fleet of `count` replicas whose remote is `wrap` around the folder, and that wrapper.
+    static func wrapped<Wrapper: Remote>(count: Int, _ wrap: @escaping (FolderRemote) -> Wrapper) async throws -> (Fleet, Wrapper) {
+        var made: Wrapper?
+        let fleet = try await Fleet(count: count) { folder in
+            let remote = wrap(folder)
+            made = remote
+            return remote
+        }
+        return (fleet, try #require(made))
     }
 
     /// Adds a replica: a fresh store that unlocks the remote with the passphrase.
