@@ -53,7 +53,7 @@ bench: deps
 # WebDAV and S3 server. Hours, not minutes.
 soak: deps servers
 	CONCORD_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConvergenceTests
-	CONCORD_SYNC_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter SyncFuzzTests
+	CONCORD_SYNC_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConcordSyncTests.SyncFuzzTests
 	CONCORD_HTTP_SCHEDULES=$(SOAK_HTTP_SCHEDULES) $(SWIFT) test -c release --filter HTTPSyncFuzzTests
 
 clean:

@@ -6,6 +6,7 @@ import ConcordStore
 import ConcordSync
 import ConcordTesting
 import Foundation
+import Synchronization
 import GRDB
 import Testing
 
@@ -23,26 +24,42 @@ import Testing
     static let schedules = Int(ProcessInfo.processInfo.environment["CONCORD_SYNC_SCHEDULES"] ?? "") ?? 500
     static let firstSeed = UInt64(ProcessInfo.processInfo.environment["CONCORD_SYNC_SEED"] ?? "") ?? 1
 
-    @Test func faultySchedulesConverge() async throws {
+    /// What the two halves found: how many ended, their totals, and whether one failed.
+    static let halves = Mutex<(ended: Int, totals: [String: Int], failed: Bool)>((0, [:], false))
+
+    /// The schedules run in two halves at once (even and odd offsets from the first seed),
+    /// one per core; whichever half ends last checks the coverage of both.
+    @Test(arguments: [0, 1])
+    func faultySchedulesConverge(half: Int) async throws {
         // CONCORD_SYNC_SEED alone replays one schedule; with CONCORD_SYNC_SCHEDULES it is
         // where a longer run starts.
         let environment = ProcessInfo.processInfo.environment
         let replay = environment["CONCORD_SYNC_SEED"] != nil && environment["CONCORD_SYNC_SCHEDULES"] == nil
         var totals: [String: Int] = [:]
-        for seed in Self.firstSeed..<(Self.firstSeed + UInt64(replay ? 1 : Self.schedules)) {
+        for offset in stride(from: half, to: replay ? 1 : Self.schedules, by: 2) {
+            let seed = Self.firstSeed + UInt64(offset)
             let run = FuzzRun(seed: seed)
             let failures = try await run.run()
             for (key, value) in run.stats.snapshot() { totals[key, default: 0] += value }
             if !failures.isEmpty {
                 Issue.record("""
-                    sync schedule \(seed) failed — replay with CONCORD_SYNC_SEED=\(seed) swift test --filter SyncFuzzTests
+                    sync schedule \(seed) failed — replay with CONCORD_SYNC_SEED=\(seed) swift test --filter ConcordSyncTests.SyncFuzzTests
                     \(failures.joined(separator: "\\n"))
                     trace:
                     \(run.trace.snapshot().joined(separator: "\\n"))
                     """)
+                Self.halves.withLock { $0.failed = true }
                 return
             }
         }
+        // Both halves' totals, if this half ended last and neither failed.
+        let mine = totals
+        let both = Self.halves.withLock { state -> [String: Int]? in
+            state.ended += 1
+            for (key, value) in mine { state.totals[key, default: 0] += value }
+            return state.ended == 2 && !state.failed ? state.totals : nil
+        }
+        guard let totals = both else { return }
         if environment["CONCORD_SYNC_STATS"] != nil { print("sync fuzz totals: \(totals.sorted { $0.key < $1.key })") }
         if !replay && Self.schedules >= 50 {
             for kind in [
