@@ -34,13 +34,7 @@ final class HeadHidingRemote: Remote {
 
     /// A fleet whose listings of `heads/` can be told to miss one replica's heads.
     static func fleetWithHiddenHeads(count: Int) async throws -> (Fleet, HeadHidingRemote) {
-        var holder: HeadHidingRemote?
-        let fleet = try await Fleet(count: count) { folder in
-            let hiding = HeadHidingRemote(folder)
-            holder = hiding
-            return hiding
-        }
-        return (fleet, try #require(holder))
+        try await Fleet.wrapped(count: count, HeadHidingRemote.init)
     }
 
     /// Every replica holds the same dump, with `r` whole: its body, and the given title.
