@@ -2,7 +2,8 @@
 SWIFT ?= swift
 SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
 # The real storage servers the HTTP backends' tests start on loopback.
-SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip
+SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip \
+  ceph-mon ceph-osd radosgw ceph-common
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.

@@ -207,11 +207,9 @@ extension SyncEngine {
     func join(_ snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64]), path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
         var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         if case let .heldBack(missing) = result {
-            for hash in missing {
-                guard try await fetchFile(hash, into: &report) else {
-                    report.rejected.append("\(path): not joined yet: its file \(hash.hex) is not on the remote")
-                    return false
-                }
+            if let absent = try await fetchFiles(missing, into: &report) {
+                report.rejected.append("\(path): not joined yet: its file \(absent.hex) is not on the remote")
+                return false
             }
             result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         }

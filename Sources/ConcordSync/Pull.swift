@@ -149,20 +149,6 @@ extension SyncEngine {
 
     enum ApplyStep { case applied, notReady, missingFile }
 
-    /// Downloads a file into the blob directory. False when it is not there (not uploaded
-    /// yet, or collected) or does not open (torn or tampered: recorded in the report).
-    func fetchFile(_ hash: ContentHash, into report: inout SyncReport) async throws(ConcordError) -> Bool {
-        let path = BlobName.remotePath(for: hash, key: keys.blobNames)
-        do {
-            guard try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: path, key: keys.blobContents) else { return false }
-        } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion {
-            report.rejected.append("\(path): \(error.message)")
-            return false
-        }
-        report.filesFetched += 1
-        return true
-    }
-
     /// Applies one delta, fetching the files it needs first; or says why it must wait.
     func apply(_ delta: Delta, into report: inout SyncReport) async throws(ConcordError) -> ApplyStep {
         var result: StoreApplyResult
@@ -172,9 +158,7 @@ extension SyncEngine {
             return .notReady
         }
         if case let .heldBack(missing) = result {
-            for hash in missing {
-                guard try await fetchFile(hash, into: &report) else { return .missingFile }
-            }
+            if try await fetchFiles(missing, into: &report) != nil { return .missingFile }
             result = try store.apply(delta)
             if case .heldBack = result { return .missingFile }
         }

@@ -122,19 +122,26 @@ extension SyncEngine {
         guard !files.isEmpty else { return }
         for _ in 0..<3 {
             var oldest = clock.millisecondsSinceEpoch()
+            var due: [ContentHash] = []
+            let now = clock.millisecondsSinceEpoch()
             for hash in files.sorted() {
-                let now = clock.millisecondsSinceEpoch()
                 let uploadedAt = UInt64(try store.syncValue(SyncKey.uploaded(hash)) ?? "") ?? 0
                 if uploadedAt <= now, now - uploadedAt <= uploadDeadline {
                     oldest = min(oldest, uploadedAt)
-                    continue
+                } else {
+                    due.append(hash)
                 }
-                progress?(SyncProgress(phase: .uploadingFiles, objectsDone: report.filesUploaded, objectsTotal: 0, bytesDone: 0, bytesTotal: 0))
-                let path = BlobName.remotePath(for: hash, key: keys.blobNames)
-                _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
-                try store.setSyncValue(SyncKey.uploaded(hash), String(now))
-                oldest = min(oldest, now)
-                report.filesUploaded += 1
+            }
+            // A window of uploads at a time; each is remembered with the time it began.
+            for window in due.chunked(by: requestsInFlight) {
+                progress?(SyncProgress(phase: .uploadingFiles, objectsDone: report.filesUploaded, objectsTotal: due.count, bytesDone: 0, bytesTotal: 0))
+                let began = clock.millisecondsSinceEpoch()
+                _ = try await inFlight(window) { (engine, hash) throws(ConcordError) in
+                    try await engine.uploadFile(hash)
+                    try engine.store.setSyncValue(SyncKey.uploaded(hash), String(began))
+                }
+                oldest = min(oldest, began)
+                report.filesUploaded += window.count
             }
             let end = clock.millisecondsSinceEpoch()
             if end < oldest || end - oldest <= uploadDeadline { return }

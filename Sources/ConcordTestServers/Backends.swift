@@ -18,7 +18,7 @@ public enum Backends {
                 : try WebDAVRemote(url: "\(server.origin)/stores/\(name)", retry: retry)
             try await remote.createRoot()
             return remote
-        case .moto, .motoSigned:
+        case .moto, .motoSigned, .rgw:
             let remote = try s3(server, bucket: name, prefix: "store/", retry: retry)
             try await remote.createBucket()
             return remote

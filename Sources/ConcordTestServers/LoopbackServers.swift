@@ -18,6 +18,9 @@ public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible 
     /// the (correct) signature of any request whose query has a `/` — a listing's prefix —
     /// as boto3's own requests show.
     case motoSigned
+    /// Ceph's RADOS Gateway on a one-node cluster (one monitor, one in-memory OSD), started
+    /// by `scripts/start-rgw.sh`. Signatures are always checked.
+    case rgw
 
     public var description: String {
         switch self {
@@ -27,17 +30,24 @@ public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible 
         case .rcloneAuth: "rclone serve webdav (Basic auth)"
         case .moto: "moto S3"
         case .motoSigned: "moto S3 (signatures checked)"
+        case .rgw: "Ceph RADOS Gateway"
         }
     }
 
     /// The servers the conformance suite and the sync fuzz run on.
-    public static let conformance: [ServerKind] = [.apache, .nginx, .rclone, .moto]
+    public static let conformance: [ServerKind] = [.apache, .nginx, .rclone, .moto, .rgw]
+
+    public static let s3: [ServerKind] = [.moto, .rgw]
 
     public static let webDAV: [ServerKind] = [.apache, .nginx, .rclone]
 
     /// The user and password ``rcloneAuth`` asks for.
     public static let webDAVUser = "concord"
     public static let webDAVPassword = "concord-test-password"
+
+    /// The S3 key the gateway's user is made with.
+    public static let rgwAccessKey = "AKIDCONCORDRGW"
+    public static let rgwSecretKey = "concord-rgw-test-secret"
 }
 
 public struct RunningServer: Sendable {
@@ -71,7 +81,8 @@ public actor LoopbackServers {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("concord-\(kind.rawValue)-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
         let port = try freePort()
-        let command: String
+        var command: String
+        var ready: String?
         var environment: [String: String] = [:]
         switch kind {
         case .apache:
@@ -142,15 +153,29 @@ public actor LoopbackServers {
             let binary = try which("moto_server", package: "moto (pip)")
             if kind == .motoSigned { environment["INITIAL_NO_AUTH_ACTION_COUNT"] = "3" }
             command = "\(binary) -H 127.0.0.1 -p \(port)"
+        case .rgw:
+            for daemon in ["ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "monmaptool", "ceph"] {
+                _ = try which(daemon, package: "ceph-mon ceph-osd radosgw ceph-common")
+            }
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("scripts/start-rgw.sh").path
+            command = "\(script) \(directory)/ceph \(port) \(try freePort()) \(try freePort()) \(ServerKind.rgwAccessKey) \(ServerKind.rgwSecretKey)"
+            ready = directory + "/ceph/ready"
         }
         try launch(command, environment: environment, log: directory + "/server.log")
         let origin = "http://127.0.0.1:\(port)"
-        try await waitForPort(port, kind: kind, log: directory + "/server.log")
+        if let ready {
+            try await waitForFile(ready, kind: kind, log: directory + "/server.log")
+        } else {
+            try await waitForPort(port, kind: kind, log: directory + "/server.log")
+        }
         var server = RunningServer(kind: kind, port: port, origin: origin, directory: directory)
         if kind == .motoSigned {
             (server.accessKey, server.secretKey) = try await MotoSetup.createUser(origin: origin)
         } else if kind == .moto {
             (server.accessKey, server.secretKey) = ("AKIDCONCORDTEST", "concord-test-secret")
+        } else if kind == .rgw {
+            (server.accessKey, server.secretKey) = (ServerKind.rgwAccessKey, ServerKind.rgwSecretKey)
         }
         return server
     }
@@ -200,6 +225,16 @@ public actor LoopbackServers {
         guard bound == 0 else { throw ServerUnavailable(description: "cannot bind a loopback port") }
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Waits for a start-up script to write `path` (the server answers and is set up).
+    static func waitForFile(_ path: String, kind: ServerKind, log: String) async throws {
+        for _ in 0..<600 {
+            if FileManager.default.fileExists(atPath: path) { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        throw ServerUnavailable(description: "\(kind) was not ready within 60 s: \(said.suffix(500))")
     }
 
     static func waitForPort(_ port: Int, kind: ServerKind, log: String) async throws {

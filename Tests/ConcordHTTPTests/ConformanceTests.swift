@@ -19,8 +19,10 @@ import Testing
 
 /// Failures a user meets, each as its typed error.
 @Suite struct HTTPFailureTests {
-    @Test func aWrongS3SecretIsAnAuthErrorAndAMissingBucketIsMissing() async throws {
-        let server = try await LoopbackServers.shared.server(.motoSigned)
+    /// moto (with signature checking on) and Ceph's gateway both refuse a wrong secret.
+    @Test(arguments: [ServerKind.motoSigned, .rgw])
+    func aWrongS3SecretIsAnAuthErrorAndAMissingBucketIsMissing(_ kind: ServerKind) async throws {
+        let server = try await LoopbackServers.shared.server(kind)
         let good = try Backends.s3(server, bucket: "concord-auth", prefix: "")
         try await good.createBucket()
         try await good.put("concord.json", Array("{}".utf8))

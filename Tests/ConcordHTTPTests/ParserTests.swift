@@ -75,7 +75,7 @@ import Testing
                 default: bytes = Array(bytes.prefix(at))
                 }
             }
-            if let dump = ProcessInfo.processInfo.environment["CONCORD_XML_DUMP"] { FileManager.default.createFile(atPath: dump, contents: Data(bytes)) }
+            if let dump = ProcessInfo.processInfo.environment["CONCORD_XML_DUMP"] { _ = FileManager.default.createFile(atPath: dump, contents: Data(bytes)) }
             if PropfindParser.parse(bytes) != nil { parsed += 1 }
             if S3XML.parse(bytes, record: "Contents") != nil { parsed += 1 }
             _ = PropfindParser.path(ofHref: String(decoding: bytes.prefix(80), as: UTF8.self))

@@ -31,6 +31,12 @@ import Testing
         func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
             try await measured { () throws(ConcordError) in try await base.get(path, limit: limit) }
         }
+        func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
+            try await measured { () throws(ConcordError) in try await base.putStream(path, read: read) }
+        }
+        func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+            try await measured { () throws(ConcordError) in try await base.getStream(path, write: write) }
+        }
     }
 
     @Test(arguments: [1, 4, 8])
@@ -64,5 +70,52 @@ import Testing
             #expect(pushing > 1 && pulling > 1, "pushing \(pushing), pulling \(pulling) at once")
         }
         #expect(try writerStore.canonicalDump() == (try readerStore.canonicalDump()))
+    }
+
+    /// Files too: a batch with twelve files uploads them a window at a time, a reader
+    /// fetches them a window at a time, and so does a newcomer joining a snapshot.
+    @Test(arguments: [1, 4])
+    func filesMoveWithBoundedRequestsInFlightInPushPullAndBootstrap(window: Int) async throws {
+        let (fleet, remote) = try await Fleet.wrapped(count: 0, Gauge.init)
+        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
+        let clock = fleet.clock
+        func engine(_ name: String) throws -> (Store, SyncEngine) {
+            let store = try Store(path: fleet.scratch.file("\(name)-\(window).db"), configuration: .init(clock: clock))
+            return (store, SyncEngine(store: store, remote: remote, key: key, storeID: storeID, clock: clock, snapshotEvery: nil, requestsInFlight: window))
+        }
+        let (writerStore, writer) = try engine("writer")
+        let (readerStore, reader) = try engine("reader")
+        let photos = (0..<12).map { Array("photo \($0) ".utf8) + [UInt8](repeating: UInt8($0), count: 70_000) }
+        let files = try writerStore.write { transaction throws(ConcordError) in
+            try photos.enumerated().map { index, bytes throws(ConcordError) in
+                try transaction.attachFile(RecordRef(collection: "photos", id: "p\(index)"), "image", bytes: bytes)
+            }
+        }
+        remote.reset()
+        let pushed = try await writer.sync(mode: .pushOnly)
+        #expect(pushed.filesUploaded == 12)
+        let uploading = remote.most
+        remote.reset()
+        let pulled = try await reader.sync(mode: .pullOnly)
+        #expect(pulled.filesFetched == 12)
+        let fetching = remote.most
+        // A snapshot, then a newcomer that joins it and fetches its files.
+        _ = try await writer.compact(batchGracePeriod: 0)
+        let (newcomerStore, newcomer) = try engine("newcomer")
+        remote.reset()
+        let joined = try await newcomer.sync(mode: .pullOnly)
+        #expect(joined.bootstrapped != nil, "the newcomer joined a snapshot")
+        #expect(joined.filesFetched == 12)
+        let bootstrapping = remote.most
+        for most in [uploading, fetching, bootstrapping] {
+            #expect(most <= window)
+            #expect(window == 1 ? most == 1 : most > 1, "uploading \(uploading), fetching \(fetching), bootstrapping \(bootstrapping) at once")
+        }
+        let dump = try writerStore.canonicalDump()
+        #expect(try readerStore.canonicalDump() == dump)
+        #expect(try newcomerStore.canonicalDump() == dump)
+        for (file, bytes) in zip(files, photos) {
+            #expect(FileManager.default.contents(atPath: newcomerStore.blobs.path(for: file.hash)) == Data(bytes))
+        }
     }
 }

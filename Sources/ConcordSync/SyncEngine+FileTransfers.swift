@@ -1,0 +1,96 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+
+/// Files move `requestsInFlight` at a time: a batch or a snapshot that needs twenty files
+/// waits for twenty transfers divided by the window, not twenty round trips in a row. Each
+/// transfer streams in constant memory (``BlobTransfer``), so memory stays bounded by the
+/// window. A window of 1 moves one file at a time, in order, stopping at the first that is
+/// missing — the order a seeded fault injector needs to replay a schedule.
+extension SyncEngine {
+    /// What fetching one file came to.
+    enum FileFetch: Sendable {
+        case fetched
+        /// Not on the remote (not uploaded yet, or collected).
+        case absent
+        /// There, but torn or tampered: the reason, for the report.
+        case rejected(String)
+    }
+
+    /// Downloads `hashes` into the blob directory, a window at a time. Returns the first
+    /// that could not be fetched (nil when all were); torn or tampered ones are recorded in
+    /// the report.
+    func fetchFiles(_ hashes: [ContentHash], into report: inout SyncReport) async throws(ConcordError) -> ContentHash? {
+        for window in hashes.chunked(by: requestsInFlight) {
+            let outcomes = try await inFlight(window) { (engine, hash) throws(ConcordError) in try await engine.fetchFile(hash) }
+            var missing: ContentHash?
+            for (hash, outcome) in zip(window, outcomes) {
+                switch outcome {
+                case .fetched: report.filesFetched += 1
+                case .absent: missing = missing ?? hash
+                case let .rejected(reason):
+                    report.rejected.append(reason)
+                    missing = missing ?? hash
+                }
+            }
+            if let missing { return missing }
+        }
+        return nil
+    }
+
+    /// Downloads one file into the blob directory.
+    func fetchFile(_ hash: ContentHash) async throws(ConcordError) -> FileFetch {
+        let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+        do {
+            return try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: path, key: keys.blobContents) ? .fetched : .absent
+        } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion {
+            return .rejected("\(path): \(error.message)")
+        }
+    }
+
+    /// Uploads one local file to its remote name.
+    func uploadFile(_ hash: ContentHash) async throws(ConcordError) {
+        let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+        _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
+    }
+
+    /// Runs `work` on each of `items` at once (callers pass at most a window of them) and
+    /// returns the results in the items' order; throws the first failure once every one
+    /// has ended. One item runs inline.
+    func inFlight<Item: Sendable, Output: Sendable>(
+        _ items: [Item], _ work: @escaping @Sendable (isolated SyncEngine, Item) async throws(ConcordError) -> Output
+    ) async throws(ConcordError) -> [Output] {
+        if items.count == 1 { return [try await work(self, items[0])] }
+        let results = await withTaskGroup(of: (Int, Result<Output, ConcordError>).self) { group in
+            for (index, item) in items.enumerated() {
+                group.addTask {
+                    do throws(ConcordError) {
+                        return (index, .success(try await work(self, item)))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            var results: [Result<Output, ConcordError>?] = Array(repeating: nil, count: items.count)
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+        var outputs: [Output] = []
+        for result in results {
+            switch result! {
+            case let .success(output): outputs.append(output)
+            case let .failure(error): throw error
+            }
+        }
+        return outputs
+    }
+}
+
+extension Array {
+    /// Consecutive slices of at most `size` elements.
+    func chunked(by size: Int) -> [[Element]] {
+        let size = Swift.max(1, size)
+        return stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
+    }
+}
