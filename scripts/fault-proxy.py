@@ -10,6 +10,7 @@ armed. Arm faults with `POST /__fault?mode=MODE&count=N[&method=PUT]`: the next 
   status503   503 with `Retry-After: 1`, not forwarded
   status429   429 with `Retry-After: 1`, not forwarded
   status500   500, not forwarded
+  status507   507 Insufficient Storage (a full disk or a quota), not forwarded
   reset       forwarded; the connection is closed half-way through the response body
   truncate    forwarded; the response claims its full length but stops half-way
   slow        forwarded after a pause of `delay` seconds (default 2)
@@ -91,6 +92,8 @@ class Proxy(BaseHTTPRequestHandler):
             return self.answer(int(mode[-3:]), b"injected", [("Retry-After", "1")])
         if mode == "status500":
             return self.answer(500, b"injected")
+        if mode == "status507":
+            return self.answer(507, b"quota exceeded")
         if mode == "unstored" and self.command == "PUT":
             return self.answer(201)
         if mode == "slow":

@@ -8,11 +8,14 @@ import Foundation
 /// A fresh, empty remote on a running server: a new collection (WebDAV) or a new prefix in
 /// a new bucket (S3), so tests running at once never see each other's objects.
 public enum Backends {
-    public static func fresh(_ kind: ServerKind, retry: HTTPRetryPolicy = .init()) async throws -> any Remote {
-        let server = try await LoopbackServers.shared.server(kind)
+    /// - Parameter origin: where to send the requests instead of the server itself (a
+    ///   ``FaultProxy`` in front of it).
+    public static func fresh(_ kind: ServerKind, through origin: String? = nil, retry: HTTPRetryPolicy = .init()) async throws -> any Remote {
+        var server = try await LoopbackServers.shared.server(kind)
+        if let origin { server.origin = origin }
         let name = "t" + UUID().uuidString.prefix(12).lowercased()
         switch kind {
-        case .apache, .nginx, .rclone, .rcloneAuth:
+        case .apache, .nginx, .nginxSelfSigned, .rclone, .rcloneAuth:
             let remote = kind == .rcloneAuth
                 ? try WebDAVRemote(url: "\(server.origin)/stores/\(name)", user: ServerKind.webDAVUser, password: ServerKind.webDAVPassword, retry: retry)
                 : try WebDAVRemote(url: "\(server.origin)/stores/\(name)", retry: retry)

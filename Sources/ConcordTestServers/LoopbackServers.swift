@@ -21,6 +21,8 @@ public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible 
     /// Ceph's RADOS Gateway on a one-node cluster (one monitor, one in-memory OSD), started
     /// by `scripts/start-rgw.sh`. Signatures are always checked.
     case rgw
+    /// nginx WebDAV over HTTPS with a self-signed certificate, which clients must refuse.
+    case nginxSelfSigned
 
     public var description: String {
         switch self {
@@ -31,6 +33,7 @@ public enum ServerKind: String, CaseIterable, Sendable, CustomStringConvertible 
         case .moto: "moto S3"
         case .motoSigned: "moto S3 (signatures checked)"
         case .rgw: "Ceph RADOS Gateway"
+        case .nginxSelfSigned: "nginx dav-ext over HTTPS, self-signed"
         }
     }
 
@@ -54,7 +57,7 @@ public struct RunningServer: Sendable {
     public let kind: ServerKind
     public let port: Int
     /// `http://127.0.0.1:PORT`
-    public let origin: String
+    public internal(set) var origin: String
     public let directory: String
     /// S3 servers: the access key and secret the tests sign with.
     public internal(set) var accessKey = ""
@@ -111,8 +114,21 @@ public actor LoopbackServers {
                 </Directory>
                 """.write(toFile: directory + "/httpd.conf", atomically: true, encoding: .utf8)
             command = "\(binary) -f \(directory)/httpd.conf -DFOREGROUND"
-        case .nginx:
+        case .nginx, .nginxSelfSigned:
             let binary = try which("nginx", package: "nginx")
+            var listen = "listen 127.0.0.1:\(port);"
+            if kind == .nginxSelfSigned {
+                let openssl = try which("openssl", package: "openssl")
+                let made = Process()
+                made.executableURL = URL(fileURLWithPath: openssl)
+                made.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                                  "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem"]
+                made.standardOutput = FileHandle.nullDevice
+                made.standardError = FileHandle.nullDevice
+                try made.run()
+                made.waitUntilExit()
+                listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(directory)/cert.pem; ssl_certificate_key \(directory)/key.pem;"
+            }
             let module = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
             guard FileManager.default.fileExists(atPath: module) else {
                 throw ServerUnavailable(description: "nginx's dav-ext module is not installed: run `make test`, which installs libnginx-mod-http-dav-ext")
@@ -134,7 +150,7 @@ public actor LoopbackServers {
                   scgi_temp_path \(directory)/tmp/scgi;
                   client_max_body_size 0;
                   server {
-                    listen 127.0.0.1:\(port);
+                    \(listen)
                     root \(directory)/data;
                     location / {
                       dav_methods PUT DELETE MKCOL COPY MOVE;
@@ -163,7 +179,7 @@ public actor LoopbackServers {
             ready = directory + "/ceph/ready"
         }
         try launch(command, environment: environment, log: directory + "/server.log")
-        let origin = "http://127.0.0.1:\(port)"
+        let origin = (kind == .nginxSelfSigned ? "https" : "http") + "://127.0.0.1:\(port)"
         if let ready {
             try await waitForFile(ready, kind: kind, log: directory + "/server.log")
         } else {
@@ -180,17 +196,18 @@ public actor LoopbackServers {
         return server
     }
 
-    /// Starts `command` under a watchdog shell that stops it when this process ends.
+    /// Starts `command` in a process group of its own, under a watchdog shell that stops
+    /// the whole group — a server's workers, a cluster's daemons — when this process ends.
     static func launch(_ command: String, environment: [String: String], log: String) throws {
         let parent = getpid()
         let script = """
-            \(command) >>\(log) 2>&1 &
+            setsid \(command) >>\(log) 2>&1 &
             server=$!
-            trap 'kill $server 2>/dev/null' EXIT TERM INT
+            trap 'kill -TERM -$server 2>/dev/null' EXIT TERM INT
             while kill -0 \(parent) 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done
-            kill $server 2>/dev/null
+            kill -TERM -$server 2>/dev/null
             sleep 1
-            kill -9 $server 2>/dev/null
+            kill -9 -$server 2>/dev/null
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")

@@ -80,6 +80,22 @@ import Testing
         }
     }
 
+    /// A certificate the system does not trust is refused, in one line naming the remote
+    /// and the certificate; nothing is read or written.
+    @Test func aSelfSignedCertificateIsRefusedInOneLine() async throws {
+        let server = try await LoopbackServers.shared.server(.nginxSelfSigned)
+        let remote = try WebDAVRemote(url: "\(server.origin)/stores/tls", retry: .init(attempts: 2, base: .milliseconds(10)))
+        do {
+            _ = try await remote.list(prefix: "heads/")
+            Issue.record("a self-signed certificate was accepted")
+        } catch {
+            #expect(error.code == .remote)
+            #expect(error.message.contains("TLS certificate") && error.message.contains(server.origin), "\(error)")
+            #expect(!error.message.contains("\n"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: server.directory + "/data/stores/tls"))
+    }
+
     @Test func anUnreachableServerIsARemoteErrorNamingIt() async throws {
         let port = try LoopbackServers.freePort()
         let remote = try WebDAVRemote(url: "http://127.0.0.1:\(port)/dav", retry: .init(attempts: 2, base: .milliseconds(10)))

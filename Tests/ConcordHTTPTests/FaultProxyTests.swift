@@ -82,4 +82,30 @@ import Testing
         #expect(try b.canonicalDump() == (try a.canonicalDump()))
         #expect(try b.record(note) != nil)
     }
+
+    /// A full server or an exceeded quota (507) is `remoteFull`, not retried, in one line
+    /// naming the remote; the write waits in the store and goes up once there is room.
+    @Test func aFullServerIsRemoteFullAndTheWriteGoesUpOnceThereIsRoom() async throws {
+        let (proxy, remote) = try await remote()
+        let (key, storeID) = try await SyncEngine.createRemote(remote, passphrase: "proxy", limits: .minimum)
+        let scratch = TemporaryDirectory("full")
+        let a = try Store(path: scratch.file("a.db"))
+        let b = try Store(path: scratch.file("b.db"))
+        let writer = SyncEngine(store: a, remote: remote, key: key, storeID: storeID)
+        let note = RecordRef(collection: "notes", id: "n1")
+        try a.set(note, "title", .string("waits for room"))
+        // One 507 is armed: were it retried, the retry would succeed and no error come back.
+        try await proxy.arm(.status507, count: 1, method: "PUT")
+        let error = try #require(await #expect(throws: ConcordError.self) { try await writer.sync() })
+        #expect(error.code == .remoteFull, "\(error)")
+        #expect(error.message.contains("507") && error.message.contains(proxy.origin) && !error.message.contains("\n"))
+        #expect(try await proxy.hits()[.status507] == 1)
+        #expect(try a.record(note) != nil, "the write is still in the store")
+        // Room again: the next sync puts it, and another replica gets it.
+        let pushed = try await writer.sync()
+        #expect(pushed.pushed == 1)
+        _ = try await SyncEngine(store: b, remote: remote, key: key, storeID: storeID).sync()
+        #expect(try b.canonicalDump() == (try a.canonicalDump()))
+        #expect(try b.record(note) != nil)
+    }
 }
