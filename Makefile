@@ -9,7 +9,7 @@ SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
 SOAK_HTTP_SCHEDULES ?= 500
 
-.PHONY: all deps servers build demo test test-swift proofs proofs-extended bench soak clean
+.PHONY: all deps servers build demo test test-swift proofs proofs-extended bench bench-backends soak clean
 
 all: build
 
@@ -48,6 +48,15 @@ proofs-extended:
 # package-benchmark suite, release build (see Benchmarks/README.md).
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+# The same sync workloads on the folder and on every WebDAV and S3 server of the tests
+# (release build; see Benchmarks/README.md, "Backends"), with the servers' data and the
+# stores on tmpfs, then on the disk.
+BENCH_FILE_MIB ?= 1024
+bench-backends: deps servers
+	cd Benchmarks && $(SWIFT) build -c release --product BackendBenchmark
+	TMPDIR=/dev/shm Benchmarks/.build/release/BackendBenchmark --file-mib $(BENCH_FILE_MIB)
+	TMPDIR=$${TMPDIR:-/tmp} Benchmarks/.build/release/BackendBenchmark --file-mib $(BENCH_FILE_MIB)
 
 # Long convergence runs (release build): SOAK_SCHEDULES simulator schedules, then as many
 # faulty sync schedules through a folder remote, then SOAK_HTTP_SCHEDULES through each

@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "ConcordWebDAV", targets: ["ConcordWebDAV"]),
         .library(name: "ConcordS3", targets: ["ConcordS3"]),
         .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
+        // Real storage servers on loopback, for tests and the backend benchmarks.
+        .library(name: "ConcordTestServers", targets: ["ConcordTestServers"]),
         .executable(name: "concord", targets: ["ConcordCLI"]),
     ],
     dependencies: [
@@ -67,8 +69,8 @@ let package = Package(
             name: "ConcordCLI",
             dependencies: ["Concord", "ConcordRemote", "ConcordSync", "ConcordWebDAV", "ConcordS3", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        // The tests' real storage servers (Apache, nginx, rclone, moto) started on loopback;
-        // not a product.
+        // The real storage servers (Apache, nginx, rclone, moto, Ceph RGW) the tests and the
+        // backend benchmarks start on loopback.
         .target(
             name: "ConcordTestServers",
             dependencies: ["ConcordCore", "ConcordRemote", "ConcordHTTP", "ConcordWebDAV", "ConcordS3",

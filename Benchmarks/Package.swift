@@ -65,6 +65,17 @@ let package = Package(
             ],
             path: "Tools/GrowthBenchmark"
         ),
+        // The same sync workloads on the folder and on every real WebDAV and S3 server the
+        // tests use, started on loopback (see README.md, "Backends"); one long run too.
+        .executableTarget(
+            name: "BackendBenchmark",
+            dependencies: [
+                .product(name: "Concord", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+                .product(name: "ConcordTestServers", package: "Concord"),
+            ],
+            path: "Tools/BackendBenchmark"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -137,18 +137,29 @@ public struct S3Remote: LeftoverSweeping {
 
     public func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
         try RemoteLayout.validateObjectPath(path)
-        var part: [UInt8] = []
-        part.reserveCapacity(Self.partSize)
+        // One part in memory at a time, filled to exactly `partSize`; what a chunk holds
+        // past the part's end starts the next one.
+        var carry: [UInt8] = []
         var ended = false
-        func fill() throws(ConcordError) {
-            while part.count < Self.partSize {
+        func nextPart() throws(ConcordError) -> [UInt8] {
+            var part = carry
+            carry = []
+            part.reserveCapacity(Self.partSize)
+            while !ended, part.count < Self.partSize {
                 let chunk = try read()
-                if chunk.isEmpty { ended = true; return }
-                part += chunk
+                if chunk.isEmpty { ended = true; break }
+                let room = Self.partSize - part.count
+                if chunk.count <= room {
+                    part += chunk
+                } else {
+                    part += chunk[..<room]
+                    carry = Array(chunk[room...])
+                }
             }
+            return part
         }
-        try fill()
-        if ended && part.count <= Self.partSize {
+        var part = try nextPart()
+        if ended && carry.isEmpty {
             try await putObject(path, part)
             return
         }
@@ -157,14 +168,13 @@ public struct S3Remote: LeftoverSweeping {
         do throws(ConcordError) {
             var number = 1
             while true {
-                let body = Array(part.prefix(Self.partSize))
-                let rest = Array(part.dropFirst(Self.partSize))
-                let etag = try await uploadPart(path, uploadID: upload, number: number, body: body)
+                let etag = try await uploadPart(path, uploadID: upload, number: number, body: part)
                 numbers.append((number, etag))
                 number += 1
-                part = rest
-                if !ended { try fill() }
-                if part.isEmpty && ended { break }
+                if ended && carry.isEmpty { break }
+                part = []  // free this part before the next is filled
+                part = try nextPart()
+                if part.isEmpty { break }
             }
             try await completeMultipartUpload(path, uploadID: upload, parts: numbers)
         } catch {
