@@ -22,7 +22,7 @@ extension SyncEngine {
             try store.setSyncValue(key, nil)
         }
         // Retired up to its newest head's time, like `forget`: it never writes again.
-        try store.setSyncValue(SyncKey.retiredPrefix + old.description, String(oldHead?.syncedAt ?? clock.millisecondsSinceEpoch()))
+        try store.setSyncNumber(SyncKey.retiredPrefix + old.description, oldHead?.syncedAt ?? clock.millisecondsSinceEpoch())
         return IdentityChange(old: old, new: fresh, evidence: evidence)
     }
 }

@@ -1,6 +1,7 @@
 import ConcordCore
 import ConcordCrypto
 import ConcordRemote
+import ConcordStore
 
 extension SyncEngine {
     /// The heads a listing shows, with what a name claims counted only once its object
@@ -71,7 +72,7 @@ extension SyncEngine {
                 head = try? await readHead(replica, seq: seq)
                 if let head { heads.read[replica] = head }
             }
-            if let head, UInt64(try store.syncValue(key) ?? "") ?? 0 < head.syncedAt { try store.setSyncValue(key, String(head.syncedAt)) }
+            if let head, try store.syncNumber(key) < head.syncedAt { try store.setSyncNumber(key, head.syncedAt) }
         }
         return heads
     }
@@ -91,5 +92,74 @@ extension SyncEngine {
     /// is reported and skipped; everything else still syncs.
     static func isDamage(_ error: ConcordError) -> Bool {
         [.authenticationFailed, .unsupportedVersion, .malformed, .truncated, .limitExceeded, .unreadableObject].contains(error.code)
+    }
+
+    /// The head at `heads/<replica>-<seq>`, opened and decoded: nil when the remote has no
+    /// such object; throws ``ConcordCore/ConcordError/Code/authenticationFailed`` (torn,
+    /// modified), `unsupportedVersion` or `malformed` (it does not parse, or holds another
+    /// replica's or seq's head) when it is there but unusable — and whatever the remote
+    /// throws when it fails.
+    package func readHead(_ replica: ReplicaID, seq: UInt64) async throws(ConcordError) -> Head? {
+        let path = RemoteLayout.head(replica, seq: seq)
+        guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else { return nil }
+        let head = try Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
+        guard head.replica == replica.description, head.seq == seq else {
+            throw ConcordError(.malformed, "remote manifest \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
+        }
+        return head
+    }
+
+    /// Writes this replica's head at its pushed seq unless the newest one written already
+    /// says everything it would say (``advertisement(of:)``) and is younger than an eighth
+    /// of ``retention`` — so a replica that syncs is never taken for a silent one. Returns
+    /// whether it wrote one.
+    func refreshHead() async throws(ConcordError) -> Bool {
+        let head = try currentHead(seq: try pushedSeq())
+        let written = try store.syncNumber(SyncKey.headWrittenAt)
+        let recent = written <= head.syncedAt && head.syncedAt - written <= retention / 8
+        guard try store.syncValue(SyncKey.headAdvertised) != Self.advertisement(of: head) || !recent else { return false }
+        try await put(head)
+        return true
+    }
+
+    /// Writes the head `heads/<replica>-<seq>` as this replica would now.
+    func putHead(seq: UInt64) async throws(ConcordError) {
+        try await put(try currentHead(seq: seq))
+    }
+
+    /// The head this replica would write at `seq` now: what it applied, the replicas it
+    /// retired, its newest snapshot and its stable vector.
+    private func currentHead(seq: UInt64) throws(ConcordError) -> Head {
+        var head = Head(
+            replica: store.replicaID.description, seq: seq, device: try store.name(),
+            syncedAt: clock.millisecondsSinceEpoch(), applied: Head.hexKeyed(try store.appliedSeqs()),
+            vector: Head.hexKeyed(try store.versionVector().entries))
+        let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) }
+        if !retired.isEmpty { head.retired = retired }
+        let snapshot = try snapshotSeq()
+        if snapshot > 0 { head.snapshot = snapshot }
+        head.stable = try store.stableVector(pushedSeq: seq).map { Head.hexKeyed($0.entries) }
+        return head
+    }
+
+    /// What a head says, but for its time: its JSON without `syncedAt`.
+    static func advertisement(of head: Head) -> String {
+        var timeless = head
+        timeless.syncedAt = 0
+        return String(decoding: timeless.json(), as: UTF8.self)
+    }
+
+    /// Puts `head` and records what it says; a failed put forgets it, since it may have
+    /// torn the head that was there.
+    private func put(_ head: Head) async throws(ConcordError) {
+        let path = RemoteLayout.head(store.replicaID, seq: head.seq)
+        do {
+            try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
+        } catch {
+            try store.setSyncValue(SyncKey.headAdvertised, nil)
+            throw error
+        }
+        try store.setSyncValue(SyncKey.headAdvertised, Self.advertisement(of: head))
+        try store.setSyncNumber(SyncKey.headWrittenAt, head.syncedAt)
     }
 }

@@ -48,7 +48,7 @@ extension SyncEngine {
             ownGaps = gaps.own
             ownListed = gaps.ownListed
             for (origin, seq) in gaps.others where lost[origin] == nil { lost[origin] = seq }
-            try store.setSyncValue(SyncKey.lossCheckedAt, String(clock.millisecondsSinceEpoch()))
+            try store.setSyncNumber(SyncKey.lossCheckedAt, clock.millisecondsSinceEpoch())
         }
         if ownGaps, republished.isEmpty {
             republished += try await republishOwn(through: pushed, into: &report)
@@ -106,7 +106,7 @@ extension SyncEngine {
 
     /// Whether the periodic listing of every replica's batches is due.
     private func lossCheckIsDue() throws(ConcordError) -> Bool {
-        let last = UInt64(try store.syncValue(SyncKey.lossCheckedAt) ?? "") ?? 0
+        let last = try store.syncNumber(SyncKey.lossCheckedAt)
         let now = clock.millisecondsSinceEpoch()
         return now < last || now - last >= lossCheckInterval
     }

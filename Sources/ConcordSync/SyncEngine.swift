@@ -264,7 +264,7 @@ public actor SyncEngine {
     /// The seq of the newest batch of `store` confirmed on its remote (0 before the first),
     /// without an engine or a remote.
     public static func pushedSeq(in store: Store) throws(ConcordError) -> UInt64 {
-        UInt64(try store.syncValue(SyncKey.pushedSeq) ?? "0") ?? 0
+        try store.syncNumber(SyncKey.pushedSeq)
     }
 
     /// The id (hex) of the remote store `store` last synced with, if it synced.
@@ -278,17 +278,28 @@ public actor SyncEngine {
 
     /// The seq of this replica's newest snapshot written (0 before the first).
     func snapshotSeq() throws(ConcordError) -> UInt64 {
-        UInt64(try store.syncValue(SyncKey.snapshotSeq) ?? "0") ?? 0
+        try store.syncNumber(SyncKey.snapshotSeq)
     }
 
     /// The newest own seq a snapshot covers, its own or a shared one compaction found.
     func snapshotCovered() throws(ConcordError) -> UInt64 {
-        max(try snapshotSeq(), UInt64(try store.syncValue(SyncKey.snapshotCovered) ?? "0") ?? 0)
+        max(try snapshotSeq(), try store.syncNumber(SyncKey.snapshotCovered))
     }
 }
 
 /// The sync engine's own values in a store (``ConcordStore/Store/syncValue(_:)``), named in
 /// one place. Prefixed names hold one value per replica, file or object.
+extension Store {
+    /// A number kept in the sync state: 0 when absent (or unreadable).
+    func syncNumber(_ key: String) throws(ConcordError) -> UInt64 {
+        UInt64(try syncValue(key) ?? "") ?? 0
+    }
+
+    func setSyncNumber(_ key: String, _ value: UInt64) throws(ConcordError) {
+        try setSyncValue(key, String(value))
+    }
+}
+
 enum SyncKey {
     /// The remote store's id (hex) this store synced with.
     static let storeID = "remote.storeID"

@@ -5,38 +5,6 @@ import ConcordRemote
 import ConcordStore
 import Foundation
 
-/// A snapshot object's plaintext: per origin the seq of the newest delta it contains, then
-/// the state (docs/FORMAT.md §4.4).
-///
-/// `u32 count` (big-endian), `count × (16-byte replica id, u64 seq big-endian)`, then the
-/// snapshot encoding.
-enum SnapshotObject {
-    static func encode(state: StoreState, appliedSeqs: [ReplicaID: UInt64]) throws(ConcordError) -> [UInt8] {
-        var bytes: [UInt8] = []
-        let sorted = appliedSeqs.sorted { $0.key < $1.key }
-        bytes += withUnsafeBytes(of: UInt32(sorted.count).bigEndian, Array.init)
-        for (replica, seq) in sorted {
-            bytes += replica.bytes
-            bytes += withUnsafeBytes(of: seq.bigEndian, Array.init)
-        }
-        return bytes + (try SnapshotCodec.encode(state))
-    }
-
-    static func decode(_ bytes: [UInt8], path: String) throws(ConcordError) -> (state: StoreState, appliedSeqs: [ReplicaID: UInt64]) {
-        guard bytes.count >= 4 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
-        let count = Int(bytes[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-        guard count <= (bytes.count - 4) / 24 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
-        var seqs: [ReplicaID: UInt64] = [:]
-        var offset = 4
-        for _ in 0..<count {
-            let replica = ReplicaID(bytes: bytes[offset..<offset + 16])!
-            seqs[replica] = bytes[offset + 16..<offset + 24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            offset += 24
-        }
-        return (try SnapshotCodec.decode(Array(bytes[offset...])), seqs)
-    }
-}
-
 extension SyncEngine {
     /// Pushes pending changes, then uploads this replica's full state as a snapshot
     /// (`snapshots/<replica>-<seq>`), keeping its two newest. A new replica joins the
@@ -68,7 +36,7 @@ extension SyncEngine {
         let named = try snapshotSeq()
         let taken = recorded && named == seq
         if taken, !republish { return path }
-        let plaintext = try SnapshotObject.encode(state: state, appliedSeqs: seqs)
+        let plaintext = try SnapshotObjectCodec.encode(SnapshotContents(state: state, appliedSeqs: seqs))
         let sealed = SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
         let digest = ContentHasher.hash(sealed).hex
         if taken, try store.syncValue(SyncKey.snapshotDigest) != digest { return nil }
@@ -86,14 +54,14 @@ extension SyncEngine {
         // A put under this name that failed may have landed all the same (its reply was
         // lost) with the state of then: that snapshot stands — one name, one content.
         if !taken, try store.syncValue(SyncKey.snapshotAttempt) == String(seq), let landed = try await authenticSnapshot(at: path), landed != sealed {
-            try store.setSyncValue(SyncKey.snapshotSeq, String(seq))
+            try store.setSyncNumber(SyncKey.snapshotSeq, seq)
             try store.setSyncValue(SyncKey.snapshotDigest, ContentHasher.hash(landed).hex)
             _ = try await refreshHead()
             return path
         }
-        try store.setSyncValue(SyncKey.snapshotAttempt, String(seq))
+        try store.setSyncNumber(SyncKey.snapshotAttempt, seq)
         try await remote.put(path, sealed)
-        try store.setSyncValue(SyncKey.snapshotSeq, String(seq))
+        try store.setSyncNumber(SyncKey.snapshotSeq, seq)
         try store.setSyncValue(SyncKey.snapshotDigest, digest)
         _ = try await refreshHead()  // the head names the newest snapshot
         let mine = try await listSnapshots().filter { $0.writer == store.replicaID }.map(\.seq).sorted()

@@ -78,7 +78,7 @@ extension SyncEngine {
                 continue
             }
             guard let first = sightings[name], first <= now, now - first >= blobGracePeriod else {
-                if sightings[name] == nil { try store.setSyncValue(SyncKey.unreferencedPrefix + name, String(now)) }
+                if sightings[name] == nil { try store.setSyncNumber(SyncKey.unreferencedPrefix + name, now) }
                 report.awaitingFiles += 1
                 continue
             }
@@ -172,7 +172,7 @@ extension SyncEngine {
                     let delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
                     hashes = Self.files(in: delta)
                 } else {
-                    let snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+                    let snapshot = try SnapshotObjectCodec.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
                     hashes = Self.files(in: snapshot.state)
                 }
             } catch {

@@ -167,10 +167,22 @@ extension SyncEngine {
             let now = clock.millisecondsSinceEpoch()
             if let ahead = HybridLogicalClock.skew(of: delta.upTo, physicalMillis: now, maxDrift: maxClockDrift) {
                 report.skews.append(ClockSkew(replica: delta.origin, aheadBy: ahead))
-                let previous = UInt64(try store.syncValue(SyncKey.skew(delta.origin)) ?? "0") ?? 0
-                try store.setSyncValue(SyncKey.skew(delta.origin), String(max(previous, ahead)))
+                let previous = try store.syncNumber(SyncKey.skew(delta.origin))
+                try store.setSyncNumber(SyncKey.skew(delta.origin), max(previous, ahead))
             }
         }
         return .applied
+    }
+
+    /// Joins the newest snapshot — of any replica — that covers batch `seq` of `origin`, for
+    /// a replica whose next batch of it was compacted away. Returns whether it joined one.
+    func catchUp(origin: ReplicaID, seq: UInt64, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+        for listed in try await listSnapshots() {
+            // What a snapshot read before covers is known without fetching it again.
+            if let known = try knownCoverage(of: listed.path), (known[origin] ?? 0) < seq { continue }
+            guard let snapshot = try await fetchSnapshot(listed.path, into: &report), (snapshot.appliedSeqs[origin] ?? 0) >= seq else { continue }
+            if try await join(snapshot, path: listed.path, into: &report) { return true }
+        }
+        return false
     }
 }

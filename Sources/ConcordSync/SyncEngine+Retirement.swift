@@ -43,7 +43,7 @@ extension SyncEngine {
             // authenticates (a rolled-back remote): its time counts no less than the newest
             // this replica saw of it, so a rollback cannot make an active replica look
             // silent or forgotten.
-            let seen = UInt64(try store.syncValue(SyncKey.seenPrefix + replica.description) ?? "") ?? 0
+            let seen = try store.syncNumber(SyncKey.seenPrefix + replica.description)
             let syncedAt = head.map { max($0.syncedAt, seen) }
             let status: ReplicaStatus
             if replica == store.replicaID {
@@ -59,7 +59,7 @@ extension SyncEngine {
             // Remembered, so a later listing that misses its head cannot make it unknown.
             if let head, replica != store.replicaID {
                 let key = SyncKey.seenPrefix + replica.description
-                if UInt64(try store.syncValue(key) ?? "") ?? 0 < head.syncedAt { try store.setSyncValue(key, String(head.syncedAt)) }
+                if try store.syncNumber(key) < head.syncedAt { try store.setSyncNumber(key, head.syncedAt) }
             }
         }
         return standings
@@ -86,7 +86,7 @@ extension SyncEngine {
         if head == nil { head = try? await readHead(replica, seq: seq) }
         // Retired up to its newest head's time: a head written after it means it is back.
         let at = head?.syncedAt ?? clock.millisecondsSinceEpoch()
-        try store.setSyncValue(SyncKey.retiredPrefix + replica.description, String(at))
+        try store.setSyncNumber(SyncKey.retiredPrefix + replica.description, at)
         var report = SyncReport()
         try await push(into: &report, progress: nil)  // writes the head: what it says changed
         return ReplicaInfo(id: replica, deviceName: head?.device, lastSync: head?.syncedAt ?? 0, seq: seq, status: .forgotten)

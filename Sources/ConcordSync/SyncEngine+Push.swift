@@ -57,7 +57,7 @@ extension SyncEngine {
             // 3. The head naming the last of them.
             try await putHead(seq: seq)
             pushed = seq
-            try store.setSyncValue(SyncKey.pushedSeq, String(seq))
+            try store.setSyncNumber(SyncKey.pushedSeq, seq)
             report.pushed += window.count
             window.removeAll()
         }
@@ -125,7 +125,7 @@ extension SyncEngine {
             var due: [ContentHash] = []
             let now = clock.millisecondsSinceEpoch()
             for hash in files.sorted() {
-                let uploadedAt = UInt64(try store.syncValue(SyncKey.uploaded(hash)) ?? "") ?? 0
+                let uploadedAt = try store.syncNumber(SyncKey.uploaded(hash))
                 if uploadedAt <= now, now - uploadedAt <= uploadDeadline {
                     oldest = min(oldest, uploadedAt)
                 } else {
@@ -138,7 +138,7 @@ extension SyncEngine {
                 let began = clock.millisecondsSinceEpoch()
                 _ = try await inFlight(window) { (engine, hash) throws(ConcordError) in
                     try await engine.uploadFile(hash)
-                    try engine.store.setSyncValue(SyncKey.uploaded(hash), String(began))
+                    try engine.store.setSyncNumber(SyncKey.uploaded(hash), began)
                 }
                 oldest = min(oldest, began)
                 report.filesUploaded += window.count
@@ -151,57 +151,4 @@ extension SyncEngine {
             "uploading the files of batch \(seq) took longer than the upload deadline (\(uploadDeadline / 1000) s) three times; nothing was lost — sync again on a faster connection, or raise blobGracePeriod")
     }
 
-    /// Writes this replica's head at its pushed seq unless the newest one written already
-    /// says everything it would say (``advertisement(of:)``) and is younger than an eighth
-    /// of ``retention`` — so a replica that syncs is never taken for a silent one. Returns
-    /// whether it wrote one.
-    func refreshHead() async throws(ConcordError) -> Bool {
-        let head = try currentHead(seq: try pushedSeq())
-        let written = UInt64(try store.syncValue(SyncKey.headWrittenAt) ?? "0") ?? 0
-        let recent = written <= head.syncedAt && head.syncedAt - written <= retention / 8
-        guard try store.syncValue(SyncKey.headAdvertised) != Self.advertisement(of: head) || !recent else { return false }
-        try await put(head)
-        return true
-    }
-
-    /// Writes the head `heads/<replica>-<seq>` as this replica would now.
-    func putHead(seq: UInt64) async throws(ConcordError) {
-        try await put(try currentHead(seq: seq))
-    }
-
-    /// The head this replica would write at `seq` now: what it applied, the replicas it
-    /// retired, its newest snapshot and its stable vector.
-    private func currentHead(seq: UInt64) throws(ConcordError) -> Head {
-        var head = Head(
-            replica: store.replicaID.description, seq: seq, device: try store.name(),
-            syncedAt: clock.millisecondsSinceEpoch(), applied: Head.hexKeyed(try store.appliedSeqs()),
-            vector: Head.hexKeyed(try store.versionVector().entries))
-        let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) }
-        if !retired.isEmpty { head.retired = retired }
-        let snapshot = try snapshotSeq()
-        if snapshot > 0 { head.snapshot = snapshot }
-        head.stable = try store.stableVector(pushedSeq: seq).map { Head.hexKeyed($0.entries) }
-        return head
-    }
-
-    /// What a head says, but for its time: its JSON without `syncedAt`.
-    static func advertisement(of head: Head) -> String {
-        var timeless = head
-        timeless.syncedAt = 0
-        return String(decoding: timeless.json(), as: UTF8.self)
-    }
-
-    /// Puts `head` and records what it says; a failed put forgets it, since it may have
-    /// torn the head that was there.
-    private func put(_ head: Head) async throws(ConcordError) {
-        let path = RemoteLayout.head(store.replicaID, seq: head.seq)
-        do {
-            try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
-        } catch {
-            try store.setSyncValue(SyncKey.headAdvertised, nil)
-            throw error
-        }
-        try store.setSyncValue(SyncKey.headAdvertised, Self.advertisement(of: head))
-        try store.setSyncValue(SyncKey.headWrittenAt, String(head.syncedAt))
-    }
 }

@@ -91,7 +91,7 @@ extension SyncEngine {
                 report.snapshotMissing = true
             }
         }
-        try store.setSyncValue(SyncKey.snapshotCovered, String(covered))
+        try store.setSyncNumber(SyncKey.snapshotCovered, covered)
         report.droppedSnapshots = try await dropSupersededSnapshots(snapshots)
         guard covered > 0 else { return }
         // 2. What every active replica has applied of ours (retired ones join a snapshot
@@ -175,26 +175,14 @@ extension SyncEngine {
         }
     }
 
-    /// Joins the newest snapshot — of any replica — that covers batch `seq` of `origin`, for
-    /// a replica whose next batch of it was compacted away. Returns whether it joined one.
-    func catchUp(origin: ReplicaID, seq: UInt64, into report: inout SyncReport) async throws(ConcordError) -> Bool {
-        for listed in try await listSnapshots() {
-            // What a snapshot read before covers is known without fetching it again.
-            if let known = try knownCoverage(of: listed.path), (known[origin] ?? 0) < seq { continue }
-            guard let snapshot = try await fetchSnapshot(listed.path, into: &report), (snapshot.appliedSeqs[origin] ?? 0) >= seq else { continue }
-            if try await join(snapshot, path: listed.path, into: &report) { return true }
-        }
-        return false
-    }
-
     /// Fetches, authenticates and decodes the snapshot at `path`; nil when it is not there or
     /// fails to open (recorded in the report: it is treated as not there). Remembers what
     /// it covers.
-    func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> (state: StoreState, appliedSeqs: [ReplicaID: UInt64])? {
+    func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> SnapshotContents? {
         guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else { return nil }
-        let snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64])
+        let snapshot: SnapshotContents
         do {
-            snapshot = try SnapshotObject.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+            snapshot = try SnapshotObjectCodec.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
         } catch {
             report.rejected.append("\(path): \(error.message)")
             return nil
@@ -204,7 +192,7 @@ extension SyncEngine {
     }
 
     /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet.
-    func join(_ snapshot: (state: StoreState, appliedSeqs: [ReplicaID: UInt64]), path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+    func join(_ snapshot: SnapshotContents, path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
         var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         if case let .heldBack(missing) = result {
             if let absent = try await fetchFiles(missing, into: &report) {

@@ -1,0 +1,55 @@
+import ConcordCore
+
+/// What a snapshot object holds: a replica's full state, and per origin the seq of the
+/// newest batch that state contains (so a reader knows which batches it covers).
+public struct SnapshotContents: Hashable, Sendable {
+    public var state: StoreState
+    public var appliedSeqs: [ReplicaID: UInt64]
+
+    public init(state: StoreState, appliedSeqs: [ReplicaID: UInt64]) {
+        self.state = state
+        self.appliedSeqs = appliedSeqs
+    }
+}
+
+/// The plaintext of a snapshot object (docs/FORMAT.md §8): `u32 count`, then `count ×
+/// (16-byte replica id, u64 seq)` in ascending replica order, then the snapshot encoding
+/// (§4.4). The two integers are big-endian — the one place in the format that is, kept so
+/// that every snapshot already written still reads.
+public enum SnapshotObjectCodec {
+    public static func encode(_ contents: SnapshotContents) throws(ConcordError) -> [UInt8] {
+        let sorted = contents.appliedSeqs.sorted { $0.key < $1.key }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(4 + sorted.count * 24)
+        appendBigEndian(UInt64(sorted.count), width: 4, to: &bytes)
+        for (replica, seq) in sorted {
+            bytes += replica.bytes
+            appendBigEndian(seq, width: 8, to: &bytes)
+        }
+        return bytes + (try SnapshotCodec.encode(contents.state))
+    }
+
+    /// - Throws: ``ConcordCore/ConcordError/Code/truncated`` when the seq table runs past
+    ///   the end; what ``SnapshotCodec/decode(_:)`` throws for the state.
+    public static func decode(_ bytes: [UInt8], path: String) throws(ConcordError) -> SnapshotContents {
+        guard bytes.count >= 4 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
+        let count = Int(readBigEndian(bytes[0..<4]))
+        guard count <= (bytes.count - 4) / 24 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
+        var seqs: [ReplicaID: UInt64] = [:]
+        var offset = 4
+        for _ in 0..<count {
+            let replica = ReplicaID(bytes: bytes[offset..<offset + 16])!
+            seqs[replica] = readBigEndian(bytes[offset + 16..<offset + 24])
+            offset += 24
+        }
+        return SnapshotContents(state: try SnapshotCodec.decode(Array(bytes[offset...])), appliedSeqs: seqs)
+    }
+
+    static func appendBigEndian(_ value: UInt64, width: Int, to bytes: inout [UInt8]) {
+        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    static func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+}

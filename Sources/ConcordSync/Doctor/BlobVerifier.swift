@@ -1,0 +1,59 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import Foundation
+
+/// Decrypts a blob stream chunk by chunk as it arrives and hashes the plaintext. The first
+/// failure is kept (and later chunks ignored), so the download itself never throws for a
+/// damaged blob.
+final class BlobVerifier {
+    private let key: SubKey
+    private let name: String
+    private var buffer: [UInt8] = []
+    private var decryptor: BlobDecryptor?
+    private var hasher: ContentHasher? = ContentHasher()
+    private var finished = false
+    private var failure: ConcordError?
+
+    init(key: SubKey, name: String) {
+        self.key = key
+        self.name = name
+    }
+
+    func feed(_ chunk: [UInt8]) {
+        guard failure == nil else { return }
+        buffer += chunk
+        do throws(ConcordError) { try drain(final: false) } catch { failure = error }
+    }
+
+    private func drain(final: Bool) throws(ConcordError) {
+        if decryptor == nil {
+            guard buffer.count >= BlobStream.headerByteCount || final else { return }
+            decryptor = try BlobDecryptor(header: buffer.prefix(BlobStream.headerByteCount), key: key, name: name)
+            buffer.removeFirst(min(buffer.count, BlobStream.headerByteCount))
+        }
+        while buffer.count >= BlobStream.frameByteCount || (final && !buffer.isEmpty) {
+            guard !finished else {
+                throw ConcordError(.authenticationFailed, "remote blob \(name) failed authentication: it has data after its final chunk; it was modified")
+            }
+            let count = min(buffer.count, BlobStream.frameByteCount)
+            let plaintext = try decryptor!.open(frame: buffer.prefix(count))
+            buffer.removeFirst(count)
+            hasher!.update(plaintext)
+            finished = decryptor?.isFinished ?? false
+        }
+    }
+
+    /// The content hash, once the whole stream authenticated.
+    func finish() throws(ConcordError) -> ContentHash {
+        if let failure { throw failure }
+        try drain(final: true)
+        guard decryptor != nil else {
+            throw ConcordError(.authenticationFailed, "remote blob \(name) failed authentication: it is empty; it was truncated")
+        }
+        try decryptor?.finish()
+        return hasher.take()!.finalize()
+    }
+}

@@ -1,0 +1,83 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import Foundation
+
+extension SyncEngine {
+    // MARK: Helpers
+
+    /// What to do about a damaged head, batch or snapshot.
+    func damagedAction(_ name: RemoteLayout.Name, _ scan: DoctorScan) -> String {
+        let me = store.replicaID
+        switch name {
+        case let .delta(replica, _):
+            return replica == me
+                ? "`concord doctor --repair` here re-uploads the bytes this replica sealed"
+                : "only \(scan.who(replica)) holds the bytes it sealed: run `concord doctor --repair` there; replicas that have not applied it wait, everything else syncs"
+        case let .head(replica, _):
+            return replica == me
+                ? "`concord doctor --repair` here rewrites this replica's head"
+                : "\(scan.who(replica)) rewrites it with its next push, or run `concord doctor --repair` there"
+        case let .snapshot(replica, _):
+            return "replicas ignore it and catch up from batches; \(replica == me ? "this replica's" : scan.who(replica) + "'s") next snapshot (`concord compact`) supersedes it"
+        default:
+            return "only its writer can replace it"
+        }
+    }
+
+    /// `millis` for a person: whole days, hours, minutes or seconds.
+    static func duration(_ millis: UInt64) -> String {
+        for (unit, name) in [(Self.day, "day"), (3_600_000, "hour"), (60_000, "minute")] where millis >= unit && millis % unit == 0 {
+            return "\(millis / unit) \(name)\(millis / unit == 1 ? "" : "s")"
+        }
+        return millis % 1000 == 0 ? "\(millis / 1000) s" : "\(millis) ms"
+    }
+
+    static func kind(of error: ConcordError) -> DoctorFinding.Kind {
+        switch error.code {
+        case .authenticationFailed: .damaged
+        case .unsupportedVersion: .newerFormat
+        case .unreadableObject, .limitExceeded: .unreadable
+        default: .malformed
+        }
+    }
+
+    /// An error message without its advice to run doctor (this is doctor).
+    static func clean(_ message: String) -> String {
+        message.replacingOccurrences(of: "; run `concord doctor`", with: "").replacingOccurrences(of: ", run `concord doctor`", with: "")
+    }
+
+    /// The files `entries` reference, each with the replica that wrote it.
+    static func fileReferences(in entries: some Sequence<Entry>) -> [(hash: ContentHash, writer: ReplicaID)] {
+        var seen: [ContentHash: ReplicaID] = [:]
+        for entry in entries {
+            if case let .file(file) = entry.payload, seen[file.hash] == nil { seen[file.hash] = entry.dot.replica }
+        }
+        return seen.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    enum BlobCheck {
+        case absent
+        case intact
+        case damaged(ConcordError)
+    }
+
+    /// Streams the blob `keyedName`, decrypting it and checking that its content hashes to
+    /// the file its name stands for, in constant memory.
+    static func checkBlob(_ remote: any Remote, keyedName: String, contents: SubKey, names: SubKey) async throws(ConcordError) -> BlobCheck {
+        let path = RemoteLayout.blob(keyedName: keyedName)
+        let verifier = BlobVerifier(key: contents, name: path)
+        guard try await remote.getStream(path, write: { chunk in verifier.feed(chunk) }) else { return .absent }
+        do throws(ConcordError) {
+            let hash = try verifier.finish()
+            guard BlobName.keyedName(for: hash, key: names) == keyedName else {
+                throw ConcordError(.authenticationFailed, "remote blob \(path) decrypts, but its content (\(hash.hex)) is not the file its name stands for: it was moved or swapped")
+            }
+            return .intact
+        } catch {
+            return .damaged(error)
+        }
+    }
+}
