@@ -48,6 +48,12 @@ class Proxy(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def setup(self):
+        super().setup()
+        # Without it, a small write after the headers waits for the client's delayed ACK
+        # (up to 200 ms): the latency measured would be the proxy's, not the link's.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = b""
@@ -99,6 +105,8 @@ class Proxy(BaseHTTPRequestHandler):
         if mode == "slow":
             time.sleep(delay)
         upstream = http.client.HTTPConnection(UPSTREAM.hostname, UPSTREAM.port, timeout=60)
+        upstream.connect()
+        upstream.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("transfer-encoding", "connection", "content-length")}
         headers["Content-Length"] = str(len(body))
         upstream.request(self.command, self.path, body=body, headers=headers)

@@ -191,12 +191,12 @@ extension SyncEngine {
 
     /// The files a delta references.
     static func files(in delta: Delta) -> Set<ContentHash> {
-        Set(fileReferences(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) }).map(\.hash))
+        Set(delta.fileReferences.map(\.file.hash))
     }
 
     /// The files a state references.
     static func files(in state: StoreState) -> Set<ContentHash> {
-        Set(fileReferences(in: state.records.values.lazy.flatMap { $0.slots.values.lazy.flatMap(\.entries) }).map(\.hash))
+        Set(state.fileReferences.map(\.file.hash))
     }
 
     /// A listing without repeated paths (a listing may repeat entries).

@@ -45,21 +45,45 @@ extension SyncEngine {
         for (replica, seq) in heads.all { claims[replica, default: []].append(seq) }
         var known = try store.appliedSeqs()
         known[store.replicaID] = max(known[store.replicaID] ?? 0, try pushedSeq())
-        for (replica, seqs) in claims.sorted(by: { $0.key < $1.key }) {
-            for seq in Set(seqs).sorted(by: >) {
+        // Each replica's claims, newest first, tried in rounds: a claim this replica knows
+        // is believed; the others of a round are opened `requestsInFlight` at a time, so
+        // ten replicas with news cost one round trip over a slow link, not ten.
+        var candidates = claims.sorted(by: { $0.key < $1.key }).map { ($0.key, Set($0.value).sorted(by: >)[...]) }
+        while !candidates.isEmpty {
+            var toRead: [(replica: ReplicaID, seq: UInt64)] = []
+            for (replica, seqs) in candidates {
+                guard let seq = seqs.first else { continue }
                 if seq <= known[replica] ?? 0 {
                     heads.latest[replica] = seq
-                    break
+                } else {
+                    toRead.append((replica, seq))
                 }
-                do throws(ConcordError) {
-                    guard let head = try await readHead(replica, seq: seq) else { continue }  // gone since the listing
-                    heads.latest[replica] = seq
-                    heads.read[replica] = head
-                    break
-                } catch where Self.isDamage(error) {
-                    heads.rejected.append("\(RemoteLayout.head(replica, seq: seq)): \(error.message)")
-                    heads.unconfirmed[replica] = max(heads.unconfirmed[replica] ?? 0, seq)
+            }
+            var resolved = Set(heads.latest.keys)
+            for window in toRead.chunked(by: requestsInFlight) {
+                let outcomes = try await inFlight(window) { (engine, claim) throws(ConcordError) -> Result<Head?, ConcordError> in
+                    do throws(ConcordError) {
+                        return .success(try await engine.readHead(claim.replica, seq: claim.seq))
+                    } catch where Self.isDamage(error) {
+                        return .failure(error)
+                    }
                 }
+                for (claim, outcome) in zip(window, outcomes) {
+                    switch outcome {
+                    case let .success(head?):
+                        heads.latest[claim.replica] = claim.seq
+                        heads.read[claim.replica] = head
+                        resolved.insert(claim.replica)
+                    case .success(nil):
+                        break  // gone since the listing
+                    case let .failure(error):
+                        heads.rejected.append("\(RemoteLayout.head(claim.replica, seq: claim.seq)): \(error.message)")
+                        heads.unconfirmed[claim.replica] = max(heads.unconfirmed[claim.replica] ?? 0, claim.seq)
+                    }
+                }
+            }
+            candidates = candidates.compactMap { replica, seqs in
+                resolved.contains(replica) || seqs.count <= 1 ? nil : (replica, seqs.dropFirst())
             }
         }
         // Every replica whose head authenticates is remembered (``SyncKey/seenPrefix``): a

@@ -43,9 +43,7 @@ extension SyncEngine {
             // 1. The files it references (only those this replica wrote; others' files are
             //    uploaded by their writers), each uploaded within the deadline before the
             //    batch lands, so collection never takes one for garbage.
-            let files = Set(delta.records.flatMap { $0.slots.flatMap(\.entries) }.compactMap { entry -> ContentHash? in
-                if case let .file(file) = entry.payload, entry.dot.replica == store.replicaID { file.hash } else { nil }
-            })
+            let files = Set(delta.fileReferences.filter { $0.writer == store.replicaID }.map(\.file.hash))
             try await uploadFiles(files, batch: seq, into: &report, progress: progress)
             // 2. The batch — never over another authentic batch of the same name (one name,
             //    one content): if the remote holds different, authentic bytes there, this

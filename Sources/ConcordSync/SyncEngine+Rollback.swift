@@ -80,12 +80,8 @@ extension SyncEngine {
         var wanted: [ContentHash: UInt64] = [:]
         for seq in present {
             guard let plaintext = try store.sealedDelta(seq: seq) else { continue }
-            for change in try DeltaCodec.decode(plaintext).records {
-                for slot in change.slots {
-                    for entry in slot.entries {
-                        if case let .file(file) = entry.payload { wanted[file.hash] = BlobStream.sealedByteCount(plaintextByteCount: file.size) }
-                    }
-                }
+            for reference in try DeltaCodec.decode(plaintext).fileReferences {
+                wanted[reference.file.hash] = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
             }
         }
         guard !wanted.isEmpty else { return [] }

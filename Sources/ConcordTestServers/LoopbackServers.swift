@@ -178,7 +178,7 @@ public actor LoopbackServers {
             command = "\(script) \(directory)/ceph \(port) \(try freePort()) \(try freePort()) \(ServerKind.rgwAccessKey) \(ServerKind.rgwSecretKey)"
             ready = directory + "/ceph/ready"
         }
-        try launch(command, environment: environment, log: directory + "/server.log")
+        try launch(command, environment: environment, log: directory + "/server.log", removing: directory)
         let origin = (kind == .nginxSelfSigned ? "https" : "http") + "://127.0.0.1:\(port)"
         if let ready {
             try await waitForFile(ready, kind: kind, log: directory + "/server.log")
@@ -198,7 +198,8 @@ public actor LoopbackServers {
 
     /// Starts `command` in a process group of its own, under a watchdog shell that stops
     /// the whole group — a server's workers, a cluster's daemons — when this process ends.
-    static func launch(_ command: String, environment: [String: String], log: String) throws {
+    /// `removing`: a folder the watchdog deletes once the server is stopped (its data).
+    static func launch(_ command: String, environment: [String: String], log: String, removing folder: String? = nil) throws {
         let parent = getpid()
         let script = """
             setsid \(command) >>\(log) 2>&1 &
@@ -208,6 +209,7 @@ public actor LoopbackServers {
             kill -TERM -$server 2>/dev/null
             sleep 1
             kill -9 -$server 2>/dev/null
+            \(folder.map { "rm -rf '\($0)'" } ?? "")
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")

@@ -96,6 +96,19 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: server.directory + "/data/stores/tls"))
     }
 
+    /// A host name that does not resolve (`.invalid` never does) is one line saying so.
+    @Test func aHostNameThatDoesNotResolveIsOneLineSayingSo() async throws {
+        let remote = try WebDAVRemote(url: "http://concord-test.invalid/store", retry: .init(attempts: 1))
+        do {
+            _ = try await remote.list(prefix: "heads/")
+            Issue.record("a host name in .invalid resolved")
+        } catch {
+            #expect(error.code == .remote)
+            #expect(error.message.contains("does not resolve") && error.message.contains("concord-test.invalid"), "\(error)")
+            #expect(!error.message.contains("\n"))
+        }
+    }
+
     @Test func anUnreachableServerIsARemoteErrorNamingIt() async throws {
         let port = try LoopbackServers.freePort()
         let remote = try WebDAVRemote(url: "http://127.0.0.1:\(port)/dav", retry: .init(attempts: 2, base: .milliseconds(10)))

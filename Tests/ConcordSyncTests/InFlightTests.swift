@@ -13,15 +13,22 @@ import Testing
     /// Counts the requests running at once; each takes a few milliseconds, as over a network.
     final class Gauge: ForwardingRemote {
         let base: any Remote
-        let running = Mutex((now: 0, most: 0))
+        let running = Mutex((now: 0, most: 0, heads: 0, mostHeads: 0))
         init(_ base: any Remote) { self.base = base }
 
         var most: Int { running.withLock { $0.most } }
-        func reset() { running.withLock { $0 = (0, 0) } }
+        /// The most reads of heads at once.
+        var mostHeads: Int { running.withLock { $0.mostHeads } }
+        func reset() { running.withLock { $0 = (0, 0, 0, 0) } }
 
-        func measured<T>(_ body: () async throws(ConcordError) -> T) async throws(ConcordError) -> T {
-            running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
-            defer { running.withLock { $0.now -= 1 } }
+        func measured<T>(_ path: String = "", _ body: () async throws(ConcordError) -> T) async throws(ConcordError) -> T {
+            let head = path.hasPrefix(RemoteLayout.headsPrefix)
+            running.withLock {
+                $0.now += 1
+                $0.most = max($0.most, $0.now)
+                if head { $0.heads += 1; $0.mostHeads = max($0.mostHeads, $0.heads) }
+            }
+            defer { running.withLock { $0.now -= 1; if head { $0.heads -= 1 } } }
             try? await Task.sleep(for: .milliseconds(3))
             return try await body()
         }
@@ -29,7 +36,7 @@ import Testing
         func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) { try await measured { () throws(ConcordError) in try await base.put(path, bytes) } }
         func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await measured { () throws(ConcordError) in try await base.get(path) } }
         func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
-            try await measured { () throws(ConcordError) in try await base.get(path, limit: limit) }
+            try await measured(path) { () throws(ConcordError) in try await base.get(path, limit: limit) }
         }
         func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
             try await measured { () throws(ConcordError) in try await base.putStream(path, read: read) }
@@ -116,6 +123,35 @@ import Testing
         #expect(try newcomerStore.canonicalDump() == dump)
         for (file, bytes) in zip(files, photos) {
             #expect(FileManager.default.contents(atPath: newcomerStore.blobs.path(for: file.hash)) == Data(bytes))
+        }
+    }
+
+    /// A pull that finds news from many replicas opens their heads a window at a time.
+    @Test(arguments: [1, 4])
+    func headsWithNewsAreOpenedAWindowAtATime(window: Int) async throws {
+        let (fleet, remote) = try await Fleet.wrapped(count: 0, Gauge.init)
+        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
+        let clock = fleet.clock
+        func engine(_ name: String) throws -> (Store, SyncEngine) {
+            let store = try Store(path: fleet.scratch.file("\(name)-\(window).db"), configuration: .init(clock: clock))
+            return (store, SyncEngine(store: store, remote: remote, key: key, storeID: storeID, clock: clock, snapshotEvery: nil, requestsInFlight: window))
+        }
+        var writers: [Store] = []
+        for index in 0..<6 {
+            let (store, writer) = try engine("writer\(index)")
+            try store.set(RecordRef(collection: "notes", id: "w\(index)"), "title", .string("from writer \(index)"))
+            _ = try await writer.sync(mode: .pushOnly)
+            writers.append(store)
+        }
+        let (readerStore, reader) = try engine("reader")
+        remote.reset()
+        let pulled = try await reader.sync(mode: .pullOnly)
+        #expect(pulled.applied == 6)
+        let opening = remote.mostHeads
+        #expect(opening <= window)
+        #expect(window == 1 ? opening == 1 : opening > 1, "\(opening) heads opened at once")
+        for index in 0..<6 {
+            #expect(try readerStore.record(RecordRef(collection: "notes", id: "w\(index)")) != nil)
         }
     }
 }

@@ -193,6 +193,9 @@ func value(_ key: String, in text: String) -> Double {
 
 // MARK: - Main
 
+/// Prints a line at once (stdout to a file is otherwise buffered until the end).
+func emit(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 let scratchRoot = FileManager.default.temporaryDirectory.appendingPathComponent("concord-backend-bench-\(UUID().uuidString.prefix(8))").path
 try FileManager.default.createDirectory(atPath: scratchRoot, withIntermediateDirectories: true)
@@ -200,6 +203,7 @@ defer { try? FileManager.default.removeItem(atPath: scratchRoot) }
 
 if arguments.first == "file", arguments.count == 3, let backend = Backend(rawValue: arguments[1]), let mib = Int(arguments[2]) {
     try await moveFile(backend, mib: mib, scratch: scratchRoot)
+    try? FileManager.default.removeItem(atPath: scratchRoot)  // exit skips the defer
     exit(0)
 }
 
@@ -211,9 +215,9 @@ let backends = option("--backends").map { $0.split(separator: ",").compactMap { 
 let fileMiB = Int(option("--file-mib") ?? "") ?? 1024
 let withLatency = !arguments.contains("--skip-latency")
 
-print("scratch and servers below \(FileManager.default.temporaryDirectory.path)")
-print("| backend | converge | requests/sync | KiB up/sync | KiB down/sync | with 50 ms | idle sync | file push | file pull | peak RSS |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+emit("scratch and servers below \(FileManager.default.temporaryDirectory.path)")
+emit("| backend | converge | requests/sync | KiB up/sync | KiB down/sync | with 50 ms | idle sync | file push | file pull | peak RSS |")
+emit("|---|---|---|---|---|---|---|---|---|---|")
 for backend in backends {
     let plain = try await converge(try await backend.fresh(scratch: scratchRoot, latency: false), scratch: scratchRoot)
     let slow = withLatency ? try await converge(try await backend.fresh(scratch: scratchRoot, latency: true), scratch: scratchRoot) : nil
@@ -224,7 +228,7 @@ for backend in backends {
         fileColumns = String(format: "%.0f MiB/s | %.0f MiB/s | %.0f MiB", Double(fileMiB) / push, Double(fileMiB) / pull, peak / 1024)
     }
     let perSync = Double(plain.syncs)
-    print(String(
+    emit(String(
         format: "| %@ | %.2f s | %.1f | %.1f | %.1f | %@ | %d request%@ | %@ |",
         backend.rawValue, plain.seconds, Double(plain.counts.requests) / perSync,
         Double(plain.counts.bytesUp) / perSync / 1024, Double(plain.counts.bytesDown) / perSync / 1024,

@@ -314,8 +314,8 @@ extension Store {
     /// The files that entries new to this store refer to and the blob directory lacks.
     func missingFiles(in entries: [Entry], seen context: CausalContext) -> [ContentHash] {
         var missing: Set<ContentHash> = []
-        for entry in entries where !context.contains(entry.dot) {
-            if case let .file(file) = entry.payload, !blobs.contains(file.hash) { missing.insert(file.hash) }
+        for reference in entries.fileReferences where !context.contains(reference.stamp) && !blobs.contains(reference.file.hash) {
+            missing.insert(reference.file.hash)
         }
         return missing.sorted()
     }

@@ -138,7 +138,7 @@ extension SyncEngine {
                 scan.report.objects.deltas += 1
                 let delta = try openDelta(sealed, replica: replica, seq: seq)
                 scan.readDeltas[replica, default: []].insert(seq)
-                for (hash, writer) in Self.fileReferences(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) }) {
+                for (hash, writer) in Self.distinctFiles(delta.fileReferences) {
                     scan.reference(BlobName.keyedName(for: hash, key: keys.blobNames), hash, writer, by: path)
                 }
             } catch {
@@ -158,8 +158,7 @@ extension SyncEngine {
                 scan.readSnapshots[replica, default: []].insert(seq)
                 // A snapshot covers the batches of every origin it contains, not just its writer's.
                 scan.coverage.merge(snapshot.appliedSeqs, uniquingKeysWith: max)
-                let entries = snapshot.state.records.values.lazy.flatMap { $0.slots.values.lazy.flatMap(\.entries) }
-                for (hash, writer) in Self.fileReferences(in: entries) {
+                for (hash, writer) in Self.distinctFiles(snapshot.state.fileReferences) {
                     scan.reference(BlobName.keyedName(for: hash, key: keys.blobNames), hash, writer, by: path)
                 }
             } catch {
@@ -314,7 +313,7 @@ extension SyncEngine {
         if from <= sealed {
             for seq in from...sealed where !(scan.readDeltas[me]?.contains(seq) ?? false) {
                 guard let plaintext = try store.sealedDelta(seq: seq), let delta = try? DeltaCodec.decode(plaintext) else { continue }
-                for (hash, writer) in Self.fileReferences(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) }) {
+                for (hash, writer) in Self.distinctFiles(delta.fileReferences) {
                     let keyed = BlobName.keyedName(for: hash, key: keys.blobNames)
                     if pending[keyed] == nil { pending[keyed] = .init(hash: hash, writer: writer, by: "this replica's batch \(seq)") }
                 }

@@ -49,13 +49,13 @@ extension SyncEngine {
         message.replacingOccurrences(of: "; run `concord doctor`", with: "").replacingOccurrences(of: ", run `concord doctor`", with: "")
     }
 
-    /// The files `entries` reference, each with the replica that wrote it.
-    static func fileReferences(in entries: some Sequence<Entry>) -> [(hash: ContentHash, writer: ReplicaID)] {
-        var seen: [ContentHash: ReplicaID] = [:]
-        for entry in entries {
-            if case let .file(file) = entry.payload, seen[file.hash] == nil { seen[file.hash] = entry.dot.replica }
+    /// Each file of `references` once, by hash, with the writer of its earliest reference.
+    static func distinctFiles(_ references: [FileReference]) -> [(hash: ContentHash, writer: ReplicaID)] {
+        var earliest: [ContentHash: Stamp] = [:]
+        for reference in references where earliest[reference.file.hash].map({ reference.stamp < $0 }) ?? true {
+            earliest[reference.file.hash] = reference.stamp
         }
-        return seen.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return earliest.sorted { $0.key < $1.key }.map { ($0.key, $0.value.replica) }
     }
 
     enum BlobCheck {

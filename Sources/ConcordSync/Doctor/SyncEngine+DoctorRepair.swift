@@ -43,7 +43,7 @@ extension SyncEngine {
             let present = intact
             await attempt(&scan, index) { () async throws(ConcordError) -> String? in
                 let delta = try DeltaCodec.decode(plaintext)
-                for (hash, _) in Self.fileReferences(in: delta.records.lazy.flatMap { $0.slots.lazy.flatMap(\.entries) }) where store.blobs.contains(hash) {
+                for (hash, _) in Self.distinctFiles(delta.fileReferences) where store.blobs.contains(hash) {
                     let keyed = BlobName.keyedName(for: hash, key: keys.blobNames)
                     if present.contains(keyed) { continue }
                     if case .intact = try await Self.checkBlob(remote, keyedName: keyed, contents: keys.blobContents, names: keys.blobNames) { continue }
