@@ -94,7 +94,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConcordStoreTests",
-            dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordTesting", "ConcordRemote", "ConcordSync",
+            dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordTesting", "ConcordRemote", "ConcordSync",
                            .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(

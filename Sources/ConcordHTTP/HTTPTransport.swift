@@ -84,12 +84,21 @@ public struct HTTPTransport: Sendable {
         _ object: String, body: [UInt8]? = nil, limit: UInt64 = 64 << 20,
         prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec
     ) async throws(ConcordError) -> HTTPResponse {
+        try await send(object, buffer: body.map { ByteBuffer(bytes: $0) }, limit: limit, prepare: prepare)
+    }
+
+    /// ``send(_:body:limit:prepare:)`` with the body already in a buffer, which every
+    /// attempt shares: a large body (an 8 MiB upload part) is in memory once.
+    public func send(
+        _ object: String, buffer: ByteBuffer?, limit: UInt64 = 64 << 20,
+        prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec
+    ) async throws(ConcordError) -> HTTPResponse {
         var attempt = 0
         while true {
             var request = try prepare(attempt).request
-            if let body {
-                request.body = .bytes(ByteBuffer(bytes: body))
-                request.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+            if let buffer {
+                request.body = .bytes(buffer)
+                request.headers.replaceOrAdd(name: "Content-Length", value: String(buffer.readableBytes))
             }
             let outcome: Result<HTTPResponse, ConcordError>
             do {

@@ -3,6 +3,7 @@ import ConcordCore
 import ConcordHTTP
 import ConcordRemote
 import Foundation
+import NIOCore
 import NIOHTTP1
 
 /// A ``ConcordRemote/Remote`` over S3-compatible object storage: AWS S3, Cloudflare R2,
@@ -137,22 +138,24 @@ public struct S3Remote: LeftoverSweeping {
 
     public func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
         try RemoteLayout.validateObjectPath(path)
-        // One part in memory at a time, filled to exactly `partSize`; what a chunk holds
-        // past the part's end starts the next one.
+        // One part in memory at a time, filled to exactly `partSize` in the buffer the
+        // request sends (hashed in place for the signature); what a chunk holds past the
+        // part's end starts the next one.
         var carry: [UInt8] = []
         var ended = false
-        func nextPart() throws(ConcordError) -> [UInt8] {
-            var part = carry
-            carry = []
+        func nextPart() throws(ConcordError) -> ByteBuffer {
+            var part = ByteBuffer()
             part.reserveCapacity(Self.partSize)
-            while !ended, part.count < Self.partSize {
+            part.writeBytes(carry)
+            carry = []
+            while !ended, part.readableBytes < Self.partSize {
                 let chunk = try read()
                 if chunk.isEmpty { ended = true; break }
-                let room = Self.partSize - part.count
+                let room = Self.partSize - part.readableBytes
                 if chunk.count <= room {
-                    part += chunk
+                    part.writeBytes(chunk)
                 } else {
-                    part += chunk[..<room]
+                    part.writeBytes(chunk[..<room])
                     carry = Array(chunk[room...])
                 }
             }
@@ -172,9 +175,9 @@ public struct S3Remote: LeftoverSweeping {
                 numbers.append((number, etag))
                 number += 1
                 if ended && carry.isEmpty { break }
-                part = []  // free this part before the next is filled
+                part = ByteBuffer()  // free this part before the next is filled
                 part = try nextPart()
-                if part.isEmpty { break }
+                if part.readableBytes == 0 { break }
             }
             try await completeMultipartUpload(path, uploadID: upload, parts: numbers)
         } catch {
@@ -259,9 +262,9 @@ public struct S3Remote: LeftoverSweeping {
         return id
     }
 
-    func uploadPart(_ path: String, uploadID: String, number: Int, body: [UInt8]) async throws(ConcordError) -> String {
+    func uploadPart(_ path: String, uploadID: String, number: Int, body: ByteBuffer) async throws(ConcordError) -> String {
         let response = try await request(
-            "PUT", key: prefix + path, object: "\(path) part \(number)", query: [("partNumber", String(number)), ("uploadId", uploadID)], body: body)
+            "PUT", key: prefix + path, object: "\(path) part \(number)", query: [("partNumber", String(number)), ("uploadId", uploadID)], buffer: body)
         guard response.status == 200 else { throw failure(response, "\(path) part \(number)", doing: "upload") }
         return response.headers.first(name: "ETag") ?? ""
     }
@@ -282,7 +285,11 @@ public struct S3Remote: LeftoverSweeping {
     // MARK: - Requests
 
     func putObject(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) {
-        let response = try await request("PUT", key: prefix + path, object: path, body: bytes, extra: [("Content-Type", "application/octet-stream")])
+        try await putObject(path, ByteBuffer(bytes: bytes))
+    }
+
+    func putObject(_ path: String, _ buffer: ByteBuffer) async throws(ConcordError) {
+        let response = try await request("PUT", key: prefix + path, object: path, buffer: buffer, extra: [("Content-Type", "application/octet-stream")])
         guard (200...299).contains(response.status) else { throw failure(response, path, doing: "write") }
     }
 
@@ -294,6 +301,18 @@ public struct S3Remote: LeftoverSweeping {
     ) async throws(ConcordError) -> HTTPResponse {
         let payloadHash = SigV4.hex(SigV4.sha256(body ?? []))
         return try await transport.send(object, body: body, limit: limit) { _ in
+            self.spec(method, key: key, query: query, payloadHash: payloadHash, extra: extra)
+        }
+    }
+
+    /// ``request(_:key:object:query:body:limit:extra:)`` with the body in a buffer, hashed
+    /// and sent in place.
+    func request(
+        _ method: String, key: String?, object: String, query: [(String, String)] = [], buffer: ByteBuffer,
+        limit: UInt64 = 1 << 20, extra: [(String, String)] = []
+    ) async throws(ConcordError) -> HTTPResponse {
+        let payloadHash = SigV4.hex(buffer.withUnsafeReadableBytes { SigV4.sha256($0) })
+        return try await transport.send(object, buffer: buffer, limit: limit) { _ in
             self.spec(method, key: key, query: query, payloadHash: payloadHash, extra: extra)
         }
     }

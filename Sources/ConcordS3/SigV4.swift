@@ -136,9 +136,18 @@ public struct SigV4: Sendable {
 
     /// SHA-256 of `bytes`.
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { sha256($0) }
+    }
+
+    /// SHA-256 of the bytes at `raw` (read in place: no copy of a large body).
+    public static func sha256(_ raw: UnsafeRawBufferPointer) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
-        let input = bytes.isEmpty ? [0] : bytes  // a valid pointer even for no bytes
-        _ = input.withUnsafeBufferPointer { crypto_hash_sha256(&digest, $0.baseAddress!, UInt64(bytes.count)) }
+        if let base = raw.baseAddress, !raw.isEmpty {
+            _ = crypto_hash_sha256(&digest, base.assumingMemoryBound(to: UInt8.self), UInt64(raw.count))
+        } else {
+            var none: UInt8 = 0  // a valid pointer for no bytes
+            _ = crypto_hash_sha256(&digest, &none, 0)
+        }
         return digest
     }
 

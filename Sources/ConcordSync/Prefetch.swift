@@ -23,8 +23,12 @@ struct BatchPrefetch {
     }
 
     /// The batch `seq` of `replica` (nil if the remote has none), having started fetching
-    /// its successors up to `last` while there is room in the window.
-    mutating func batch(_ replica: ReplicaID, _ seq: UInt64, last: UInt64) async throws(ConcordError) -> [UInt8]? {
+    /// its successors up to `last` while there is room in the window — and, with room
+    /// left, the batches of the origins pull turns to next (`upcoming`: each with the seqs
+    /// it will ask for), so ten origins with one batch each cost one round trip, not ten.
+    mutating func batch(
+        _ replica: ReplicaID, _ seq: UInt64, last: UInt64, upcoming: [(replica: ReplicaID, seqs: ClosedRange<UInt64>)] = []
+    ) async throws(ConcordError) -> [UInt8]? {
         if window == 1 {
             let path = RemoteLayout.delta(replica, seq: seq)
             return try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
@@ -46,6 +50,15 @@ struct BatchPrefetch {
             }
             if ahead == UInt64.max { break }
             ahead += 1
+        }
+        for (other, seqs) in upcoming where other != replica {
+            for ahead in seqs {
+                guard count < window else { break }
+                if fetches[other, default: [:]][ahead] == nil {
+                    fetches[other, default: [:]][ahead] = start(RemoteLayout.delta(other, seq: ahead))
+                    count += 1
+                }
+            }
         }
         let fetch = fetches[replica]![seq]!
         fetches[replica]![seq] = nil

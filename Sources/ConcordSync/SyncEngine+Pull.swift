@@ -35,9 +35,10 @@ extension SyncEngine {
         var bytes: UInt64 = 0
         var done = 0
         var progressMade = true
+        let order = next.keys.sorted()
         while progressMade {
             progressMade = false
-            for replica in next.keys.sorted() where !stopped.contains(replica) {
+            for replica in order where !stopped.contains(replica) {
                 while next[replica]! <= last[replica]! {
                     let delta: Delta
                     if let held = waiting[replica] {
@@ -48,7 +49,12 @@ extension SyncEngine {
                         let path = RemoteLayout.delta(replica, seq: seq)
                         let fetched: [UInt8]?
                         do throws(ConcordError) {
-                            fetched = try await prefetch.batch(replica, seq, last: last[replica]!)
+                            // The origins after this one, as this pass will visit them.
+                            let upcoming = order.drop { $0 <= replica }.compactMap { other -> (replica: ReplicaID, seqs: ClosedRange<UInt64>)? in
+                                guard !stopped.contains(other), waiting[other] == nil, let from = next[other], let to = last[other], from <= to else { return nil }
+                                return (other, from...to)
+                            }
+                            fetched = try await prefetch.batch(replica, seq, last: last[replica]!, upcoming: upcoming)
                         } catch where Self.isDamage(error) {
                             // Not a readable object (too large, not a file): skipped, reported.
                             report.rejected.append("\(path): \(error.message)")

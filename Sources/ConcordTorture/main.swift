@@ -59,6 +59,7 @@ do {
             case let .add(ref, field, value): try store.add(ref, field, value)
             case let .remove(ref, field, value): try store.remove(ref, field, value)
             case let .delete(ref): try store.delete(ref)
+            case let .attach(ref, field, bytes): try store.attachFile(ref, field, bytes: bytes)
             case .seal: _ = try store.seal()
             case let .apply(delta): try store.apply(delta)
             }

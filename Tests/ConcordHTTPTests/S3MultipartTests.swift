@@ -2,6 +2,7 @@ import ConcordCore
 import ConcordRemote
 import ConcordTestServers
 import Foundation
+import NIOCore
 import Testing
 @testable import ConcordS3
 
@@ -79,7 +80,7 @@ import Testing
         let remote = try #require(try await Backends.fresh(kind) as? S3Remote)
         let path = "blobs/ef/" + String(repeating: "ef", count: 32)
         let upload = try await remote.createMultipartUpload(path)
-        _ = try await remote.uploadPart(path, uploadID: upload, number: 1, body: [UInt8](repeating: 7, count: 1 << 20))
+        _ = try await remote.uploadPart(path, uploadID: upload, number: 1, body: ByteBuffer(bytes: [UInt8](repeating: 7, count: 1 << 20)))
         let hour: UInt64 = 3_600_000
         // moto dates every upload 2010-11-10 (a fixed value in its listing), so there even a
         // young upload looks old; RGW gives the real time.

@@ -1,5 +1,6 @@
 import ConcordCodec
 import ConcordCore
+import ConcordCrypto
 import ConcordRemote
 import ConcordStore
 import ConcordSync
@@ -34,15 +35,18 @@ enum Child {
 }
 
 @Suite(.serialized) struct CrashTests {
-    /// Kills, at random moments, a child process that writes, seals and applies deltas — at
-    /// least 100 times, a fifth of them at least inside a step. After each kill the file
-    /// passes `PRAGMA integrity_check`, reopens, and holds the state before or after the
-    /// interrupted transaction, with exactly the outbox, sealed bytes, applied seqs and
-    /// clock that state implies.
+    /// Kills, at random moments, a child process that writes, attaches files, seals and
+    /// applies deltas — at least 100 times, a fifth of them at least inside a step. After
+    /// each kill the file passes `PRAGMA integrity_check`, reopens, and holds the state
+    /// before or after the interrupted transaction, with exactly the outbox, sealed bytes,
+    /// applied seqs, clock and file history that state implies; every file the state or
+    /// its history refers to is in the blob directory, and every blob there is whole.
     @Test func sigkillAtRandomMomentsLosesNothing() throws {
         let kills = Int(ProcessInfo.processInfo.environment["CONCORD_KILLS"] ?? "") ?? 100
         var random = SeededGenerator(seed: UInt64(ProcessInfo.processInfo.environment["CONCORD_SEED"] ?? "") ?? 7)
         var interruptedMidTransaction = 0
+        var filesChecked = 0
+        var versionsChecked = 0
         for iteration in 0..<kills {
             let directory = TemporaryDirectory("crash")
             let seed = UInt64(iteration + 1)
@@ -80,22 +84,65 @@ enum Child {
                 var replica = Replica(id: replicaID)
                 var sealed: [Delta] = []
                 var applied: [ReplicaID: UInt64] = [:]
-                try script.replay(&replica, through: candidate, sealed: &sealed, applied: &applied)
+                var superseded: [TortureScript.Superseded] = []
+                try script.replay(&replica, through: candidate, fileRef: Self.fileRef, sealed: &sealed, applied: &applied, superseded: &superseded)
                 // The state, the outbox (no entry lost or duplicated), every sealed delta's
-                // bytes, the applied seqs and the clock must all be those of one step:
-                // before or after the interrupted one.
+                // bytes, the applied seqs, the clock and the file history must all be those
+                // of one step: before or after the interrupted one.
                 let storeSealed = try (0..<Int(store.sealedSeq())).map { try store.sealedDelta(seq: UInt64($0 + 1)) }
                 if try store.state() == replica.state, try store.pendingSlots() == replica.outbox,
                    storeSealed == sealed.map({ Optional(DeltaCodec.encode($0)) }),
-                   try store.appliedSeqs() == applied, try store.clockValue() == replica.clock.latest {
+                   try store.appliedSeqs() == applied, try store.clockValue() == replica.clock.latest,
+                   try Self.history(of: store) == Set(superseded) {
                     matched = true
                 }
             }
-            #expect(matched, "iteration \(iteration) (seed \(seed)): state, outbox and seals after the kill are those of neither step \(done) nor \(begun)")
+            #expect(matched, "iteration \(iteration) (seed \(seed)): state, outbox, seals or history after the kill are those of neither step \(done) nor \(begun)")
+            // Every file the state or its history refers to is in the blob directory, whole;
+            // no blob there is half-written under its final name.
+            let referenced = Set(try store.state().fileReferences.map(\.file.hash)).union(try Self.history(of: store).map(\.file.hash))
+            for hash in referenced {
+                #expect(store.blobs.contains(hash), "iteration \(iteration): file \(hash.hex) is referenced but missing")
+            }
+            filesChecked += referenced.count
+            versionsChecked += try Self.history(of: store).count
+            for (hash, bytes) in try Self.blobs(in: store) {
+                #expect(ContentHasher.hash(bytes) == hash, "iteration \(iteration): blob \(hash.hex) holds other bytes")
+            }
         }
         // A real share of the kills landed inside a step's transaction, not only between.
         #expect(interruptedMidTransaction * 5 >= kills, "only \(interruptedMidTransaction) of \(kills) kills interrupted a step")
-        print("crash test: \(interruptedMidTransaction) of \(kills) kills interrupted a step")
+        #expect(filesChecked > 0 && versionsChecked > 0, "no kill left a file (\(filesChecked)) or a file version (\(versionsChecked)) to check")
+        print("crash test: \(interruptedMidTransaction) of \(kills) kills interrupted a step; \(filesChecked) file references and \(versionsChecked) file versions checked")
+    }
+
+    /// The file a crash script's bytes become in a store.
+    static func fileRef(_ bytes: [UInt8]) -> FileRef {
+        FileRef(hash: ContentHasher.hash(bytes), size: UInt64(bytes.count))
+    }
+
+    /// Every file version the store's history holds for the crash script's records.
+    static func history(of store: Store) throws -> Set<TortureScript.Superseded> {
+        var versions: Set<TortureScript.Superseded> = []
+        for ref in (0..<6).map({ RecordRef(collection: "t", id: "r\($0)") }) {
+            for version in try store.versions(ref, "f") {
+                versions.insert(TortureScript.Superseded(ref: ref, field: "f", file: version.file, stamp: version.stamp, at: version.supersededAt))
+            }
+        }
+        return versions
+    }
+
+    /// The blobs in the store's blob directory, by the hash their name says, with their bytes.
+    static func blobs(in store: Store) throws -> [(ContentHash, [UInt8])] {
+        var found: [(ContentHash, [UInt8])] = []
+        let root = store.blobs.directory
+        for folder in try FileManager.default.contentsOfDirectory(atPath: root) where folder != "tmp" {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + folder)) ?? [] {
+                guard let hash = ContentHash(hex: name), name.hasPrefix(folder) else { continue }
+                found.append((hash, Array(FileManager.default.contents(atPath: root + "/" + folder + "/" + name) ?? Data())))
+            }
+        }
+        return found
     }
 
     /// Two child processes, each with its own store, write (every third write with a

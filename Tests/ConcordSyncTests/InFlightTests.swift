@@ -13,22 +13,26 @@ import Testing
     /// Counts the requests running at once; each takes a few milliseconds, as over a network.
     final class Gauge: ForwardingRemote {
         let base: any Remote
-        let running = Mutex((now: 0, most: 0, heads: 0, mostHeads: 0))
+        /// Requests running now and the most at once: in all, and per kind of object.
+        let running = Mutex((now: [String: Int](), most: [String: Int]()))
         init(_ base: any Remote) { self.base = base }
 
-        var most: Int { running.withLock { $0.most } }
+        var most: Int { running.withLock { $0.most["all", default: 0] } }
         /// The most reads of heads at once.
-        var mostHeads: Int { running.withLock { $0.mostHeads } }
-        func reset() { running.withLock { $0 = (0, 0, 0, 0) } }
+        var mostHeads: Int { running.withLock { $0.most[RemoteLayout.headsPrefix, default: 0] } }
+        /// The most reads of batches at once.
+        var mostBatches: Int { running.withLock { $0.most[RemoteLayout.replicasPrefix, default: 0] } }
+        func reset() { running.withLock { $0 = ([:], [:]) } }
 
         func measured<T>(_ path: String = "", _ body: () async throws(ConcordError) -> T) async throws(ConcordError) -> T {
-            let head = path.hasPrefix(RemoteLayout.headsPrefix)
-            running.withLock {
-                $0.now += 1
-                $0.most = max($0.most, $0.now)
-                if head { $0.heads += 1; $0.mostHeads = max($0.mostHeads, $0.heads) }
+            let kinds = ["all"] + [RemoteLayout.headsPrefix, RemoteLayout.replicasPrefix].filter { path.hasPrefix($0) }
+            running.withLock { state in
+                for kind in kinds {
+                    state.now[kind, default: 0] += 1
+                    state.most[kind] = max(state.most[kind, default: 0], state.now[kind]!)
+                }
             }
-            defer { running.withLock { $0.now -= 1; if head { $0.heads -= 1 } } }
+            defer { running.withLock { state in for kind in kinds { state.now[kind]! -= 1 } } }
             try? await Task.sleep(for: .milliseconds(3))
             return try await body()
         }
@@ -126,9 +130,10 @@ import Testing
         }
     }
 
-    /// A pull that finds news from many replicas opens their heads a window at a time.
+    /// A pull that finds news from many replicas opens their heads, and fetches their
+    /// batches, a window at a time — across origins, not one origin after another.
     @Test(arguments: [1, 4])
-    func headsWithNewsAreOpenedAWindowAtATime(window: Int) async throws {
+    func newsFromManyReplicasMovesAWindowAtATime(window: Int) async throws {
         let (fleet, remote) = try await Fleet.wrapped(count: 0, Gauge.init)
         let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
         let clock = fleet.clock
@@ -147,9 +152,10 @@ import Testing
         remote.reset()
         let pulled = try await reader.sync(mode: .pullOnly)
         #expect(pulled.applied == 6)
-        let opening = remote.mostHeads
-        #expect(opening <= window)
+        let (opening, fetching) = (remote.mostHeads, remote.mostBatches)
+        #expect(opening <= window && fetching <= window)
         #expect(window == 1 ? opening == 1 : opening > 1, "\(opening) heads opened at once")
+        #expect(window == 1 ? fetching == 1 : fetching > 1, "\(fetching) batches of six origins fetched at once")
         for index in 0..<6 {
             #expect(try readerStore.record(RecordRef(collection: "notes", id: "w\(index)")) != nil)
         }
