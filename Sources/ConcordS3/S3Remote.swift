@@ -143,9 +143,12 @@ public struct S3Remote: LeftoverSweeping {
         // part's end starts the next one.
         var carry: [UInt8] = []
         var ended = false
-        func nextPart() throws(ConcordError) -> ByteBuffer {
-            var part = ByteBuffer()
-            part.reserveCapacity(Self.partSize)
+        // One buffer serves every part (it grows to a part's size only for a file that
+        // large): refilling it allocates nothing, so memory stays flat through a
+        // multi-gigabyte upload.
+        var part = ByteBuffer()
+        func nextPart() throws(ConcordError) {
+            part.clear()
             part.writeBytes(carry)
             carry = []
             while !ended, part.readableBytes < Self.partSize {
@@ -159,9 +162,8 @@ public struct S3Remote: LeftoverSweeping {
                     carry = Array(chunk[room...])
                 }
             }
-            return part
         }
-        var part = try nextPart()
+        try nextPart()
         if ended && carry.isEmpty {
             try await putObject(path, part)
             return
@@ -175,8 +177,7 @@ public struct S3Remote: LeftoverSweeping {
                 numbers.append((number, etag))
                 number += 1
                 if ended && carry.isEmpty { break }
-                part = ByteBuffer()  // free this part before the next is filled
-                part = try nextPart()
+                try nextPart()
                 if part.readableBytes == 0 { break }
             }
             try await completeMultipartUpload(path, uploadID: upload, parts: numbers)
