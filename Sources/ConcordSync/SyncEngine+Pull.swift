@@ -61,7 +61,21 @@ extension SyncEngine {
                             stopped.insert(replica)
                             break
                         }
-                        guard let sealed = fetched else {
+                        // A batch that does not open (torn or tampered) counts as not there.
+                        var opened: Delta?
+                        if let sealed = fetched {
+                            bytes += UInt64(sealed.count)
+                            do throws(ConcordError) {
+                                let candidate = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
+                                guard candidate.origin == replica, candidate.seq == seq else {
+                                    throw ConcordError(.malformed, "remote object \(path) holds delta \(candidate.seq) of \(candidate.origin): it was moved or swapped; run `concord doctor`")
+                                }
+                                opened = candidate
+                            } catch {
+                                report.rejected.append("\(path): \(error.message)")
+                            }
+                        }
+                        guard let opened else {
                             // Not there yet — or compacted away: then a snapshot of its
                             // origin covers it, and joining that catches up. (Past what an
                             // authenticated head says, a missing batch just ends the walk.)
@@ -74,25 +88,7 @@ extension SyncEngine {
                             stopped.insert(replica)
                             break
                         }
-                        bytes += UInt64(sealed.count)
-                        do throws(ConcordError) {
-                            delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
-                            guard delta.origin == replica, delta.seq == seq else {
-                                throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
-                            }
-                        } catch {
-                            report.rejected.append("\(path): \(error.message)")
-                            // Torn or tampered is "not there yet" — and a snapshot covering it
-                            // catches up past it, as for a batch that is gone.
-                            if seq <= heads.latest[replica] ?? 0, !caughtUp.contains(replica), try await catchUp(origin: replica, seq: seq, into: &report) {
-                                caughtUp.insert(replica)
-                                try advancePastSnapshot(&next, &waiting)
-                                progressMade = true
-                                continue
-                            }
-                            stopped.insert(replica)
-                            break
-                        }
+                        delta = opened
                     }
                     progress?(SyncProgress(phase: .applying, objectsDone: done, objectsTotal: total, bytesDone: bytes, bytesTotal: 0))
                     let step = try await apply(delta, into: &report)

@@ -50,15 +50,21 @@ import Testing
         }
     }
 
-    @Test(arguments: [1, 4, 8])
-    func aBacklogMovesWithBoundedRequestsInFlightAndConverges(window: Int) async throws {
+    /// A fleet behind a ``Gauge``, and a maker of its replicas syncing `window` requests at
+    /// a time.
+    static func fleet(window: Int) async throws -> (Gauge, (String) throws -> (Store, SyncEngine)) {
         let (fleet, remote) = try await Fleet.wrapped(count: 0, Gauge.init)
         let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
         let clock = fleet.clock
-        func engine(_ name: String) throws -> (Store, SyncEngine) {
+        return (remote, { name in
             let store = try Store(path: fleet.scratch.file("\(name)-\(window).db"), configuration: .init(clock: clock))
             return (store, SyncEngine(store: store, remote: remote, key: key, storeID: storeID, clock: clock, snapshotEvery: nil, requestsInFlight: window))
-        }
+        })
+    }
+
+    @Test(arguments: [1, 4, 8])
+    func aBacklogMovesWithBoundedRequestsInFlightAndConverges(window: Int) async throws {
+        let (remote, engine) = try await Self.fleet(window: window)
         let (writerStore, writer) = try engine("writer")
         let (readerStore, reader) = try engine("reader")
         // 40 batches: one write each, sealed by a sync each (pushed later, all at once).
@@ -87,13 +93,7 @@ import Testing
     /// fetches them a window at a time, and so does a newcomer joining a snapshot.
     @Test(arguments: [1, 4])
     func filesMoveWithBoundedRequestsInFlightInPushPullAndBootstrap(window: Int) async throws {
-        let (fleet, remote) = try await Fleet.wrapped(count: 0, Gauge.init)
-        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
-        let clock = fleet.clock
-        func engine(_ name: String) throws -> (Store, SyncEngine) {
-            let store = try Store(path: fleet.scratch.file("\(name)-\(window).db"), configuration: .init(clock: clock))
-            return (store, SyncEngine(store: store, remote: remote, key: key, storeID: storeID, clock: clock, snapshotEvery: nil, requestsInFlight: window))
-        }
+        let (remote, engine) = try await Self.fleet(window: window)
         let (writerStore, writer) = try engine("writer")
         let (readerStore, reader) = try engine("reader")
         let photos = (0..<12).map { Array("photo \($0) ".utf8) + [UInt8](repeating: UInt8($0), count: 70_000) }
@@ -134,13 +134,7 @@ import Testing
     /// batches, a window at a time — across origins, not one origin after another.
     @Test(arguments: [1, 4])
     func newsFromManyReplicasMovesAWindowAtATime(window: Int) async throws {
-        let (fleet, remote) = try await Fleet.wrapped(count: 0, Gauge.init)
-        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: Fleet.passphrase)
-        let clock = fleet.clock
-        func engine(_ name: String) throws -> (Store, SyncEngine) {
-            let store = try Store(path: fleet.scratch.file("\(name)-\(window).db"), configuration: .init(clock: clock))
-            return (store, SyncEngine(store: store, remote: remote, key: key, storeID: storeID, clock: clock, snapshotEvery: nil, requestsInFlight: window))
-        }
+        let (remote, engine) = try await Self.fleet(window: window)
         var writers: [Store] = []
         for index in 0..<6 {
             let (store, writer) = try engine("writer\(index)")
