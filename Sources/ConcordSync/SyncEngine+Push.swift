@@ -11,7 +11,14 @@ extension SyncEngine {
     /// Seals the outbox, then pushes every sealed batch not yet confirmed on the remote:
     /// its files, the batch, then the head; then deletes this replica's older heads. Each
     /// step re-sends identical bytes after a crash.
-    func push(into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?) async throws(ConcordError) {
+    ///
+    /// `listed`: the head names this sync's listing showed. An older head of this replica
+    /// there (a push killed between writing its new head and deleting the old one) is
+    /// deleted even when nothing else is pushed; with no such name, an idle push makes no
+    /// request.
+    func push(
+        into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?, listed: [(replica: ReplicaID, seq: UInt64)] = []
+    ) async throws(ConcordError) {
         // Bounded batches: a large backlog becomes several deltas, so neither this replica
         // nor any receiver holds more than one batch's worth of changes in memory.
         let sealedBefore = try store.sealedSeq()
@@ -62,9 +69,12 @@ extension SyncEngine {
         // A head also when what it says changed without a batch (a reader that never
         // writes still tells compaction what it has), or when it is getting old: nothing
         // when idle.
-        guard try await refreshHead() || report.pushed > 0 else { return }
-        // 4. Older heads of this replica.
-        for head in try await listHeadNames() where head.replica == store.replicaID && head.seq < pushed {
+        let wrote = try await refreshHead() || report.pushed > 0
+        guard wrote || listed.contains(where: { $0.replica == store.replicaID && $0.seq < pushed }) else { return }
+        // 4. Older heads of this replica — once its newest is there to take their place.
+        let names = try await listHeadNames()
+        guard wrote || names.contains(where: { $0.replica == store.replicaID && $0.seq == pushed }) else { return }
+        for head in names where head.replica == store.replicaID && head.seq < pushed {
             try await remote.delete(RemoteLayout.head(head.replica, seq: head.seq))
         }
     }

@@ -216,7 +216,7 @@ public actor SyncEngine {
         }
         if mode != .pullOnly {
             do throws(ConcordError) {
-                try await push(into: &report, progress: emit)
+                try await push(into: &report, progress: emit, listed: heads.all)
             } catch where error.code == .storeRestored && report.restoredCopy == nil {
                 // A batch name of this replica already holds other authentic bytes: the same
                 // finding, made by the push itself. Continue under a new id and sync again.

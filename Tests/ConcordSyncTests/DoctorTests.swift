@@ -97,6 +97,21 @@ import Testing
         try await scenario.check(observer: [scenario.staleHead], writer: [scenario.staleHead])
     }
 
+    /// A push killed after its new head landed and before the older one was deleted: the
+    /// writer's next sync deletes it even with nothing to push, so the remote is tidy again
+    /// without `doctor --repair`.
+    @Test func aStaleHeadIsDeletedByTheWritersNextSyncWithNothingToPush() async throws {
+        let scenario = try await FaultedPush(seed: 12)
+        try await scenario.push(faultingCall: .headDelete, with: .plan(.init(lostDelete: 1)))
+        #expect(FaultedPush.keys(try await scenario.fleet.engines[1].doctor()) == [scenario.staleHead])
+        let report = try await scenario.fleet.engines[0].sync()
+        #expect(report.pushed == 0)
+        for engine in scenario.fleet.engines {
+            let found = try await engine.doctor()
+            #expect(found.findings.isEmpty, "\(found.findings)")
+        }
+    }
+
     @Test func staleListingsReportNothingFalse() async throws {
         try await Self.listingFault(.init(staleListing: 1), seed: 7)
     }
