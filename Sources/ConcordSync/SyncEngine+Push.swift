@@ -82,27 +82,15 @@ extension SyncEngine {
     /// Puts `batches`, each once its name is shown free, all at once; throws the first
     /// failure after every put has ended.
     private func putBatches(_ batches: [(seq: UInt64, path: String, bytes: [UInt8])]) async throws(ConcordError) {
-        if batches.count == 1, let only = batches.first {
-            try await checkNameIsFree(only.path, for: only.bytes, seq: only.seq)
-            try await remote.put(only.path, only.bytes)
-            return
-        }
-        let failures = await withTaskGroup(of: ConcordError?.self) { group in
-            for batch in batches {
-                group.addTask {
-                    do throws(ConcordError) {
-                        try await self.checkNameIsFree(batch.path, for: batch.bytes, seq: batch.seq)
-                        try await self.remote.put(batch.path, batch.bytes)
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }
+        let failures = try await inFlight(batches) { (engine, batch) throws(ConcordError) -> ConcordError? in
+            do throws(ConcordError) {
+                try await engine.checkNameIsFree(batch.path, for: batch.bytes, seq: batch.seq)
+                try await engine.remote.put(batch.path, batch.bytes)
+                return nil
+            } catch {
+                return error
             }
-            var failures: [ConcordError] = []
-            for await failure in group { if let failure { failures.append(failure) } }
-            return failures
-        }
+        }.compactMap { $0 }
         // A restored store is the finding that matters most; any other failure will do.
         if let failure = failures.first(where: { $0.code == .storeRestored }) ?? failures.first { throw failure }
     }

@@ -47,7 +47,7 @@ extension SyncEngine {
                     let keyed = BlobName.keyedName(for: hash, key: keys.blobNames)
                     if present.contains(keyed) { continue }
                     if case .intact = try await Self.checkBlob(remote, keyedName: keyed, contents: keys.blobContents, names: keys.blobNames) { continue }
-                    _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: RemoteLayout.blob(keyedName: keyed), key: keys.blobContents)
+                    try await uploadFile(hash)
                 }
                 try await remote.put(finding.path, SealedObject.sealDeterministically(plaintext, path: finding.path, key: keys.batches))
                 guard let sealed = try await remote.get(finding.path, limit: RemoteLayout.maxObjectSize(forPath: finding.path)) else { return nil }
