@@ -36,6 +36,9 @@ public struct SyncReport: Hashable, Sendable {
     /// backup): it continues under a new replica id, and the old id's history it lacked
     /// is pulled like any other replica's (``SyncEngine/sync(mode:progress:)``).
     public var restoredCopy: IdentityChange?
+    /// Batches of a restored copy's old id that its lost store had uploaded but no head
+    /// announced: this sync announced them, so every replica applies them.
+    public var announcedOrphans: [String] = []
     /// The objects this sync published again because the remote no longer held them
     /// (it was rolled back, restored from an older copy, or objects were deleted): this
     /// replica's own batches (the exact bytes it sealed), its head, and a snapshot for

@@ -121,8 +121,16 @@ extension SyncEngine {
         var present: [ReplicaID: Set<UInt64>] = [:]
         var ownTorn = false
         var ownListed: Set<UInt64> = []
+        let sealed = try store.sealedSeq()
         for object in try await remote.list(prefix: RemoteLayout.replicasPrefix) {
-            guard case let .delta(origin, seq)? = RemoteLayout.parse(object.path), let newest = expected[origin], seq <= newest else { continue }
+            guard case let .delta(origin, seq)? = RemoteLayout.parse(object.path) else { continue }
+            // An authentic batch of this replica past anything it sealed: this store is an
+            // older copy of itself, whose lost store uploaded the batch and was gone before
+            // its head (the only evidence when the copy has nothing to push).
+            if origin == me, seq > sealed, try await authenticBatch(object.path, origin: me, seq: seq) != nil {
+                throw ConcordError(.storeRestored, "batch \(object.path) of this replica is on the remote, but this store sealed only up to \(sealed): it is an older copy of itself")
+            }
+            guard let newest = expected[origin], seq <= newest else { continue }
             if origin == me { ownListed.insert(seq) }
             // An own batch of the wrong size was torn by a put that reported success: it is
             // put again, covered or not (publishing again checks it byte for byte first).
@@ -154,6 +162,20 @@ extension SyncEngine {
             }
         }
         return (own, ownListed, others)
+    }
+
+    /// The batch at `path` if it opens as batch `seq` of `origin`; nil if it is not there or
+    /// does not open.
+    func authenticBatch(_ path: String, origin: ReplicaID, seq: UInt64) async throws(ConcordError) -> Delta? {
+        let sealed: [UInt8]?
+        do throws(ConcordError) {
+            sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
+        } catch where Self.isDamage(error) {
+            return nil
+        }
+        guard let sealed, let plaintext = try? SealedObject.open(sealed, path: path, key: keys.batches),
+              let delta = try? DeltaCodec.decode(plaintext), delta.origin == origin, delta.seq == seq else { return nil }
+        return delta
     }
 
     /// Uploads again this replica's batches through `pushed` that the remote no longer

@@ -194,36 +194,34 @@ public actor SyncEngine {
                 oldHead: heads.read[store.replicaID])
             heads = try await listHeads()
         }
+        // Batches of the old id that no head announced, if this store just turned out to be
+        // an older copy of itself: announced, so the pull below (and every replica's) applies them.
+        if !(try await announceOrphanedBatches(heads, into: &report)).isEmpty { heads = try await listHeads() }
         // Our pushed head is missing (or unreadable): the remote may have been re-created.
         if try pushedSeq() > 0 && heads.latest[store.replicaID] == nil { try await checkStoreIdentity() }
         let emit = { @Sendable (update: SyncProgress) in
             progress?(update)
             self.updates.publish(update)
         }
-        // Objects the remote lost (rolled back, restored, deleted): published again.
-        let republished = try await republishWhatTheRemoteLost(heads, into: &report)
-        if !republished.isEmpty { report.remoteRolledBack = republished }
-        if mode != .pushOnly {
-            do throws(ConcordError) {
+        do throws(ConcordError) {
+            // Objects the remote lost (rolled back, restored, deleted): published again.
+            let republished = try await republishWhatTheRemoteLost(heads, into: &report)
+            if !republished.isEmpty { report.remoteRolledBack = republished }
+            if mode != .pushOnly {
                 try await bootstrapIfNew(into: &report)
                 try await pull(heads, into: &report, progress: emit)
-            } catch where error.code == .storeRestored && report.restoredCopy == nil {
-                // Another replica's batch shows this store is an older copy of itself.
-                var again = try await sync(mode: mode, progress: progress, restoredCopy: try recoverRestoredCopy(evidence: error.message, oldHead: nil))
-                again.rejected = report.rejected + again.rejected
-                return again
             }
+            if mode != .pullOnly { try await push(into: &report, progress: emit, listed: heads.all) }
+        } catch where error.code == .storeRestored && report.restoredCopy == nil {
+            // The periodic listing found a batch of this replica past what it sealed, another
+            // replica's batch depends on changes it never made, or a batch name of this
+            // replica already holds other authentic bytes: this store is an older copy of
+            // itself. It continues under a new id and syncs again.
+            var again = try await sync(mode: mode, progress: progress, restoredCopy: try recoverRestoredCopy(evidence: error.message, oldHead: nil))
+            again.rejected = report.rejected + again.rejected
+            return again
         }
         if mode != .pullOnly {
-            do throws(ConcordError) {
-                try await push(into: &report, progress: emit, listed: heads.all)
-            } catch where error.code == .storeRestored && report.restoredCopy == nil {
-                // A batch name of this replica already holds other authentic bytes: the same
-                // finding, made by the push itself. Continue under a new id and sync again.
-                var again = try await sync(mode: mode, progress: progress, restoredCopy: try recoverRestoredCopy(evidence: error.message, oldHead: nil))
-                again.rejected = report.rejected + again.rejected
-                return again
-            }
             let pushed = try pushedSeq()
             if let every = snapshotEvery, pushed >= (try snapshotCovered()) + every, try store.pendingChangeCount() == 0 {
                 report.snapshot = try await writeSnapshot()
@@ -339,6 +337,9 @@ enum SyncKey {
     static let republishPending = "republish.pending"
     /// When the sync last listed every replica's batches for ones that vanished.
     static let lossCheckedAt = "loss.checkedAt"
+    /// The old id (hex) of a restored copy, while its unannounced batches wait to be
+    /// announced (``SyncEngine/announceOrphanedBatches(_:into:)``).
+    static let orphansOf = "restored.orphansOf"
 
     static func uploaded(_ hash: ContentHash) -> String { uploadedPrefix + hash.hex }
     static func skew(_ replica: ReplicaID) -> String { "skew.\(replica)" }

@@ -108,4 +108,59 @@ import Testing
         try await restored.sync()
         #expect(Set([try restoredStore.canonicalDump(), try b.canonicalDump(), try fleet.stores[2].canonicalDump()]).count == 1)
     }
+
+    func title(_ store: Store, _ ref: RecordRef) throws -> String? {
+        guard case let .scalar(.string(title))? = try store.record(ref)?.first(where: { $0.name == "title" })?.value else { return nil }
+        return title
+    }
+
+    /// a's store uploaded batch 2 and was lost before it wrote the head that announces it;
+    /// the device is restored from a backup taken before. Nobody would ever apply n2: the
+    /// copy finds out (from its push of its own n3, or from the periodic listing when it
+    /// has nothing to push) and announces the old id's batch, so n2 reaches every replica.
+    @Test(arguments: [true, false])
+    func aRestoredCopyAnnouncesTheBatchesItsLostStoreNeverAnnounced(copyWrites: Bool) async throws {
+        var fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let n1 = RecordRef(collection: "notes", id: "n1"), n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
+        try a.set(n1, "title", .string("one"))
+        try await fleet.syncAll()
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(a, to: copy)
+        let head1 = RemoteLayout.head(a.replicaID, seq: 1)
+        let head1Bytes = try #require(try await fleet.remote.get(head1))
+        try a.set(n2, "title", .string("two"))
+        try await fleet.engines[0].sync()
+        // The head that announced batch 2 was never written: the remote is as a push leaves
+        // it when it dies between the batch and the head.
+        try await fleet.remote.delete(RemoteLayout.head(a.replicaID, seq: 2))
+        try await fleet.remote.put(head1, head1Bytes)
+        try await fleet.engines[1].sync()
+        #expect(try b.record(n2) == nil)
+
+        let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        if copyWrites { try restoredStore.set(n3, "title", .string("three")) }
+        let restored = SyncEngine(store: restoredStore, remote: fleet.remote, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
+        // Past the periodic listing's interval, so the copy with nothing to push looks.
+        fleet.clock.advance(by: Int64(restored.lossCheckInterval))
+        let report = try await restored.sync()
+        let change = try #require(report.restoredCopy)
+        #expect(change.old == a.replicaID && restoredStore.replicaID == change.new)
+        #expect(report.announcedOrphans == [RemoteLayout.delta(a.replicaID, seq: 2)])
+        #expect(try title(restoredStore, n2) == "two")
+        // Announced under the old id, which stays retired.
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.headsPrefix + a.replicaID.description).map(\.path) == [RemoteLayout.head(a.replicaID, seq: 2)])
+        try await fleet.engines[1].sync()
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        try await restored.sync()
+        for store in [restoredStore, b, fleet.stores[2]] {
+            #expect(try title(store, n2) == "two")
+            #expect(try title(store, n3) == (copyWrites ? "three" : nil))
+        }
+        #expect(Set([try restoredStore.canonicalDump(), try b.canonicalDump(), try fleet.stores[2].canonicalDump()]).count == 1)
+        #expect(try await fleet.engines[1].replicas().first { $0.id == a.replicaID }?.status == .forgotten)
+        // Announced once: the next syncs find nothing more to announce.
+        #expect(try await restored.sync().announcedOrphans.isEmpty)
+    }
 }

@@ -381,6 +381,7 @@ final class FuzzRun {
         }
         if !quiet { failures.append("replicas did not reach quiescence in 8 rounds") }
 
+        failures += try await settleOrphans()
         // (1) identical dumps, (2) equal to the reference merge of every sealed delta.
         let dumps = try stores.map { try $0.canonicalDump() }
         if Set(dumps).count != 1 {
@@ -552,13 +553,20 @@ final class FuzzRun {
         for record in try restored.state().records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
         let batches = key.subkey(for: .batches)
         let snapshots = key.subkey(for: .snapshots)
-        // Batches of this replica past its newest head name were never announced: with the
-        // store that would have announced them gone, nobody applies them. (A head that does
-        // not open still bounds how far pull looks.)
+        // Batches of this replica past its newest head name were never announced: the
+        // restored copy announces the unbroken run of them that opens, once it finds out it
+        // is a copy; a batch past a gap stays out of reach. (A head that does not open
+        // still bounds how far pull looks.)
         var announced = try SyncEngine.pushedSeq(in: stores[r])
         for object in try folder.inspect(prefix: RemoteLayout.headsPrefix).objects {
             guard case let .head(replica, seq)? = RemoteLayout.parse(object.path), replica == id else { continue }
             announced = max(announced, seq)
+        }
+        let headAnnounced = announced
+        while let bytes = try await folderGet(RemoteLayout.delta(id, seq: announced + 1)),
+              let plain = try? SealedObject.open(bytes, path: RemoteLayout.delta(id, seq: announced + 1), key: key.subkey(for: .batches)),
+              (try? DeltaCodec.decode(plain))?.seq == announced + 1 {
+            announced += 1
         }
         var onRemote: Set<UInt64> = []
         for object in try folder.inspect(prefix: "").objects {
@@ -588,6 +596,7 @@ final class FuzzRun {
             sealedLog[id]![seq] = nil
         }
         originalSeqs[id] = Set((sealedLog[id] ?? [:]).keys)
+        if announced > headAnnounced { orphanRuns.append((id, headAnnounced, announced)) }
         var dropped = 0
         for (slot, dots) in created {
             let lost = dots.filter { $0.replica == id && !held.contains($0) }
@@ -609,6 +618,10 @@ final class FuzzRun {
     /// Records a restored store's new id, if its sync gave it one — seen in the store
     /// itself, since the sync that adopted it may have failed afterwards.
     func noteIdentity(_ report: SyncReport?, _ r: Int) {
+        if let announced = report?.announcedOrphans, !announced.isEmpty {
+            trace.log("r\(r) announced its old id's orphaned batches \(announced)")
+            stats.count("announcedOrphans", announced.count)
+        }
         let id = stores[r].replicaID
         guard let known = knownIDs[r], known != id else {
             knownIDs[r] = id
@@ -623,6 +636,44 @@ final class FuzzRun {
         }
         trace.log("r\(r) continues as \(id) (it was a restored copy of \(known))\(report?.restoredCopy == nil ? ", not reported: its sync failed after" : "")")
         stats.count("restoredCopy")
+    }
+
+    /// Batches of a restored replica's old id that no head announced when it was restored,
+    /// expected to be announced by the copy: (old id, the newest head's seq, the run's end).
+    var orphanRuns: [(id: ReplicaID, announced: UInt64, last: UInt64)] = []
+
+    /// Settles the orphaned batches the restored copies did not announce: the first of them
+    /// must be one that cannot be (it does not open, or a file of it is not whole on the
+    /// remote — its only copy was in the lost store); its writes, and those of the batches
+    /// after it, are gone. Returns a failure for a batch that could have been announced.
+    func settleOrphans() async throws -> [String] {
+        var failures: [String] = []
+        let heads = try folder.inspect(prefix: RemoteLayout.headsPrefix).objects
+        let blobs = Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+        for run in orphanRuns {
+            var reach = run.announced
+            for object in heads {
+                if case let .head(replica, seq)? = RemoteLayout.parse(object.path), replica == run.id { reach = max(reach, seq) }
+            }
+            guard reach < run.last else { continue }
+            let path = RemoteLayout.delta(run.id, seq: reach + 1)
+            if let bytes = try await folderGet(path),
+               let delta = try? DeltaCodec.decode(try SealedObject.open(bytes, path: path, key: key.subkey(for: .batches))),
+               delta.fileReferences.allSatisfy({ blobs[BlobName.remotePath(for: $0.file.hash, key: key.subkey(for: .blobNames))] == BlobStream.sealedByteCount(plaintextByteCount: $0.file.size) }) {
+                failures.append("\(path) was never announced, though it opens and its files are whole")
+            }
+            for seq in (reach + 1)...run.last {
+                guard let bytes = sealedLog[run.id]?[seq] else { continue }
+                sealedLog[run.id]![seq] = nil
+                for change in try DeltaCodec.decode(bytes).records {
+                    for slot in change.slots {
+                        created[SlotRef(record: change.ref, key: slot.key)]?.subtract(slot.entries.map(\.dot))
+                    }
+                }
+            }
+            trace.log("orphaned batches \(reach + 1)...\(run.last) of \(run.id) could not be announced: gone")
+        }
+        return failures
     }
 
     /// Per id of a restored replica, the seqs its original store sealed (kept in the log).
