@@ -192,7 +192,15 @@ extension SyncEngine {
     }
 
     /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet.
+    ///
+    /// - Throws: ``ConcordCore/ConcordError/Code/storeRestored`` if the snapshot holds more
+    ///   of this replica's batches than the store sealed: it is an older copy of itself,
+    ///   and joining would let it seal a batch name that others applied with other contents.
     func join(_ snapshot: SnapshotContents, path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+        let sealed = try store.sealedSeq()
+        if let own = snapshot.appliedSeqs[store.replicaID], own > sealed {
+            throw ConcordError(.storeRestored, "snapshot \(path) holds batch \(own) of this replica, but this store sealed only up to \(sealed): it is an older copy of itself")
+        }
         var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
         if case let .heldBack(missing) = result {
             if let absent = try await fetchFiles(missing, into: &report) {

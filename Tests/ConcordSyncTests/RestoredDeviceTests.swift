@@ -163,4 +163,42 @@ import Testing
         // Announced once: the next syncs find nothing more to announce.
         #expect(try await restored.sync().announcedOrphans.isEmpty)
     }
+
+    /// The copy's only evidence is a snapshot: its own head is torn, its batch 2 compacted,
+    /// and it catches up on b through b's snapshot, which holds a's n2. Joining that would
+    /// make the copy seal its next batch under name 2 again (the original is gone, so no
+    /// byte comparison can tell), and b, which applied the original, would never see n3.
+    @Test func aRestoredCopyWhoseOnlyEvidenceIsASnapshotContinuesUnderANewId() async throws {
+        var fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let n1 = RecordRef(collection: "notes", id: "n1"), n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
+        try a.set(n1, "title", .string("one"))
+        try await fleet.syncAll()
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(a, to: copy)
+        try a.set(n2, "title", .string("two"))
+        try await fleet.engines[0].sync()
+        try b.set(RecordRef(collection: "notes", id: "m1"), "title", .string("b's"))
+        try await fleet.engines[1].sync()
+        try await fleet.engines[1].writeSnapshot()
+        // b's batch and a's batch 2 compacted away; a's head torn by an interrupted rewrite.
+        try await fleet.remote.delete(RemoteLayout.delta(b.replicaID, seq: 1))
+        try await fleet.remote.delete(RemoteLayout.delta(a.replicaID, seq: 2))
+        try await fleet.remote.put(RemoteLayout.head(a.replicaID, seq: 2), [])
+
+        let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        try restoredStore.set(n3, "title", .string("three"))
+        let restored = SyncEngine(store: restoredStore, remote: fleet.remote, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
+        let report = try await restored.sync()
+        let change = try #require(report.restoredCopy)
+        #expect(change.old == a.replicaID && restoredStore.replicaID == change.new)
+        #expect(try await fleet.remote.get(RemoteLayout.delta(a.replicaID, seq: 2)) == nil, "batch name 2 of the old id was written again")
+        try await fleet.engines[1].sync()
+        try await restored.sync()
+        for store in [restoredStore, b] {
+            #expect(try title(store, n2) == "two")
+            #expect(try title(store, n3) == "three")
+        }
+        #expect(try restoredStore.canonicalDump() == b.canonicalDump())
+    }
 }
