@@ -56,6 +56,7 @@ CFG_B="-DFAULTS=1 -DSNAPPERS=1 -DJOIN_TWO_STEP"   # r0 snapshots: keep-two rotat
 CFG_C="-DFAULTS=0 -DW0=1 -DW2=1"                 # all three replicas write
 CFG_D="-DFAULTS=1 -DSNAPPERS=3 -DJOIN_TWO_STEP"   # two snapshot writers
 CFG_E="-DROLLBACK -DFAULTS=0 -DW0=1"              # the storage loses objects or goes back
+CFG_F="-DRESTORE -DFAULTS=1 -DW2=1"               # replica 0's device is restored from a backup
 
 # job NAME EXPECT SPINFLAGS GCCFLAGS PANFLAGS
 #   EXPECT = pass (errors: 0 required) | fail (errors > 0 required)
@@ -122,14 +123,16 @@ QUICK="-DSAFETY -O0"               # counterexamples are found in well under a s
 correct() {
   echo "== correct model: every run must report errors: 0"
   # the long run first, so that both cores stay busy
-  job A.p3_converged.ltl  pass "$CFG_A -DLTL $LIVE"    ""      "-a -N p3_converged"
   job D.safety            pass "$CFG_D"                "$SAFE -DCOLLAPSE" ""
+  job F.p3_converged.ltl  pass "$CFG_F -DLTL $LIVE"    "-DCOLLAPSE" "-a -N p3_converged"
+  job A.p3_converged.ltl  pass "$CFG_A -DLTL $LIVE"    ""      "-a -N p3_converged"
   job A.safety            pass "$CFG_A"                "$SAFE" ""
   job C.safety            pass "$CFG_C"                "$SAFE" ""
   job B.safety            pass "$CFG_B"                "$SAFE" ""
   job E.safety            pass "$CFG_E"                "$SAFE" ""
   job E.p3_converged.ltl  pass "$CFG_E -DLTL $LIVE"    ""      "-a -N p3_converged"
   job E2.safety           pass "$CFG_E -DRFAULTS=2"    "$SAFE" ""
+  job F.safety            pass "$CFG_F"                "$SAFE" ""
   run_all
 }
 
@@ -156,6 +159,10 @@ mutants() {
   # rollbacks: a replica that does not publish again what the storage lost
   job "MUTANT_NO_REPUBLISH" fail "$CFG_E -DMUTANT_NO_REPUBLISH" "$QUICK" ""
   job "MUTANT_NO_REPUBLISH.ltl" fail "$CFG_E -DMUTANT_NO_REPUBLISH -DLTL $LIVE -DNO_FINALE" "-O0" "-a -N p3_converged"
+  # restored devices: a copy that carries on under its id; one that leaves unannounced batches
+  job "MUTANT_NO_RESTORE_CHECK" fail "$CFG_F -DMUTANT_NO_RESTORE_CHECK" "$QUICK" ""
+  job "MUTANT_NO_ORPHANS" fail "$CFG_F -DMUTANT_NO_ORPHANS" "$QUICK" ""
+  job "MUTANT_NO_ORPHANS.ltl" fail "$CFG_F -DMUTANT_NO_ORPHANS -DLTL $LIVE -DNO_FINALE" "-O0" "-a -N p3_converged"
   run_all
 }
 
@@ -170,6 +177,9 @@ vacuity() {
   job "REACH_19.cfgE" fail "$CFG_E -DREACH=19" "$QUICK" ""
   job "REACH_20.cfgE" fail "$CFG_E -DREACH=20" "$QUICK" ""
   job "REACH_21.cfgE" fail "$CFG_E -DREACH=21" "$QUICK" ""
+  job "REACH_22.cfgF" fail "$CFG_F -DREACH=22" "$QUICK" ""
+  job "REACH_23.cfgF" fail "$CFG_F -DREACH=23" "$QUICK" ""
+  job "REACH_24.cfgF" fail "$CFG_F -DREACH=24" "$QUICK" ""
   run_all
 }
 

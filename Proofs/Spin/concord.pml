@@ -89,6 +89,24 @@
  *   are p1_own_kept, p0_causal and convergence once the faults stop.
  *   MUTANT_NO_REPUBLISH skips the check and must fail.
  *
+ * RESTORE (-DRESTORE, configuration F)
+ *   A device goes back in time: replica 0's local state may, once, revert
+ *   to a backup taken right after one of its syncs (everything pushed),
+ *   at any moment, even in the middle of a push.  The copy checks first
+ *   whether the remote knows more of its own history than it does (a head
+ *   or an authentic batch of its id past what it sealed).  If so it stops
+ *   writing under its id, announces the batches its lost store uploaded
+ *   but no head named, and continues under a new id: replica slot 2,
+ *   dormant until then, starts from the copy's state and pulls the old
+ *   id's history like another replica's.  The old id never writes again.
+ *   Properties: p4_one_content (a batch name that ever held authentic
+ *   bytes is never sealed again with other contents), p1_own_kept,
+ *   p0_causal, p1_durable, the collector's invariants, and convergence of
+ *   the live replicas to every write that survived (the restored copy's,
+ *   the remote's and those other replicas applied).  MUTANT_NO_RESTORE_CHECK
+ *   (the copy carries on under its id) and MUTANT_NO_ORPHANS (unannounced
+ *   batches are left) must fail.
+ *
  * DEVIATIONS FROM / ADDITIONS TO docs/ARCHITECTURE.md 4 (each is needed; see README)
  *   - a snapshot (re-)uploads the blobs it references before itself;
  *   - a snapshot holds only pushed state and each snapshot name is written
@@ -132,6 +150,8 @@
 #define PULL    2
 #define JOIN    3
 #define SNAP    4
+#define DETECT  5   /* RESTORE: a restored copy that will find out before anything else */
+#define GONE    6   /* RESTORE: an id that never acts again (or not yet: slot 2)        */
 
 /* Non-vacuity probes: with -DREACH=n the model asserts that probe n is
  * never reached, so a violation proves the event happens (check.sh
@@ -148,7 +168,10 @@
  *   16 a slow tick overtakes an upload     17 a terminal state after 2 faults
  *   18 a replica drops its own snapshot for another replica's (config D)
  *   19 a lost batch is published again (E)   20 the remote goes back (E)
- *   21 a lost blob of a batch still there is uploaded again (E) */
+ *   21 a lost blob of a batch still there is uploaded again (E)
+ *   22 a device is restored from a backup (F)
+ *   23 its copy announces a batch its lost store never announced (F)
+ *   24 the copy continues under a new id (F) */
 #ifdef REACH
 #define REACHED(n) assert(REACH != (n))
 #else
@@ -188,6 +211,27 @@ byte hd[NR];
 byte snap[NR*NS]; bit sfr[NR*NS]; byte svv[NR*NS*NR];
 byte blob[NR*NB]; byte bage[NR*NB];
 bit  anyfresh;        /* some object was written since the last tick          */
+
+#ifdef RESTORE
+/* the remote's view of an origin's batches outlives its writer's local
+ * state: pull and the checks bound seqs by the greatest ever sealed */
+byte top[NR];
+#define SEQTOP(o) top[o]
+bit  gen0;            /* replica 0's store is the restored copy                */
+bit  sgen[NR*NS];     /* ghost: the generation whose contents hi/dep now hold  */
+bit  bput[NR*NS];     /* ghost: the name was put complete (authentic) once ... */
+bit  bgen[NR*NS];     /* ... by that generation                               */
+bit  bsaved; bit restored; bit adopted;
+byte bk_nw, bk_last, bk_sused; byte bk_vv[NR];   /* replica 0's backup         */
+byte want0;           /* origin 0's writes that survived the restore           */
+#define GEN(r) ((r) == 0 -> gen0 : 0)
+#define LIVE(r) (mode[r] != GONE)
+#define WANT(o) ((o) == 0 && adopted -> want0 : ((o) == 2 && !adopted -> 0 : WMAX(o)))
+#else
+#define SEQTOP(o) lastSeq[o]
+#define LIVE(r) 1
+#define WANT(o) WMAX(o)
+#endif
 
 /* ---------------------------------------------------- ghosts / properties */
 byte landed[NR];      /* highest seq whose head has been put (monotone)       */
@@ -241,7 +285,7 @@ inline check() {
   for (ci : 0 .. NR-1) {
     cj = 1;
     do
-    :: cj <= lastSeq[ci] ->
+    :: cj <= SEQTOP(ci) ->
        p2_batch_blob = (bat[B(ci,cj)] == ABS || blob[BL(ci, hi[B(ci,cj)])] != ABS);
        assert(p2_batch_blob);
        cj++
@@ -283,7 +327,7 @@ inline check() {
     for (cj : 0 .. NR-1) {            /* origin cj, its applied batches ck */
       ck = 1;
       do
-      :: cj != ci && ck <= lastSeq[cj] && hi[B(cj,ck)] <= vv[V(ci,cj)] ->
+      :: cj != ci && ck <= SEQTOP(cj) && hi[B(cj,ck)] <= vv[V(ci,cj)] ->
          for (cl : 0 .. NR-1) {
            p0_causal = (vv[V(ci,cl)] >= dep[DP(cj,ck,cl)]);
            assert(p0_causal)
@@ -301,17 +345,26 @@ inline check() {
       assert(p0_torn_pending)
     }
   }
+#ifdef RESTORE
+  /* p4_one_content: a batch name that held authentic bytes once is never
+   * sealed again with other contents */
+  for (ci : 0 .. NR*NS-1) { assert(!bput[ci] || bgen[ci] == sgen[ci]) }
+#endif
 #endif
 #ifdef REACH
   probes();
 #endif
-  /* ghosts for the LTL formulas and the final check */
+  /* ghosts for the LTL formulas and the final check: over the live replicas */
   conv = 1; delivered = 1;
   for (ci : 0 .. NR-1) {
-    for (cj : 0 .. NR-1) {
-      conv = (conv && vv[V(ci,cj)] == WMAX(cj));
-      delivered = (delivered && vv[V(ci,cj)] >= hi[B(cj,landed[cj])])
-    }
+    if
+    :: LIVE(ci) ->
+       for (cj : 0 .. NR-1) {
+         conv = (conv && vv[V(ci,cj)] == WANT(cj));
+         delivered = (delivered && vv[V(ci,cj)] >= hi[B(cj,landed[cj])])
+       }
+    :: else -> skip
+    fi
   }
   /* conv implies delivered, so p3_converged implies p1_delivered */
   assert(!conv || delivered);
@@ -336,6 +389,10 @@ inline check() {
 inline seal(r) {
   lastSeq[r]++;
   hi[B(r,lastSeq[r])] = nw[r];
+#ifdef RESTORE
+  sgen[B(r,lastSeq[r])] = GEN(r);
+  if :: lastSeq[r] > top[r] -> top[r] = lastSeq[r] :: else -> skip fi;
+#endif
   for (ci : 0 .. NR-1) {
     if
     :: ci == r -> dep[DP(r,lastSeq[r],ci)] = 0
@@ -346,7 +403,13 @@ inline seal(r) {
 }
 inline put_blob(r)       { blob[CUR_BLOB(r)] = OK;   bage[CUR_BLOB(r)] = 0; late[r] = 0 }
 inline put_blob_torn(r)  { blob[CUR_BLOB(r)] = TORN; bage[CUR_BLOB(r)] = 0 }
+#ifdef RESTORE
+inline put_batch(r)      { bat[CUR_BATCH(r)] = OK;   bfr[CUR_BATCH(r)] = 1; anyfresh = 1;
+                           if :: !bput[CUR_BATCH(r)] -> bput[CUR_BATCH(r)] = 1; bgen[CUR_BATCH(r)] = GEN(r)
+                              :: else -> skip fi }
+#else
 inline put_batch(r)      { bat[CUR_BATCH(r)] = OK;   bfr[CUR_BATCH(r)] = 1; anyfresh = 1 }
+#endif
 inline put_batch_torn(r) { bat[CUR_BATCH(r)] = TORN; bfr[CUR_BATCH(r)] = 1; anyfresh = 1 }
 inline put_head(r)       { hd[r] = hd[r] | (1 << lastSeq[r]); landed[r] = lastSeq[r] }
 /* delete the older heads, record the push as complete */
@@ -384,7 +447,7 @@ inline crash(r)          { mode[r] = IDLE; stage[r] = 0; late[r] = 0; faults-- }
 #endif
 /* heads/ lists a head of o naming a seq >= the next one, that batch is
  * there and authenticates, and the batches it depends on are applied */
-#define PULLABLE_NODEP(r,o) (NXT(r,o) <= lastSeq[o] && (hd[o] >> NXT(r,o)) != 0 \
+#define PULLABLE_NODEP(r,o) (NXT(r,o) <= SEQTOP(o) && (hd[o] >> NXT(r,o)) != 0 \
                              && bat[B(o,NXT(r,o))] == OK)
 #define PULLABLE(r,o) (PULLABLE_NODEP(r,o) && DEPOK(r,o,NXT(r,o)))
 #define HELD_BLOB(r)  blob[BL(hO[r], hi[B(hO[r],hS[r])])]
@@ -405,14 +468,14 @@ inline crash(r)          { mode[r] = IDLE; stage[r] = 0; late[r] = 0; faults-- }
 /* ====================================================================== */
 #define NEWINFO(r,sl) (svv[SV(sl,0)] > vv[V(r,0)] || svv[SV(sl,1)] > vv[V(r,1)] \
                        || svv[SV(sl,2)] > vv[V(r,2)])
-#define JOINABLE(r,sl) (snap[sl] == OK && NEWINFO(r,sl))
+#define JOINABLE(r,sl) (snap[sl] == OK && NEWINFO(r,sl) && svv[SV(sl,r)] <= nw[r])
 #define NB_OK(r,o)  (hv[V(r,o)] <= vv[V(r,o)] || blob[BL(o,hv[V(r,o)])] == OK)
 #define NB_ABS(r,o) (hv[V(r,o)] >  vv[V(r,o)] && blob[BL(o,hv[V(r,o)])] == ABS)
 #define JOIN_READY(r) (NB_OK(r,0) && NB_OK(r,1) && NB_OK(r,2))
 #define JOIN_FAIL(r)  (NB_ABS(r,0) || NB_ABS(r,1) || NB_ABS(r,2))
 
 /* a batch r needs is named by a head but was deleted (compacted) */
-#define MISSING(r,o) (NXT(r,o) <= lastSeq[o] && (hd[o] >> NXT(r,o)) != 0 \
+#define MISSING(r,o) (NXT(r,o) <= SEQTOP(o) && (hd[o] >> NXT(r,o)) != 0 \
                       && bat[B(o,NXT(r,o))] == ABS)
 #define NBS_OK(r,sl,o) (svv[SV(sl,o)] <= vv[V(r,o)] || blob[BL(o,svv[SV(sl,o)])] == OK)
 #define JOIN1(r,sl) (JOINABLE(r,sl) && NBS_OK(r,sl,0) && NBS_OK(r,sl,1) && NBS_OK(r,sl,2))
@@ -742,6 +805,61 @@ end_idle:
        };
        ck = 0 }
 
+#ifdef RESTORE
+  /* ---- BACKUP of replica 0's store, right after a sync (everything
+   *      pushed, no snapshot upload pending): local, so not a state of its
+   *      own but fused with the sync's last step's outcome ---- */
+  :: d_step { r == 0 && !bsaved && !restored && mode[r] == IDLE && pushed[r] == lastSeq[r] && spn[r] == 0 ->
+       bk_nw = nw[r]; bk_last = lastSeq[r]; bk_sused = sused[r];
+       for (ci : 0 .. NR-1) { bk_vv[ci] = vv[V(r,ci)] };
+       bsaved = 1; ci = 0 }
+  /* ---- RESTORE: the device goes back to that backup, at any moment (a
+   *      push or pull in flight is lost with the rest of the state) ---- */
+  :: d_step { r == 0 && bsaved && !restored && mode[r] != GONE ->
+       nw[r] = bk_nw; lastSeq[r] = bk_last; pushed[r] = bk_last; sused[r] = bk_sused; spn[r] = 0;
+       for (ci : 0 .. NR-1) { vv[V(r,ci)] = bk_vv[ci]; hv[V(r,ci)] = 0 };
+       stage[r] = 0; late[r] = 0; hO[r] = 0; hS[r] = 0;
+       gen0 = 1; restored = 1; bsaved = 0;
+       bk_nw = 0; bk_last = 0; bk_sused = 0; bk_vv[0] = 0; bk_vv[1] = 0; bk_vv[2] = 0;
+       /* The copy's first sync lists the heads, and (hourly, or when it
+        * pushes) its batches: a head or an authentic batch of its id past
+        * what it sealed shows the remote knows more of it than it does. */
+       ck = 0;
+       for (ci : 1 .. NS-1) {
+         if :: ci > lastSeq[r] && (((hd[r] >> ci) & 1) || bat[B(r,ci)] == OK) -> ck = 1
+            :: else -> skip fi
+       };
+#ifdef MUTANT_NO_RESTORE_CHECK
+       ck = 0;                        /* MUTANT: it carries on under its id */
+#endif
+       if :: ck -> mode[r] = DETECT :: else -> mode[r] = IDLE fi;
+       ci = 0; ck = 0; REACHED(22) }
+  /* ---- ... and then, the copy continues under a new id (slot 2).  First
+   *      it announces the batches its lost store uploaded but no head named
+   *      (an unbroken run past the newest head), with a head of the old id;
+   *      then the new id starts from the copy's state, its knowledge of the
+   *      old id being what the copy held.  The old id never acts again. ---- */
+  :: d_step { r == 0 && mode[r] == DETECT ->
+       /* the writes of the old id that survive: the copy's, those in an
+        * authentic batch on the remote, those another replica applied */
+       want0 = nw[r];
+       for (ci : 1 .. NS-1) {
+         if :: bat[B(r,ci)] == OK && hi[B(r,ci)] > want0 -> want0 = hi[B(r,ci)] :: else -> skip fi
+       };
+       if :: vv[V(1,r)] > want0 -> want0 = vv[V(1,r)] :: else -> skip fi;
+       ck = 0;
+       for (ci : 1 .. NS-1) { if :: (hd[r] >> ci) & 1 -> ck = ci :: else -> skip fi };
+#ifndef MUTANT_NO_ORPHANS
+       do
+       :: ck + 1 < NS && bat[B(r,ck+1)] == OK -> ck++; hd[r] = (1 << ck); landed[r] = ck; REACHED(23)
+       :: else -> break
+       od;
+#endif
+       for (ci : 0 .. NR-1) { vv[V(2,ci)] = vv[V(r,ci)] };
+       vv[V(2,2)] = 0; nw[2] = 0; mode[2] = IDLE;
+       mode[r] = GONE; adopted = 1; ci = 0; ck = 0; REACHED(24) }
+#endif
+
 #if defined(ROLLBACK) && !defined(MUTANT_NO_REPUBLISH)
   /* ---- REPUBLISH (rollbacks): an own pushed batch the remote lost and no
    *      authentic snapshot covers goes up again, its blob first, with the
@@ -955,6 +1073,9 @@ proctype Finale()
 
 init {
   atomic {
+#ifdef RESTORE
+    mode[2] = GONE;
+#endif
     run Replica(0); run Replica(1); run Replica(2);
     run Collector(); run Clock();
 #ifdef ROLLBACK
