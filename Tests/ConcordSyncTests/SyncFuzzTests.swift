@@ -67,7 +67,7 @@ import Testing
                 "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned",
                 "sharedSnapshot", "droppedSnapshots", "remoteRollback", "vanished", "republished", "deviceRestore", "restoredCopy",
                 "faultFailed", "faultTornPut", "faultLostAck", "faultStaleListing", "faultIncompleteListing", "faultDuplicatedListing",
-                "faultReorderedListing", "faultLostPut", "faultLostDelete", "faultTornPutReportedDone",
+                "faultReorderedListing", "faultLostPut", "faultLostDelete", "faultTornPutReportedDone", "concurrentSyncs",
             ] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
@@ -113,6 +113,27 @@ final class FuzzRun {
     /// What each entry a local operation created held: a surviving entry must hold it still.
     var written: [SlotRef: [Stamp: Payload]] = [:]
     var removed: [SlotRef: Set<Stamp>] = [:]
+    /// Entries removed by local operations, and by compaction's metadata purges.
+    var removedLocally: [SlotRef: Set<Stamp>] = [:]
+    /// Per entry a purge dropped, the replicas that purge did not wait for (retired).
+    var purged: [SlotRef: [Stamp: Set<ReplicaID>]] = [:]
+    /// Every local operation on a record, with what its replica had seen (rule 4's oracle).
+    struct RecordOp {
+        let ref: RecordRef
+        let replica: Int
+        let id: ReplicaID
+        let seen: VersionVector
+        /// A delete's tombstone.
+        var tombstone: Stamp?
+        /// An update's new entries (all slots), by slot.
+        var made: Set<Stamp> = []
+        var madeBySlot: [SlotRef: Set<Stamp>] = [:]
+        /// The field entries the replica held before the operation.
+        var held: [SlotRef: Set<Stamp>] = [:]
+    }
+    var recordOps: [RecordOp] = []
+    /// Per replica id, the schedule's time at its last sync attempt.
+    var lastSyncAt: [ReplicaID: UInt64] = [:]
     /// What compaction's metadata purges did wrong, if anything.
     var purgeFailures: [String] = []
     /// Storage that goes back in time: even seeds roll the remote back to an earlier copy
@@ -316,7 +337,19 @@ final class FuzzRun {
                     await sync(stores.count - 1, note: "bootstrap sync")
                 }
             default:
-                await sync(r, note: "sync")
+                if stores.count > 1, random.chance(0.3) {
+                    // Two replicas sync at the same time, through the same storage.
+                    let other = (r + random.int(1...(stores.count - 1))) % stores.count
+                    let (first, second) = (engines[r], engines[other])
+                    async let a = Self.outcome(of: first)
+                    async let b = Self.outcome(of: second)
+                    let (ra, rb) = await (a, b)
+                    noteSync(r, note: "sync beside r\(other)", ra)
+                    noteSync(other, note: "sync beside r\(r)", rb)
+                    stats.count("concurrentSyncs")
+                } else {
+                    await sync(r, note: "sync")
+                }
             }
             for index in stores.indices { noteIdentity(nil, index) }
             try await auditNames()
@@ -345,6 +378,7 @@ final class FuzzRun {
             for clock in clocks { clock.advance(by: Int64(7 * Self.day)) }
             for index in engines.indices {
                 try logSealed(index)
+                lastSyncAt[stores[index].replicaID] = now
                 do {
                     noteIdentity(try await engines[index].sync(), index)
                     let report = try await compact(index)
@@ -419,14 +453,6 @@ final class FuzzRun {
         for (ref, record) in final.records {
             for (key, slot) in record.slots { present[SlotRef(record: ref, key: key)] = Set(slot.entries.map(\.dot)) }
         }
-        // A restored store re-stamps its writes past what the remote held under its new id,
-        // same hlc: (old, h) lives on as (new, h).
-        func restamped(_ dot: Stamp) -> [Stamp] {
-            identityChanges.filter { $0.old == dot.replica }.map { Stamp(hlc: dot.hlc, replica: $0.new) }
-        }
-        func original(_ dot: Stamp) -> [Stamp] {
-            identityChanges.filter { $0.new == dot.replica }.map { Stamp(hlc: dot.hlc, replica: $0.old) }
-        }
         for (slot, dots) in created {
             for dot in dots where !(present[slot]?.contains(dot) ?? false) && !(removed[slot]?.contains(dot) ?? false)
                 && !restamped(dot).contains(where: { (present[slot]?.contains($0) ?? false) || (removed[slot]?.contains($0) ?? false) }) {
@@ -438,6 +464,7 @@ final class FuzzRun {
                 failures.append("phantom entry: \(slot.record) \(slot.key) \(dot) was never written")
             }
         }
+        failures += ruleFourFailures(present: present)
         // A surviving entry holds the value written, not just the id of the write.
         for (ref, record) in final.records {
             for (key, slot) in record.slots {
@@ -472,6 +499,48 @@ final class FuzzRun {
         return failures
     }
 
+    /// A restored store re-stamps its writes past what the remote held under its new id,
+    /// same hlc: (old, h) lives on as (new, h).
+    func restamped(_ dot: Stamp) -> [Stamp] {
+        identityChanges.filter { $0.old == dot.replica }.map { Stamp(hlc: dot.hlc, replica: $0.new) }
+    }
+    func original(_ dot: Stamp) -> [Stamp] {
+        identityChanges.filter { $0.new == dot.replica }.map { Stamp(hlc: dot.hlc, replica: $0.old) }
+    }
+
+    /// Whether a replica whose version vector was `seen` had seen `dot` (under either id of
+    /// a restored store).
+    func saw(_ seen: VersionVector, _ dot: Stamp) -> Bool {
+        ([dot] + restamped(dot) + original(dot)).contains { seen[$0.replica] >= $0.hlc }
+    }
+
+    /// Rule 4 on its own terms: a delete concurrent with an update leaves the record alive
+    /// with all its fields. For every such pair that no later delete resolved (one that saw
+    /// the update), no field entry the updater held, and none it made, may have been dropped
+    /// by a metadata purge — the purge must wait until the deletion is stable everywhere,
+    /// and a concurrent update makes the record visible again.
+    func ruleFourFailures(present: [SlotRef: Set<Stamp>]) -> [String] {
+        var failures: [String] = []
+        let deletes = recordOps.filter { $0.tombstone != nil }
+        for update in recordOps where update.tombstone == nil && !update.made.isEmpty {
+            for delete in deletes where delete.ref == update.ref {
+                guard let tombstone = delete.tombstone, !update.made.contains(where: { saw(delete.seen, $0) }), !saw(update.seen, tombstone) else { continue }
+                // Resolved: a later delete saw the update (the record may go, and be purged).
+                if deletes.contains(where: { later in later.ref == update.ref && update.made.contains { saw(later.seen, $0) } }) { continue }
+                var slots = update.held
+                for (slot, dots) in update.madeBySlot { slots[slot, default: []].formUnion(dots) }
+                for (slot, dots) in slots {
+                    for dot in dots where purged[slot]?[dot].map({ waived in !waived.contains(update.id) && !restamped(Stamp(hlc: 0, replica: update.id)).contains { waived.contains($0.replica) } }) ?? false
+                        && !(removedLocally[slot]?.contains(dot) ?? false)
+                        && !([dot] + restamped(dot)).contains(where: { present[slot]?.contains($0) ?? false }) {
+                        failures.append("rule 4: a purge dropped \(slot.record) \(slot.key) \(dot), though update \(update.made.sorted().first!) by r\(update.replica) was concurrent with delete \(tombstone) by r\(delete.replica)")
+                    }
+                }
+            }
+        }
+        return failures
+    }
+
     /// Runs compaction on replica `r`. Its metadata purge is the one change compaction makes
     /// to local state: recorded as a removal, and checked — it may only drop entries of
     /// records that were not visible, and add none (even when compaction then fails).
@@ -483,6 +552,13 @@ final class FuzzRun {
         for ref in Self.refs { before.append(try stores[r].rawRecord(ref)) }
         let result: Result<CompactionReport, ConcordError>
         do { result = .success(try await engines[r].compact()) } catch { result = .failure(error) }
+        // The replicas this purge did not wait for: retired (by design, a retired replica
+        // that returns with a concurrent update brings back its own fields only).
+        // A replica with no head at all is unknown to it: one whose last sync (which would
+        // have written its head) is older than the retention period, less the clock skew,
+        // counts as retired too.
+        let silent = Set(lastSyncAt.filter { now > $0.value + 8 * Self.day }.keys)
+        let waived = ((try? result.get()).map { Set($0.retiredReplicas) } ?? retired).union(silent)
         for (ref, old) in zip(Self.refs, before) {
             let new = try stores[r].rawRecord(ref)
             guard new != old else { continue }
@@ -494,11 +570,13 @@ final class FuzzRun {
             for (key, slot) in old.slots {
                 let kept = Set(new?.slots[key]?.entries.map(\.dot) ?? [])
                 removed[SlotRef(record: ref, key: key), default: []].formUnion(Set(slot.entries.map(\.dot)).subtracting(kept))
+                for dot in Set(slot.entries.map(\.dot)).subtracting(kept) { purged[SlotRef(record: ref, key: key), default: [:]][dot, default: []].formUnion(waived) }
             }
             for (key, slot) in new?.slots ?? [:] where !Set(slot.entries.map(\.dot)).isSubset(of: Set(old.slots[key]?.entries.map(\.dot) ?? [])) {
                 purgeFailures.append("r\(r) compaction added entries to \(ref) \(key)")
             }
             stats.count("purged")
+            trace.log("r\(r) purged \(ref), not waiting for \(waived.map { String($0.description.prefix(4)) }.sorted())")
         }
         return try result.get()
     }
@@ -506,16 +584,27 @@ final class FuzzRun {
     /// Runs a local operation, recording the entries it created and removed.
     func local(_ r: Int, _ ref: RecordRef, _ description: String, kind: String = "write", _ body: () throws -> Void) throws {
         let before = try stores[r].rawRecord(ref)?.slots ?? [:]
+        let seen = try stores[r].versionVector()
         try body()
         let after = try stores[r].rawRecord(ref)?.slots ?? [:]
+        var op = RecordOp(ref: ref, replica: r, id: stores[r].replicaID, seen: seen)
         for key in Set(before.keys).union(after.keys) {
             let old = Set(before[key]?.entries.map(\.dot) ?? [])
             let new = Set(after[key]?.entries.map(\.dot) ?? [])
             let slot = SlotRef(record: ref, key: key)
             created[slot, default: []].formUnion(new.subtracting(old))
             removed[slot, default: []].formUnion(old.subtracting(new))
+            removedLocally[slot, default: []].formUnion(old.subtracting(new))
+            switch key {
+            case .tombstones: if kind == "delete" { op.tombstone = new.subtracting(old).first }
+            case .liveness: break
+            default: if !old.isEmpty { op.held[slot] = old }
+            }
+            if !new.subtracting(old).isEmpty { op.madeBySlot[slot] = new.subtracting(old) }
             for entry in after[key]?.entries ?? [] where !old.contains(entry.dot) { written[slot, default: [:]][entry.dot] = entry.payload }
         }
+        if kind != "delete" { op.made = Set(op.madeBySlot.values.flatMap { $0 }) }
+        recordOps.append(op)
         trace.log("r\(r) \(description)")
         stats.count(kind)
     }
@@ -569,6 +658,7 @@ final class FuzzRun {
             announced += 1
         }
         var onRemote: Set<UInt64> = []
+        var covered: UInt64 = 0
         for object in try folder.inspect(prefix: "").objects {
             guard let bytes = try await folderGet(object.path) else { continue }
             switch RemoteLayout.parse(object.path) {
@@ -580,19 +670,17 @@ final class FuzzRun {
                 }
                 for change in delta.records { for slot in change.slots { held.formUnion(slot.entries.map(\.dot)) } }
             case .snapshot?:
-                guard let plain = try? SealedObject.open(bytes, path: object.path, key: snapshots) else { continue }
-                // The snapshot framing: u32 count, count × 24 bytes, then the state.
-                let count = Int(plain.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-                guard let state = try? SnapshotCodec.decode(Array(plain.dropFirst(4 + 24 * count))) else { continue }
-                for record in state.records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
+                guard let plain = try? SealedObject.open(bytes, path: object.path, key: snapshots),
+                      let contents = try? SnapshotObjectCodec.decode(plain, path: object.path) else { continue }
+                for record in contents.state.records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
+                covered = max(covered, contents.appliedSeqs[id] ?? 0)
             default: continue
             }
         }
-        // Sealed batches past the backup that never reached the remote are gone (pushed
-        // ones are there, or compacted into a snapshot there: no remote rollbacks in these
-        // schedules).
-        let pushed = try SyncEngine.pushedSeq(in: stores[r])
-        for seq in (sealedLog[id] ?? [:]).keys where seq > backup.sealed && (seq > announced || !onRemote.contains(seq) && seq > pushed) {
+        // Sealed batches past the backup that are not on the remote (announced, and opening)
+        // nor covered by a snapshot there are gone: never pushed, or torn by storage that
+        // reported the put as done, which only the lost store would have put again.
+        for seq in (sealedLog[id] ?? [:]).keys where seq > backup.sealed && !(seq <= announced && onRemote.contains(seq)) && seq > covered {
             sealedLog[id]![seq] = nil
         }
         originalSeqs[id] = Set((sealedLog[id] ?? [:]).keys)
@@ -723,8 +811,18 @@ final class FuzzRun {
     }
 
     func sync(_ r: Int, note: String) async {
+        noteSync(r, note: note, await Self.outcome(of: engines[r]))
+    }
+
+    static func outcome(of engine: SyncEngine) async -> Result<SyncReport, ConcordError> {
+        do { return .success(try await engine.sync()) } catch { return .failure(error) }
+    }
+
+    /// Records what one sync of replica `r` did.
+    func noteSync(_ r: Int, note: String, _ outcome: Result<SyncReport, ConcordError>) {
+        lastSyncAt[stores[r].replicaID] = now
         do {
-            let report = try await engines[r].sync()
+            let report = try outcome.get()
             if retired.remove(stores[r].replicaID) != nil {
                 trace.log("r\(r) returns after retirement")
                 stats.count("returned")
