@@ -109,6 +109,18 @@ import Testing
         #expect(Set([try restoredStore.canonicalDump(), try b.canonicalDump(), try fleet.stores[2].canonicalDump()]).count == 1)
     }
 
+    let n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
+
+    /// Two replicas; a writes n1 and both sync; a's store is backed up (to the path returned).
+    func backedUpAfterN1() async throws -> (Fleet, String) {
+        let fleet = try await Fleet(count: 2)
+        try fleet.stores[0].set(RecordRef(collection: "notes", id: "n1"), "title", .string("one"))
+        try await fleet.syncAll()
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(fleet.stores[0], to: copy)
+        return (fleet, copy)
+    }
+
     func title(_ store: Store, _ ref: RecordRef) throws -> String? {
         guard case let .scalar(.string(title))? = try store.record(ref)?.first(where: { $0.name == "title" })?.value else { return nil }
         return title
@@ -120,13 +132,9 @@ import Testing
     /// has nothing to push) and announces the old id's batch, so n2 reaches every replica.
     @Test(arguments: [true, false])
     func aRestoredCopyAnnouncesTheBatchesItsLostStoreNeverAnnounced(copyWrites: Bool) async throws {
-        var fleet = try await Fleet(count: 2)
+        let (first, copy) = try await backedUpAfterN1()
+        var fleet = first
         let (a, b) = (fleet.stores[0], fleet.stores[1])
-        let n1 = RecordRef(collection: "notes", id: "n1"), n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
-        try a.set(n1, "title", .string("one"))
-        try await fleet.syncAll()
-        let copy = fleet.scratch.file("a-restored.db")
-        try backup(a, to: copy)
         let head1 = RemoteLayout.head(a.replicaID, seq: 1)
         let head1Bytes = try #require(try await fleet.remote.get(head1))
         try a.set(n2, "title", .string("two"))
@@ -169,13 +177,8 @@ import Testing
     /// make the copy seal its next batch under name 2 again (the original is gone, so no
     /// byte comparison can tell), and b, which applied the original, would never see n3.
     @Test func aRestoredCopyWhoseOnlyEvidenceIsASnapshotContinuesUnderANewId() async throws {
-        var fleet = try await Fleet(count: 2)
+        let (fleet, copy) = try await backedUpAfterN1()
         let (a, b) = (fleet.stores[0], fleet.stores[1])
-        let n1 = RecordRef(collection: "notes", id: "n1"), n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
-        try a.set(n1, "title", .string("one"))
-        try await fleet.syncAll()
-        let copy = fleet.scratch.file("a-restored.db")
-        try backup(a, to: copy)
         try a.set(n2, "title", .string("two"))
         try await fleet.engines[0].sync()
         try b.set(RecordRef(collection: "notes", id: "m1"), "title", .string("b's"))
