@@ -116,7 +116,8 @@ let package = Package(
         // End-to-end tests of the built `concord` binary (run next to the test bundle).
         .testTarget(
             name: "ConcordCLITests",
-            dependencies: ["ConcordCore", "ConcordRemote", "ConcordS3", "ConcordWebDAV", "ConcordTesting", "ConcordTestServers"]
+            dependencies: ["ConcordCore", "ConcordRemote", "ConcordS3", "ConcordWebDAV", "ConcordTesting", "ConcordTestServers",
+                           .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "ConcordCodecTests",

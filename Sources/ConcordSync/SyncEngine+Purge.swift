@@ -15,6 +15,11 @@ public struct PurgeReport: Hashable, Sendable {
 }
 
 extension SyncEngine {
+    /// How long a deletion must have been found causally stable before its metadata is
+    /// purged: twice the listing staleness bound, a fifth of ``blobGracePeriod`` (2.8 days
+    /// with the default 7-day grace).
+    public nonisolated var purgeDelay: UInt64 { 2 * (blobGracePeriod / 5) }
+
     /// Purges the metadata of deleted records once the deletion is causally stable
     /// (docs/ARCHITECTURE.md §4, "Compaction"): every active replica's head says it had seen every
     /// entry of the record with nothing of its own left unsealed, and this replica has
@@ -24,6 +29,12 @@ extension SyncEngine {
     /// replica drops the same entries, and snapshots leave the record out. Retired
     /// replicas are not waited for: one that returns with an update it made before it saw
     /// the deletion brings back its own fields, not the purged ones.
+    ///
+    /// A replica's head is not listed at once: a listing may be stale by up to
+    /// ``uploadDeadline`` (a fifth of the grace period). So a deletion found stable is
+    /// purged only once it has been found stable for twice that: a replica that pulled
+    /// before the deletion reached the remote wrote its head before that pull (its first
+    /// sync announces it first), so its head is listed by then, and holds the purge back.
     func purgeStableDeletions(standings: [ReplicaID: Standing]) throws(ConcordError) -> PurgeReport {
         var report = PurgeReport()
         let applied = try store.versionVector()
@@ -60,8 +71,23 @@ extension SyncEngine {
         }
         let dead = try store.deadRecords()
         let stable = dead.filter { bound.dominates($0.newest) }
-        report.waiting = dead.count - stable.count
-        report.purged = try store.purge(stable.map(\.ref), within: bound)
+        // When each was first found stable; records no longer stable are forgotten (one
+        // deleted again later waits again).
+        let now = clock.millisecondsSinceEpoch()
+        var found = try store.syncValues(prefix: SyncKey.stableSincePrefix)
+        var settled: [RecordRef] = []
+        for record in stable {
+            let key = SyncKey.stableSince(record.ref)
+            if let value = found.removeValue(forKey: String(key.dropFirst(SyncKey.stableSincePrefix.count))), let since = UInt64(value), since <= now {
+                if now - since >= purgeDelay { settled.append(record.ref) }
+            } else {
+                try store.setSyncNumber(key, now)
+            }
+        }
+        for stale in found.keys { try store.setSyncValue(SyncKey.stableSincePrefix + stale, nil) }
+        report.waiting = dead.count - settled.count
+        report.purged = try store.purge(settled, within: bound)
+        for ref in report.purged { try store.setSyncValue(SyncKey.stableSince(ref), nil) }
         return report
     }
 }

@@ -2,6 +2,7 @@ import ConcordCodec
 import ConcordCore
 import ConcordCrypto
 import ConcordRemote
+import Glibc
 
 extension SyncEngine {
     /// Checks, from the heads listing the sync already made, that the remote still holds
@@ -74,7 +75,9 @@ extension SyncEngine {
     /// The files of this replica's batches that are still on the remote, and whose upload
     /// the remote lost (a rollback that fell between a file's upload and its batch's):
     /// uploaded again from the local blob directory. `listed`: the own batches the periodic
-    /// listing found (those it found torn were put again since). One listing of `blobs/`.
+    /// listing found (those it found torn were put again since). Any other file held here
+    /// whose remote copy is torn (storage that reported a torn upload as done — of a file a
+    /// snapshot of this replica references, say) is put again too. One listing of `blobs/`.
     private func reuploadLostFilesOfOwnBatches(listed present: Set<UInt64>, into report: inout SyncReport) async throws(ConcordError) -> [String] {
         // Per file, the size its encrypted stream must have.
         var wanted: [ContentHash: UInt64] = [:]
@@ -84,9 +87,16 @@ extension SyncEngine {
                 wanted[reference.file.hash] = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
             }
         }
-        guard !wanted.isEmpty else { return [] }
+        let held = try store.blobs.all()
+        guard !wanted.isEmpty || !held.isEmpty else { return [] }
         var listed: [String: UInt64] = [:]
         for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { listed[object.path] = object.size }
+        // Files held here that are on the remote at the wrong size: torn, whoever put them.
+        for hash in held where wanted[hash] == nil {
+            guard let size = listed[BlobName.remotePath(for: hash, key: keys.blobNames)], let local = Self.fileSize(store.blobs.path(for: hash)) else { continue }
+            let expected = BlobStream.sealedByteCount(plaintextByteCount: local)
+            if size != expected { wanted[hash] = expected }
+        }
         var uploaded: [String] = []
         for (hash, size) in wanted.sorted(by: { $0.key < $1.key }) where store.blobs.contains(hash) {
             let path = BlobName.remotePath(for: hash, key: keys.blobNames)
@@ -98,6 +108,13 @@ extension SyncEngine {
             uploaded.append(path)
         }
         return uploaded
+    }
+
+    /// The size of the local file at `path`, or nil if it cannot be read.
+    static func fileSize(_ path: String) -> UInt64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return UInt64(info.st_size)
     }
 
     /// Whether the periodic listing of every replica's batches is due.

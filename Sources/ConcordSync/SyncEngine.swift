@@ -199,6 +199,12 @@ public actor SyncEngine {
         if !(try await announceOrphanedBatches(heads, into: &report)).isEmpty { heads = try await listHeads() }
         // Our pushed head is missing (or unreadable): the remote may have been re-created.
         if try pushedSeq() > 0 && heads.latest[store.replicaID] == nil { try await checkStoreIdentity() }
+        // A replica's first sync announces it before it applies anything: a purge elsewhere
+        // then lists its head, and waits for it, before it can hold anything that a
+        // deletion it has not seen would purge (``purgeDelay``).
+        if mode != .pushOnly, heads.latest[store.replicaID] == nil, try store.syncValue(SyncKey.headAdvertised) == nil {
+            try await putHead(seq: try pushedSeq())
+        }
         let emit = { @Sendable (update: SyncProgress) in
             progress?(update)
             self.updates.publish(update)
@@ -341,6 +347,11 @@ enum SyncKey {
     /// announced (``SyncEngine/announceOrphanedBatches(_:into:)``).
     static let orphansOf = "restored.orphansOf"
 
+    /// `stable.<collection length>:<collection><id>`: when this replica first found a
+    /// deleted record's deletion causally stable (``SyncEngine/purgeDelay``).
+    static let stableSincePrefix = "stable."
+
+    static func stableSince(_ ref: RecordRef) -> String { "\(stableSincePrefix)\(ref.collection.utf8.count):\(ref.collection)\(ref.id)" }
     static func uploaded(_ hash: ContentHash) -> String { uploadedPrefix + hash.hex }
     static func skew(_ replica: ReplicaID) -> String { "skew.\(replica)" }
 }

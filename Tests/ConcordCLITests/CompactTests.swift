@@ -1,5 +1,6 @@
 import ConcordCore
 import Foundation
+import GRDB
 import Testing
 
 @Suite struct CompactTests {
@@ -60,6 +61,17 @@ import Testing
         #expect(waiting["recordsPurged"] as? Int == 0)
         #expect(waiting["recordsAwaitingPurge"] as? Int == 1)
         try cli.syncAll(["b", "a"])
+        // Found stable now: it waits out twice the listing staleness (2.8 days with the
+        // default 7-day grace) before purging. The store is told it found it that long ago.
+        let found = try cli.on("a", ["compact", "--json"]).object()
+        #expect(found["recordsPurged"] as? Int == 0)
+        #expect(found["recordsAwaitingPurge"] as? Int == 1)
+        let database = try DatabaseQueue(path: cli.path("a.db"))
+        try database.write { db in
+            try db.execute(sql: "UPDATE concord_sync SET value = CAST(CAST(value AS INTEGER) - ? AS TEXT) WHERE key LIKE 'stable.%'", arguments: [3 * 86_400_000])
+            #expect(db.changesCount == 1)
+        }
+        try database.close()
         let purged = try cli.on("a", ["compact", "--json"]).object()
         #expect(purged["recordsPurged"] as? Int == 1)
         #expect(purged["recordsAwaitingPurge"] as? Int == 0)

@@ -305,6 +305,11 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         try await fleet.engines[1].sync()
         try await fleet.engines[2].sync()
         let dumps = try fleet.dumps()
+        // Found stable now, it waits out twice the listing staleness first: a replica
+        // whose head a stale listing does not show yet may hold an update it has not seen.
+        let found = try await fleet.engines[0].compact()
+        #expect(found.metadata.purged.isEmpty && found.metadata.waiting == 1)
+        fleet.clock.advance(by: Int64(fleet.engines[0].purgeDelay))
         let report = try await fleet.engines[0].compact()
         #expect(report.metadata.purged == [note])
         #expect(report.metadata.waiting == 0)
@@ -339,6 +344,9 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
 
         // 91 days later c is retired: the deletion is stable among the active replicas.
         fleet.clock.advance(by: 91 * day)
+        try await fleet.engines[1].sync()
+        #expect(try await fleet.engines[0].compact().metadata.waiting == 1)
+        fleet.clock.advance(by: Int64(fleet.engines[0].purgeDelay))
         try await fleet.engines[1].sync()
         let report = try await fleet.engines[0].compact()
         #expect(report.retiredReplicas == [c.replicaID])

@@ -73,6 +73,44 @@ final class HeadHidingRemote: Remote {
         try expectWhole(fleet, title: "updated by c")
     }
 
+    /// A replica whose first sync pulled r and stopped before it pushed anything (killed,
+    /// or pull-only) holds r without having seen the later delete. It wrote its head before
+    /// it pulled, but a stale listing may not show that head yet: a purge found stable then
+    /// waits twice the listing staleness, by when the head is listed and holds it back.
+    /// Before, nothing announced c and a purged at once: c's update brought r back without
+    /// its body.
+    @Test func aReplicaStoppedInItsFirstSyncStillHoldsBackThePurge() async throws {
+        let (wrapped, hiding) = try await Self.fleetWithHiddenHeads(count: 2)
+        var fleet = wrapped
+        let a = fleet.stores[0]
+        try a.put(r, ["title": .scalar(.string("kept")), "body": .scalar(.string("all of it"))])
+        try await fleet.syncAll()
+        try await fleet.add(name: "c")
+        let c = fleet.stores[2]
+        try await fleet.engines[2].sync(mode: .pullOnly)
+        #expect(try c.record(r) != nil)
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.headsPrefix + c.replicaID.description).count == 1, "c's first sync announced it")
+        // a deletes r; a and b see it. a's listings do not show c's head yet.
+        hiding.hidden.withLock { $0 = c.replicaID.description }
+        try a.delete(r)
+        for _ in 0..<2 {
+            try await fleet.engines[0].sync()
+            try await fleet.engines[1].sync()
+        }
+        let first = try await fleet.engines[0].compact()
+        #expect(first.metadata.purged.isEmpty, "purged \(first.metadata.purged) at once, though a listing may not show every head yet")
+        // Listings catch up within the staleness bound; the wait is over.
+        hiding.hidden.withLock { $0 = nil }
+        fleet.clock.advance(by: Int64(fleet.engines[0].purgeDelay))
+        try await fleet.engines[0].sync()
+        let later = try await fleet.engines[0].compact()
+        #expect(later.metadata.purged.isEmpty, "purged \(later.metadata.purged) though c had not seen the delete")
+        // c updates r concurrently with the delete; every replica ends with r whole.
+        try c.set(r, "title", .string("updated by c"))
+        try await fleet.syncAll(rounds: 3)
+        try expectWhole(fleet, title: "updated by c")
+    }
+
     /// The sync time a replica last read from a head is not proof of silence: a listing
     /// that misses a replica's newer head must not let an old remembered time retire it.
     /// (Found by the sync fuzz's rule-4 oracle, seed 56: a purge ran with every head

@@ -173,6 +173,36 @@ import Testing
         #expect(fleet.stores[1].blobs.contains(file.hash))
     }
 
+    /// A file whose remote copy is torn, and whose writer will not put it again (here: its
+    /// batch is compacted away, so only a snapshot references it; or the writer is gone):
+    /// any replica holding the file puts it again at its hourly listing, and a newcomer
+    /// that could not join the snapshot then converges. Before, only the writer repaired,
+    /// and only the files of its own batches still on the remote.
+    @Test func aTornFileAnotherReplicaHoldsIsPutAgainByIt() async throws {
+        var fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let note = ref("n1")
+        _ = try a.attachFile(note, "cover", bytes: Array(repeating: 9, count: 100_000))
+        try await fleet.syncAll()
+        #expect(try b.record(note) != nil)
+        try await fleet.engines[0].writeSnapshot()
+        try await fleet.remote.delete(RemoteLayout.delta(a.replicaID, seq: 1))
+        let file = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first)
+        let bytes = try #require(try await fleet.remote.get(file.path))
+        try await fleet.remote.put(file.path, Array(bytes.prefix(11)))
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].record(note) == nil, "joined a snapshot without its file")
+        // b, which is not the writer, holds the file: its hourly listing puts it again.
+        fleet.clock.advance(by: 3_600_001)
+        let report = try await fleet.engines[1].sync()
+        #expect(report.lossChecked)
+        #expect(report.remoteRolledBack.contains(file.path), "\(report.remoteRolledBack)")
+        #expect(try await fleet.remote.get(file.path)?.count == bytes.count)
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].canonicalDump() == a.canonicalDump())
+    }
+
     /// A put that stored a prefix and reported success (a misbehaving sync client): the
     /// batch and the file are listed, so nothing looks missing, but their sizes give them
     /// away. The writer's hourly listing puts both again; a newcomer then converges.

@@ -397,6 +397,7 @@ final class FuzzRun {
         remotes[remotes.count - 1].faultsOff()
         trace.log("bootstrap r\(stores.count - 1) after the upkeep")
         var failures: [String] = []
+        let stuck = try await settleStuckBatches()
         var quiet = false
         for _ in 0..<8 where !quiet {
             quiet = true
@@ -404,7 +405,7 @@ final class FuzzRun {
                 do {
                     let report = try await engines[index].sync()
                     noteIdentity(report, index)
-                    if report.applied > 0 || report.pushed > 0 || report.waiting > 0 { quiet = false }
+                    if report.applied > 0 || report.pushed > 0 || report.waiting > stuck { quiet = false }
                     trace.log("quiescence: r\(index) applied \(report.applied), pushed \(report.pushed), waiting \(report.waiting), joined \(report.joinedSnapshots)\(report.rejected.isEmpty ? "" : ", rejected \(report.rejected)")")
                 } catch {
                     noteIdentity(nil, index)
@@ -658,6 +659,7 @@ final class FuzzRun {
             announced += 1
         }
         var onRemote: Set<UInt64> = []
+        var ownDots: [UInt64: Set<Stamp>] = [:]
         var covered: UInt64 = 0
         for object in try folder.inspect(prefix: "").objects {
             guard let bytes = try await folderGet(object.path) else { continue }
@@ -667,6 +669,8 @@ final class FuzzRun {
                 if origin == id {
                     guard seq <= announced else { continue }
                     onRemote.insert(seq)
+                    for change in delta.records { for slot in change.slots { ownDots[seq, default: []].formUnion(slot.entries.map(\.dot)) } }
+                    continue
                 }
                 for change in delta.records { for slot in change.slots { held.formUnion(slot.entries.map(\.dot)) } }
             case .snapshot?:
@@ -680,11 +684,34 @@ final class FuzzRun {
         // Sealed batches past the backup that are not on the remote (announced, and opening)
         // nor covered by a snapshot there are gone: never pushed, or torn by storage that
         // reported the put as done, which only the lost store would have put again.
-        for seq in (sealedLog[id] ?? [:]).keys where seq > backup.sealed && !(seq <= announced && onRemote.contains(seq)) && seq > covered {
+        // Pull takes an origin's batches in order: past the first that is neither there nor
+        // covered by a snapshot, none can be applied.
+        var reach = max(backup.sealed, covered)
+        while reach < announced && onRemote.contains(reach + 1) { reach += 1 }
+        for (seq, dots) in ownDots where seq <= reach { held.formUnion(dots) }
+        for seq in (sealedLog[id] ?? [:]).keys where seq > reach {
             sealedLog[id]![seq] = nil
         }
         originalSeqs[id] = Set((sealedLog[id] ?? [:]).keys)
         if announced > headAnnounced { orphanRuns.append((id, headAnnounced, announced)) }
+        // The first kept batch past the backup with a file no store holds, and whose remote
+        // copy is not whole (torn by storage that reported success, never put again by the
+        // lost store): unless someone puts that content again, it waits for ever, and the
+        // batches of the old id after it with it (settled at the end).
+        var holders = stores.indices.filter { $0 != r }.map { stores[$0].blobs }
+        holders.append(restored.blobs)
+        let blobSizes = Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+        for seq in (sealedLog[id] ?? [:]).keys.sorted() where seq > backup.sealed {
+            guard let bytes = sealedLog[id]?[seq] else { continue }
+            let missing = try DeltaCodec.decode(bytes).fileReferences.filter { reference in
+                blobSizes[BlobName.remotePath(for: reference.file.hash, key: key.subkey(for: .blobNames))] != BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
+                    && !holders.contains { $0.contains(reference.file.hash) }
+            }
+            if !missing.isEmpty {
+                stuckCandidates.append((id, seq, missing.map(\.file)))
+                break
+            }
+        }
         var dropped = 0
         for (slot, dots) in created {
             let lost = dots.filter { $0.replica == id && !held.contains($0) }
@@ -699,7 +726,7 @@ final class FuzzRun {
             snapshotSlack: engines[r].snapshotSlack, retention: 10 * Self.day, blobGracePeriod: 5 * Self.day,
             requestsInFlight: requestsInFlight)
         restoredFrom[r, default: []].append(id)
-        trace.log("r\(r) restored from its backup (sealed \(backup.sealed), announced \(announced), on the remote \(onRemote.sorted())); \(dropped) writes only it held are gone")
+        trace.log("r\(r) restored from its backup (sealed \(backup.sealed), announced \(announced), on the remote \(onRemote.sorted()), covered by a snapshot \(covered), kept \((sealedLog[id] ?? [:]).keys.sorted())); \(dropped) writes only it held are gone")
         stats.count("deviceRestore")
     }
 
@@ -729,6 +756,32 @@ final class FuzzRun {
     /// Batches of a restored replica's old id that no head announced when it was restored,
     /// expected to be announced by the copy: (old id, the newest head's seq, the run's end).
     var orphanRuns: [(id: ReplicaID, announced: UInt64, last: UInt64)] = []
+    /// A batch of a restored replica's old id whose files only the lost store held.
+    var stuckCandidates: [(id: ReplicaID, seq: UInt64, files: [FileRef])] = []
+
+    /// Settles the stuck candidates once the faults are over: a batch whose file is still not
+    /// whole on the remote can never apply, nor can the old id's batches after it — a write
+    /// whose every copy is gone is gone. Returns how many origins stay stuck (each leaves
+    /// one batch waiting at every replica that lacks it).
+    func settleStuckBatches() async throws -> Int {
+        let blobSizes = Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+        var stuck = 0
+        for candidate in stuckCandidates {
+            let whole = candidate.files.allSatisfy {
+                blobSizes[BlobName.remotePath(for: $0.hash, key: key.subkey(for: .blobNames))] == BlobStream.sealedByteCount(plaintextByteCount: $0.size)
+            }
+            guard !whole else { continue }
+            stuck += 1
+            for (seq, bytes) in sealedLog[candidate.id] ?? [:] where seq >= candidate.seq {
+                sealedLog[candidate.id]![seq] = nil
+                for change in try DeltaCodec.decode(bytes).records {
+                    for slot in change.slots { created[SlotRef(record: change.ref, key: slot.key)]?.subtract(slot.entries.map(\.dot)) }
+                }
+            }
+            trace.log("batches \(candidate.seq)... of \(candidate.id) wait for ever: a file of theirs was only in the lost store")
+        }
+        return stuck
+    }
 
     /// Settles the orphaned batches the restored copies did not announce: the first of them
     /// must be one that cannot be (it does not open, or a file of it is not whole on the
