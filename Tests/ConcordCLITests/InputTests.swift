@@ -94,7 +94,7 @@ import Testing
         // What fits is kept exactly.
         try cli.on("a", ["put", "c", "r", "max=9223372036854775807", "min=-9223372036854775808", "tiny=5e-324", "big=1.7976931348623157e308"])
         #expect(try Self.printedFields(cli, "a") == Self.expected([
-            ("max", .int(.max)), ("min", .int(.min)), ("tiny", .double(5e-324)), ("big", .double(.greatestFiniteMagnitude)),
+            ("max", .int(.max)), ("min", .int(.min)), ("tiny", .double(.leastNonzeroMagnitude)), ("big", .double(.greatestFiniteMagnitude)),
         ]))
     }
 

@@ -68,6 +68,9 @@ import Testing
         let writer = SyncEngine(store: a, remote: remote, key: key, storeID: storeID, lossCheckInterval: 0)
         let reader = SyncEngine(store: b, remote: remote, key: key, storeID: storeID, lossCheckInterval: 0)
         let note = RecordRef(collection: "notes", id: "n1")
+        // Both announce themselves first (a first sync writes its head before anything else).
+        try await writer.sync()
+        try await reader.sync()
         try a.set(note, "title", .string("stored at last"))
         // The batch's PUT is answered 201 and dropped; its head lands.
         try await proxy.arm(.unstored, count: 1, method: "PUT")
