@@ -33,8 +33,9 @@ servers:
 	@scripts/ensure-packages.sh $(SERVER_PACKAGES)
 	@scripts/ensure-moto.sh
 
+# The build fails on a compiler warning in the project's own code (scripts/build-tests.sh).
 test-swift: deps servers
-	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) scripts/build-tests.sh
 	$(SWIFT) test --skip-build --parallel
 
 # Coq proofs and the Spin model (installs coq and spin when missing).
