@@ -199,10 +199,11 @@ public actor SyncEngine {
         if !(try await announceOrphanedBatches(heads, into: &report)).isEmpty { heads = try await listHeads() }
         // Our pushed head is missing (or unreadable): the remote may have been re-created.
         if try pushedSeq() > 0 && heads.latest[store.replicaID] == nil { try await checkStoreIdentity() }
-        // A replica's first sync announces it before it applies anything: a purge elsewhere
-        // then lists its head, and waits for it, before it can hold anything that a
-        // deletion it has not seen would purge (``purgeDelay``).
-        if mode != .pushOnly, heads.latest[store.replicaID] == nil, try store.syncValue(SyncKey.headAdvertised) == nil {
+        // A replica's first two-way sync announces it before it applies anything: a purge
+        // elsewhere then lists its head, and waits for it, before it can hold anything that
+        // a deletion it has not seen would purge (``purgeDelay``). (A pull-only sync writes
+        // nothing to the remote.)
+        if mode == .twoWay, heads.latest[store.replicaID] == nil, try store.syncValue(SyncKey.headAdvertised) == nil {
             try await putHead(seq: try pushedSeq())
         }
         let emit = { @Sendable (update: SyncProgress) in

@@ -14,11 +14,38 @@ final class HeadHidingRemote: Remote {
     let hidden = Mutex<String?>(nil)
     init(_ base: any Remote) { self.base = base }
 
-    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) { try await base.put(path, bytes) }
-    func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
-    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
-    func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
-    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
+    /// When set, the process "dies" once it has fetched a batch or snapshot: every later
+    /// write fails.
+    let stopAfterPull = Mutex(false)
+    let pulled = Mutex(false)
+
+    func noteRead(_ path: String) {
+        if path.hasPrefix(RemoteLayout.replicasPrefix) || path.hasPrefix(RemoteLayout.snapshotsPrefix) { pulled.withLock { $0 = true } }
+    }
+    func checkAlive() throws(ConcordError) {
+        if stopAfterPull.withLock({ $0 }) && pulled.withLock({ $0 }) { throw ConcordError(.remote, "the process was killed") }
+    }
+
+    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) {
+        try checkAlive()
+        try await base.put(path, bytes)
+    }
+    func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
+        noteRead(path)
+        return try await base.get(path)
+    }
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        noteRead(path)
+        return try await base.get(path, limit: limit)
+    }
+    func delete(_ path: String) async throws(ConcordError) {
+        try checkAlive()
+        try await base.delete(path)
+    }
+    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
+        try checkAlive()
+        try await base.putStream(path, read: read)
+    }
     func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try await base.getStream(path, write: write)
     }
@@ -73,8 +100,8 @@ final class HeadHidingRemote: Remote {
         try expectWhole(fleet, title: "updated by c")
     }
 
-    /// A replica whose first sync pulled r and stopped before it pushed anything (killed,
-    /// or pull-only) holds r without having seen the later delete. It wrote its head before
+    /// A replica whose first sync pulled r and was killed before it pushed anything holds
+    /// r without having seen the later delete. It wrote its head before
     /// it pulled, but a stale listing may not show that head yet: a purge found stable then
     /// waits twice the listing staleness, by when the head is listed and holds it back.
     /// Before, nothing announced c and a purged at once: c's update brought r back without
@@ -87,7 +114,10 @@ final class HeadHidingRemote: Remote {
         try await fleet.syncAll()
         try await fleet.add(name: "c")
         let c = fleet.stores[2]
-        try await fleet.engines[2].sync(mode: .pullOnly)
+        hiding.pulled.withLock { $0 = false }
+        hiding.stopAfterPull.withLock { $0 = true }
+        await #expect(throws: ConcordError.self) { try await fleet.engines[2].sync() }
+        hiding.stopAfterPull.withLock { $0 = false }
         #expect(try c.record(r) != nil)
         #expect(try await fleet.remote.list(prefix: RemoteLayout.headsPrefix + c.replicaID.description).count == 1, "c's first sync announced it")
         // a deletes r; a and b see it. a's listings do not show c's head yet.
