@@ -52,15 +52,16 @@ extension SyncEngine {
             let path = RemoteLayout.delta(old, seq: last + 1)
             guard let delta = try await authenticBatch(path, origin: old, seq: last + 1) else { break }
             for reference in delta.fileReferences {
-                if blobs == nil {
+                if blobs == nil {  // one listing of the files, when a batch first references one
                     blobs = [:]
                     for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { blobs![object.path] = object.size }
                 }
                 let blob = BlobName.remotePath(for: reference.file.hash, key: keys.blobNames)
-                guard blobs![blob] != BlobStream.sealedByteCount(plaintextByteCount: reference.file.size) else { continue }
+                let whole = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
+                guard blobs![blob] != whole else { continue }
                 guard store.blobs.contains(reference.file.hash) else { break runs }
                 try await reupload(reference.file.hash, path: blob)
-                blobs![blob] = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
+                blobs![blob] = whole
                 report.filesUploaded += 1
             }
             orphans.append(path)

@@ -700,12 +700,11 @@ final class FuzzRun {
         // batches of the old id after it with it (settled at the end).
         var holders = stores.indices.filter { $0 != r }.map { stores[$0].blobs }
         holders.append(restored.blobs)
-        let blobSizes = Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+        let sizes = try await remoteFileSizes()
         for seq in (sealedLog[id] ?? [:]).keys.sorted() where seq > backup.sealed {
             guard let bytes = sealedLog[id]?[seq] else { continue }
             let missing = try DeltaCodec.decode(bytes).fileReferences.filter { reference in
-                blobSizes[BlobName.remotePath(for: reference.file.hash, key: key.subkey(for: .blobNames))] != BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
-                    && !holders.contains { $0.contains(reference.file.hash) }
+                !isWhole(reference.file, in: sizes) && !holders.contains { $0.contains(reference.file.hash) }
             }
             if !missing.isEmpty {
                 stuckCandidates.append((id, seq, missing.map(\.file)))
@@ -756,6 +755,27 @@ final class FuzzRun {
     /// Batches of a restored replica's old id that no head announced when it was restored,
     /// expected to be announced by the copy: (old id, the newest head's seq, the run's end).
     var orphanRuns: [(id: ReplicaID, announced: UInt64, last: UInt64)] = []
+    /// Per remote file name, its size now.
+    func remoteFileSizes() async throws -> [String: UInt64] {
+        Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+    }
+
+    /// Whether `file` is whole on the remote, by the listed `sizes`.
+    func isWhole(_ file: FileRef, in sizes: [String: UInt64]) -> Bool {
+        sizes[BlobName.remotePath(for: file.hash, key: key.subkey(for: .blobNames))] == BlobStream.sealedByteCount(plaintextByteCount: file.size)
+    }
+
+    /// Forgets the batches of `id` from seq `first` on, which nobody can apply: they leave
+    /// the reference merge, and their writes are no longer expected.
+    func forgetBatches(of id: ReplicaID, from first: UInt64) throws {
+        for (seq, bytes) in sealedLog[id] ?? [:] where seq >= first {
+            sealedLog[id]![seq] = nil
+            for change in try DeltaCodec.decode(bytes).records {
+                for slot in change.slots { created[SlotRef(record: change.ref, key: slot.key)]?.subtract(slot.entries.map(\.dot)) }
+            }
+        }
+    }
+
     /// A batch of a restored replica's old id whose files only the lost store held.
     var stuckCandidates: [(id: ReplicaID, seq: UInt64, files: [FileRef])] = []
 
@@ -764,20 +784,11 @@ final class FuzzRun {
     /// whose every copy is gone is gone. Returns how many origins stay stuck (each leaves
     /// one batch waiting at every replica that lacks it).
     func settleStuckBatches() async throws -> Int {
-        let blobSizes = Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+        let sizes = try await remoteFileSizes()
         var stuck = 0
-        for candidate in stuckCandidates {
-            let whole = candidate.files.allSatisfy {
-                blobSizes[BlobName.remotePath(for: $0.hash, key: key.subkey(for: .blobNames))] == BlobStream.sealedByteCount(plaintextByteCount: $0.size)
-            }
-            guard !whole else { continue }
+        for candidate in stuckCandidates where !candidate.files.allSatisfy({ isWhole($0, in: sizes) }) {
             stuck += 1
-            for (seq, bytes) in sealedLog[candidate.id] ?? [:] where seq >= candidate.seq {
-                sealedLog[candidate.id]![seq] = nil
-                for change in try DeltaCodec.decode(bytes).records {
-                    for slot in change.slots { created[SlotRef(record: change.ref, key: slot.key)]?.subtract(slot.entries.map(\.dot)) }
-                }
-            }
+            try forgetBatches(of: candidate.id, from: candidate.seq)
             trace.log("batches \(candidate.seq)... of \(candidate.id) wait for ever: a file of theirs was only in the lost store")
         }
         return stuck
@@ -790,7 +801,7 @@ final class FuzzRun {
     func settleOrphans() async throws -> [String] {
         var failures: [String] = []
         let heads = try folder.inspect(prefix: RemoteLayout.headsPrefix).objects
-        let blobs = Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+        let sizes = try await remoteFileSizes()
         for run in orphanRuns {
             var reach = run.announced
             for object in heads {
@@ -800,18 +811,11 @@ final class FuzzRun {
             let path = RemoteLayout.delta(run.id, seq: reach + 1)
             if let bytes = try await folderGet(path),
                let delta = try? DeltaCodec.decode(try SealedObject.open(bytes, path: path, key: key.subkey(for: .batches))),
-               delta.fileReferences.allSatisfy({ blobs[BlobName.remotePath(for: $0.file.hash, key: key.subkey(for: .blobNames))] == BlobStream.sealedByteCount(plaintextByteCount: $0.file.size) }) {
+               delta.fileReferences.allSatisfy({ isWhole($0.file, in: sizes) }) {
                 failures.append("\(path) was never announced, though it opens and its files are whole")
             }
-            for seq in (reach + 1)...run.last {
-                guard let bytes = sealedLog[run.id]?[seq] else { continue }
-                sealedLog[run.id]![seq] = nil
-                for change in try DeltaCodec.decode(bytes).records {
-                    for slot in change.slots {
-                        created[SlotRef(record: change.ref, key: slot.key)]?.subtract(slot.entries.map(\.dot))
-                    }
-                }
-            }
+            // (Batches of the old id past the run were dropped when the device was restored.)
+            try forgetBatches(of: run.id, from: reach + 1)
             trace.log("orphaned batches \(reach + 1)...\(run.last) of \(run.id) could not be announced: gone")
         }
         return failures
