@@ -12,13 +12,13 @@ import ConcordRemote
 struct BatchPrefetch {
     typealias Fetch = Task<Result<[UInt8]?, ConcordError>, Never>
 
-    let remote: any Remote
+    let objects: RemoteObjects
     let window: Int
     private var fetches: [ReplicaID: [UInt64: Fetch]] = [:]
     private var count = 0
 
-    init(remote: any Remote, window: Int) {
-        self.remote = remote
+    init(objects: RemoteObjects, window: Int) {
+        self.objects = objects
         self.window = max(1, window)
     }
 
@@ -30,8 +30,7 @@ struct BatchPrefetch {
         _ replica: ReplicaID, _ seq: UInt64, last: UInt64, upcoming: [(replica: ReplicaID, seqs: ClosedRange<UInt64>)] = []
     ) async throws(ConcordError) -> [UInt8]? {
         if window == 1 {
-            let path = RemoteLayout.delta(replica, seq: seq)
-            return try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
+            return try await objects.fetch(RemoteLayout.delta(replica, seq: seq))
         }
         // Batches below `seq` were skipped (a snapshot covered them): no longer wanted.
         for (held, fetch) in fetches[replica, default: [:]] where held < seq {
@@ -67,10 +66,10 @@ struct BatchPrefetch {
     }
 
     private func start(_ path: String) -> Fetch {
-        let remote = self.remote
+        let objects = self.objects
         return Task {
             do throws(ConcordError) {
-                return .success(try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)))
+                return .success(try await objects.fetch(path))
             } catch {
                 return .failure(error)
             }

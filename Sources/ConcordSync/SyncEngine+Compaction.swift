@@ -179,10 +179,10 @@ extension SyncEngine {
     /// fails to open (recorded in the report: it is treated as not there). Remembers what
     /// it covers.
     func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> SnapshotContents? {
-        guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else { return nil }
+        guard let sealed = try await objects.fetch(path) else { return nil }
         let snapshot: SnapshotContents
         do {
-            snapshot = try SnapshotObjectCodec.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+            snapshot = try objects.openSnapshot(sealed, at: path)
         } catch {
             report.rejected.append("\(path): \(error.message)")
             return nil

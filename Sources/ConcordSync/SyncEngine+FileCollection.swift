@@ -160,19 +160,18 @@ extension SyncEngine {
         for path in wanted.sorted() {
             if let known = cached[path] {
                 // Seen before: still there if listed, or if it can be fetched.
-                if !listed.contains(path), try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) == nil { continue }
+                if !listed.contains(path), try await objects.fetch(path) == nil { continue }
                 names.formUnion(known.split(separator: ",").map(String.init))
                 present.insert(path)
                 continue
             }
-            guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else { continue }  // not there (deleted, or never written)
+            guard let sealed = try await objects.fetch(path) else { continue }  // not there (deleted, or never written)
             let hashes: Set<ContentHash>
             do throws(ConcordError) {
                 if case .delta? = RemoteLayout.parse(path) {
-                    let delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
-                    hashes = Self.files(in: delta)
+                    hashes = Self.files(in: try objects.openBatch(sealed, at: path))
                 } else {
-                    let snapshot = try SnapshotObjectCodec.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+                    let snapshot = try objects.openSnapshot(sealed, at: path)
                     hashes = Self.files(in: snapshot.state)
                 }
             } catch {

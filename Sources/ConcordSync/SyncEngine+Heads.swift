@@ -124,13 +124,7 @@ extension SyncEngine {
     /// replica's or seq's head) when it is there but unusable — and whatever the remote
     /// throws when it fails.
     package func readHead(_ replica: ReplicaID, seq: UInt64) async throws(ConcordError) -> Head? {
-        let path = RemoteLayout.head(replica, seq: seq)
-        guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else { return nil }
-        let head = try Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
-        guard head.replica == replica.description, head.seq == seq else {
-            throw ConcordError(.malformed, "remote manifest \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
-        }
-        return head
+        try await objects.head(replica, seq: seq)
     }
 
     /// Writes this replica's head at its pushed seq unless the newest one written already

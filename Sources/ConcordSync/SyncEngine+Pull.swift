@@ -28,7 +28,7 @@ extension SyncEngine {
         // apply yet (its dependencies are another origin's later batches) waits, holding just
         // that one batch, while the others advance. Memory stays at one batch per origin.
         var waiting: [ReplicaID: Delta] = [:]
-        var prefetch = BatchPrefetch(remote: remote, window: requestsInFlight)
+        var prefetch = BatchPrefetch(objects: objects, window: requestsInFlight)
         defer { prefetch.cancelAll() }
         var stopped: Set<ReplicaID> = []
         var caughtUp: Set<ReplicaID> = []
@@ -66,11 +66,7 @@ extension SyncEngine {
                         if let sealed = fetched {
                             bytes += UInt64(sealed.count)
                             do throws(ConcordError) {
-                                let candidate = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
-                                guard candidate.origin == replica, candidate.seq == seq else {
-                                    throw ConcordError(.malformed, "remote object \(path) holds delta \(candidate.seq) of \(candidate.origin): it was moved or swapped; run `concord doctor`")
-                                }
-                                opened = candidate
+                                opened = try objects.openBatch(sealed, origin: replica, seq: seq)
                             } catch {
                                 report.rejected.append("\(path): \(error.message)")
                             }

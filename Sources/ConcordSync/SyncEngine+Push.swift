@@ -22,7 +22,10 @@ extension SyncEngine {
         // Bounded batches: a large backlog becomes several deltas, so neither this replica
         // nor any receiver holds more than one batch's worth of changes in memory.
         let sealedBefore = try store.sealedSeq()
-        while try store.seal(maxSlots: Self.maxSlotsPerBatch) != nil {}
+        // What each batch sealed now references is kept from sealing; only a batch an
+        // earlier, interrupted push sealed is decoded again.
+        var filesSealed: [UInt64: Set<ContentHash>] = [:]
+        while let delta = try store.seal(maxSlots: Self.maxSlotsPerBatch) { filesSealed[delta.seq] = ownFiles(of: delta) }
         try await finishReuploads()
         let sealed = try store.sealedSeq()
         var pushed = try pushedSeq()
@@ -46,11 +49,11 @@ extension SyncEngine {
             guard let plaintext = try store.sealedDelta(seq: seq) else {
                 throw ConcordError(.corrupt, "sealed delta \(seq) is missing from the local store")
             }
-            let delta = try DeltaCodec.decode(plaintext)
             // 1. The files it references (only those this replica wrote; others' files are
             //    uploaded by their writers), each uploaded within the deadline before the
             //    batch lands, so collection never takes one for garbage.
-            let files = Set(delta.fileReferences.filter { $0.writer == store.replicaID }.map(\.file.hash))
+            let files: Set<ContentHash>
+            if let kept = filesSealed.removeValue(forKey: seq) { files = kept } else { files = ownFiles(of: try DeltaCodec.decode(plaintext)) }
             try await uploadFiles(files, batch: seq, into: &report, progress: progress)
             // 2. The batch — never over another authentic batch of the same name (one name,
             //    one content): if the remote holds different, authentic bytes there, this
@@ -79,6 +82,12 @@ extension SyncEngine {
         }
     }
 
+    /// The files `delta` references that this replica wrote (it uploads those; others'
+    /// files are uploaded by their writers).
+    private func ownFiles(of delta: Delta) -> Set<ContentHash> {
+        Set(delta.fileReferences.filter { $0.writer == store.replicaID }.map(\.file.hash))
+    }
+
     /// Puts `batches`, each once its name is shown free, all at once; throws the first
     /// failure after every put has ended.
     private func putBatches(_ batches: [(seq: UInt64, path: String, bytes: [UInt8])]) async throws(ConcordError) {
@@ -99,13 +108,7 @@ extension SyncEngine {
     /// authentic bytes at `path`, this replica's batch `seq`. The same bytes (a push that
     /// crashed after the put) or a torn, unreadable object there are fine to (re)write.
     private func checkNameIsFree(_ path: String, for bytes: [UInt8], seq: UInt64) async throws(ConcordError) {
-        let existing: [UInt8]?
-        do throws(ConcordError) {
-            existing = try await remote.get(path)
-        } catch where Self.isDamage(error) {
-            return
-        }
-        guard let existing, existing != bytes, (try? SealedObject.open(existing, path: path, key: keys.batches)) != nil else { return }
+        guard let existing = try await objects.authenticBytes(at: path), existing != bytes else { return }
         throw ConcordError(.storeRestored, "the remote batch \(path) holds other changes than this store sealed under that name: this store is an older copy of itself")
     }
 

@@ -50,7 +50,7 @@ extension SyncEngine {
         var last = announced
         runs: while listed.contains(last + 1) {
             let path = RemoteLayout.delta(old, seq: last + 1)
-            guard let delta = try await authenticBatch(path, origin: old, seq: last + 1) else { break }
+            guard let delta = try await objects.authenticBatch(old, seq: last + 1) else { break }
             for reference in delta.fileReferences {
                 if blobs == nil {  // one listing of the files, when a batch first references one
                     blobs = [:]

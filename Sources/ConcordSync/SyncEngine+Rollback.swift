@@ -144,7 +144,7 @@ extension SyncEngine {
             // An authentic batch of this replica past anything it sealed: this store is an
             // older copy of itself, whose lost store uploaded the batch and was gone before
             // its head (the only evidence when the copy has nothing to push).
-            if origin == me, seq > sealed, try await authenticBatch(object.path, origin: me, seq: seq) != nil {
+            if origin == me, seq > sealed, try await objects.authenticBatch(me, seq: seq) != nil {
                 throw ConcordError(.storeRestored, "batch \(object.path) of this replica is on the remote, but this store sealed only up to \(sealed): it is an older copy of itself")
             }
             guard let newest = expected[origin], seq <= newest else { continue }
@@ -174,25 +174,11 @@ extension SyncEngine {
             if origin == me {
                 own = true
             } else if let gap = (floor + 1...newest).first(where: { !(present[origin]?.contains($0) ?? false) }),
-                      try await remote.get(RemoteLayout.delta(origin, seq: gap), limit: RemoteLayout.maxObjectSize(forPath: RemoteLayout.delta(origin, seq: gap))) == nil {
+                      try await objects.fetch(RemoteLayout.delta(origin, seq: gap)) == nil {
                 others[origin] = newest
             }
         }
         return (own, ownListed, others)
-    }
-
-    /// The batch at `path` if it opens as batch `seq` of `origin`; nil if it is not there or
-    /// does not open.
-    func authenticBatch(_ path: String, origin: ReplicaID, seq: UInt64) async throws(ConcordError) -> Delta? {
-        let sealed: [UInt8]?
-        do throws(ConcordError) {
-            sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
-        } catch where Self.isDamage(error) {
-            return nil
-        }
-        guard let sealed, let plaintext = try? SealedObject.open(sealed, path: path, key: keys.batches),
-              let delta = try? DeltaCodec.decode(plaintext), delta.origin == origin, delta.seq == seq else { return nil }
-        return delta
     }
 
     /// Uploads again this replica's batches through `pushed` that the remote no longer
@@ -219,15 +205,7 @@ extension SyncEngine {
             let sealed = SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
             // An older copy may hold a batch torn by an upload that was retried later: one
             // that is there is checked byte for byte (this runs only after a rollback).
-            if present.contains(seq) {
-                let there: [UInt8]?
-                do throws(ConcordError) {
-                    there = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
-                } catch where Self.isDamage(error) {
-                    there = nil
-                }
-                if there == sealed { continue }
-            }
+            if present.contains(seq), try await objects.authenticBytes(at: path) == sealed { continue }
             let delta = try DeltaCodec.decode(plaintext)
             for hash in Self.files(in: delta).sorted() where store.blobs.contains(hash) {
                 try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))

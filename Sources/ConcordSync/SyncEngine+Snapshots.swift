@@ -53,7 +53,7 @@ extension SyncEngine {
         }
         // A put under this name that failed may have landed all the same (its reply was
         // lost) with the state of then: that snapshot stands — one name, one content.
-        if !taken, try store.syncValue(SyncKey.snapshotAttempt) == String(seq), let landed = try await authenticSnapshot(at: path), landed != sealed {
+        if !taken, try store.syncValue(SyncKey.snapshotAttempt) == String(seq), let landed = try await objects.authenticBytes(at: path), landed != sealed {
             try store.setSyncNumber(SyncKey.snapshotSeq, seq)
             try store.setSyncValue(SyncKey.snapshotDigest, ContentHasher.hash(landed).hex)
             _ = try await refreshHead()
@@ -69,19 +69,6 @@ extension SyncEngine {
             try await remote.delete(RemoteLayout.snapshot(store.replicaID, seq: old))
         }
         return path
-    }
-
-    /// The sealed bytes at `path` if they are an authentic snapshot, else nil (none there,
-    /// or torn: such a one is overwritten).
-    private func authenticSnapshot(at path: String) async throws(ConcordError) -> [UInt8]? {
-        let there: [UInt8]?
-        do throws(ConcordError) {
-            there = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
-        } catch where Self.isDamage(error) {
-            return nil
-        }
-        guard let there, (try? SealedObject.open(there, path: path, key: keys.snapshots)) != nil else { return nil }
-        return there
     }
 
     /// A snapshot on the remote: its writer, the seq in its name, when it was written, and

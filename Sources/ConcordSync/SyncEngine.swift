@@ -20,6 +20,8 @@ public actor SyncEngine {
     let clock: any PhysicalClock
     let maxClockDrift: UInt64
     let keys: Keys
+    /// Opens what this engine fetches: batches, snapshots, heads.
+    let objects: RemoteObjects
     let storeID: StoreID
     let snapshotEvery: UInt64?
     /// Compaction shares another replica's snapshot, instead of writing one, when it leaves
@@ -50,7 +52,7 @@ public actor SyncEngine {
         updates.subscribe()
     }
 
-    struct Keys {
+    struct Keys: Sendable {
         let batches: SubKey
         let manifests: SubKey
         let snapshots: SubKey
@@ -92,7 +94,9 @@ public actor SyncEngine {
         self.blobGracePeriod = blobGracePeriod
         self.store = store
         self.remote = remote
-        self.keys = Keys(key)
+        let keys = Keys(key)
+        self.keys = keys
+        self.objects = RemoteObjects(remote: remote, keys: keys)
         self.storeID = storeID
         self.clock = clock
         self.maxClockDrift = maxClockDrift

@@ -130,13 +130,13 @@ extension SyncEngine {
         case let .delta(replica, seq):
             // An object that is not a readable file, or is too large, is damage too.
             do throws(ConcordError) {
-                guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else {
+                guard let sealed = try await objects.fetch(path) else {
                     found = false
                     break
                 }
                 scan.deltas[replica, default: []].insert(seq)
                 scan.report.objects.deltas += 1
-                let delta = try openDelta(sealed, replica: replica, seq: seq)
+                let delta = try objects.openBatch(sealed, origin: replica, seq: seq)
                 scan.readDeltas[replica, default: []].insert(seq)
                 for (hash, writer) in Self.distinctFiles(delta.fileReferences) {
                     scan.reference(BlobName.keyedName(for: hash, key: keys.blobNames), hash, writer, by: path)
@@ -148,13 +148,13 @@ extension SyncEngine {
             }
         case let .snapshot(replica, seq):
             do throws(ConcordError) {
-                guard let sealed = try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) else {
+                guard let sealed = try await objects.fetch(path) else {
                     found = false
                     break
                 }
                 scan.snapshots[replica, default: []].insert(seq)
                 scan.report.objects.snapshots += 1
-                let snapshot = try SnapshotObjectCodec.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+                let snapshot = try objects.openSnapshot(sealed, at: path)
                 scan.readSnapshots[replica, default: []].insert(seq)
                 // A snapshot covers the batches of every origin it contains, not just its writer's.
                 scan.coverage.merge(snapshot.appliedSeqs, uniquingKeysWith: max)
@@ -189,15 +189,6 @@ extension SyncEngine {
             }
         }
         return found
-    }
-
-    func openDelta(_ sealed: [UInt8], replica: ReplicaID, seq: UInt64) throws(ConcordError) -> Delta {
-        let path = RemoteLayout.delta(replica, seq: seq)
-        let delta = try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
-        guard delta.origin == replica, delta.seq == seq else {
-            throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped")
-        }
-        return delta
     }
 
     // MARK: Sequences, files, fleet

@@ -50,8 +50,7 @@ extension SyncEngine {
                     try await uploadFile(hash)
                 }
                 try await remote.put(finding.path, SealedObject.sealDeterministically(plaintext, path: finding.path, key: keys.batches))
-                guard let sealed = try await remote.get(finding.path, limit: RemoteLayout.maxObjectSize(forPath: finding.path)) else { return nil }
-                _ = try openDelta(sealed, replica: me, seq: seq)
+                guard try await objects.batch(me, seq: seq) != nil else { return nil }
                 return "re-uploaded the bytes this replica sealed"
             }
             if scan.report.findings[index].repaired {
@@ -125,7 +124,7 @@ extension SyncEngine {
                 var deleted = false
                 do throws(ConcordError) {
                     try await remote.delete(path)
-                    if try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path)) == nil {
+                    if try await objects.fetch(path) == nil {
                         deleted = true
                         outcome = "deleted this replica's superseded head (its newest is \(newest))"
                         scan.heads[me]?.remove(old)

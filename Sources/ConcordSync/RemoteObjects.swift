@@ -1,0 +1,115 @@
+import ConcordCodec
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+
+/// How a replica reads the remote's batches, snapshots and heads: each fetched within the
+/// size its name allows, opened under the key of its kind, decoded, and checked against
+/// its name. The one place pull, push, compaction, file sweeping, the loss checks and
+/// doctor open what they fetch (docs/ARCHITECTURE.md §5).
+///
+/// Opening throws ``ConcordCore/ConcordError/Code/authenticationFailed`` for a torn or
+/// modified object (or one sealed for another name), `unsupportedVersion`, `truncated`,
+/// `limitExceeded` or `malformed` when it does not parse — and `malformed` when it parses
+/// but belongs to another name (moved or swapped). ``SyncEngine/isDamage(_:)`` tells these
+/// apart from the remote failing.
+struct RemoteObjects: Sendable {
+    let remote: any Remote
+    let keys: SyncEngine.Keys
+
+    /// The bytes at `path`, refused past the size its kind may have; nil when not there.
+    func fetch(_ path: String) async throws(ConcordError) -> [UInt8]? {
+        try await remote.get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
+    }
+
+    // MARK: Opening fetched bytes
+
+    /// The batch `sealed`, found at `path`, authenticated and decoded — without checking
+    /// that it is the batch the name says (what it references counts wherever it lies).
+    func openBatch(_ sealed: [UInt8], at path: String) throws(ConcordError) -> Delta {
+        try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
+    }
+
+    /// Batch `seq` of `origin`, from the bytes fetched at its name.
+    func openBatch(_ sealed: [UInt8], origin: ReplicaID, seq: UInt64) throws(ConcordError) -> Delta {
+        let path = RemoteLayout.delta(origin, seq: seq)
+        let delta = try openBatch(sealed, at: path)
+        guard delta.origin == origin, delta.seq == seq else {
+            throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
+        }
+        return delta
+    }
+
+    /// The snapshot `sealed`, found at `path` (its framing names its writer and seq).
+    func openSnapshot(_ sealed: [UInt8], at path: String) throws(ConcordError) -> SnapshotContents {
+        try SnapshotObjectCodec.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+    }
+
+    /// The head of `replica` at `seq`, from the bytes fetched at its name.
+    func openHead(_ sealed: [UInt8], replica: ReplicaID, seq: UInt64) throws(ConcordError) -> Head {
+        let path = RemoteLayout.head(replica, seq: seq)
+        let head = try Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
+        guard head.replica == replica.description, head.seq == seq else {
+            throw ConcordError(.malformed, "remote manifest \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
+        }
+        return head
+    }
+
+    /// Whether `sealed` authenticates as the object at `path` under its kind's key (only
+    /// batches and snapshots are asked about), without decoding it.
+    func authenticates(_ sealed: [UInt8], at path: String) -> Bool {
+        let key: SubKey
+        switch RemoteLayout.parse(path) {
+        case .delta?: key = keys.batches
+        case .snapshot?: key = keys.snapshots
+        case .head?: key = keys.manifests
+        default: return false
+        }
+        return (try? SealedObject.open(sealed, path: path, key: key)) != nil
+    }
+
+    // MARK: Fetching and opening
+
+    /// Batch `seq` of `origin`; nil when the remote has no such object. Throws when it is
+    /// there but does not open as that batch, and whatever the remote throws.
+    func batch(_ origin: ReplicaID, seq: UInt64) async throws(ConcordError) -> Delta? {
+        guard let sealed = try await fetch(RemoteLayout.delta(origin, seq: seq)) else { return nil }
+        return try openBatch(sealed, origin: origin, seq: seq)
+    }
+
+    /// Batch `seq` of `origin` if it is there and opens as that batch; nil otherwise —
+    /// damage counts as not there. Throws only when the remote fails.
+    func authenticBatch(_ origin: ReplicaID, seq: UInt64) async throws(ConcordError) -> Delta? {
+        do throws(ConcordError) {
+            return try await batch(origin, seq: seq)
+        } catch where SyncEngine.isDamage(error) {
+            return nil
+        }
+    }
+
+    /// The snapshot at `path`; nil when the remote has no such object.
+    func snapshot(at path: String) async throws(ConcordError) -> SnapshotContents? {
+        guard let sealed = try await fetch(path) else { return nil }
+        return try openSnapshot(sealed, at: path)
+    }
+
+    /// The head of `replica` at `seq`; nil when the remote has no such object.
+    func head(_ replica: ReplicaID, seq: UInt64) async throws(ConcordError) -> Head? {
+        guard let sealed = try await fetch(RemoteLayout.head(replica, seq: seq)) else { return nil }
+        return try openHead(sealed, replica: replica, seq: seq)
+    }
+
+    /// The bytes at `path` if they authenticate as the object there; nil when not there,
+    /// or not a readable, authentic object (torn, planted, too large). Throws only when the
+    /// remote fails.
+    func authenticBytes(at path: String) async throws(ConcordError) -> [UInt8]? {
+        let there: [UInt8]?
+        do throws(ConcordError) {
+            there = try await fetch(path)
+        } catch where SyncEngine.isDamage(error) {
+            return nil
+        }
+        guard let there, authenticates(there, at: path) else { return nil }
+        return there
+    }
+}
