@@ -78,7 +78,7 @@ let package = Package(
         ),
         // A child process for the store's crash and disk tests; not a product.
         .executableTarget(
-            name: "ConcordTorture",
+            name: "ConcordCrashChild",
             dependencies: ["ConcordStore", "ConcordCore", "ConcordTesting", "ConcordRemote", "ConcordSync"]
         ),
         .testTarget(

@@ -22,7 +22,7 @@ public struct Head: Codable, Hashable, Sendable {
     /// the newest seq of it that was on the remote then. A head of that replica with a
     /// greater seq means it came back. Absent in heads that retired none.
     public var retired: [String: UInt64]?
-    /// The seq of its newest snapshot, if it wrote one: collection reads it even when a
+    /// The seq of its newest snapshot, if it wrote one: the file sweep reads it even when a
     /// listing misses it.
     public var snapshot: UInt64?
     /// What it had applied (origin → hlc) when its outbox was last empty and sealed up to

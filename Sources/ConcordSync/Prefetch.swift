@@ -30,7 +30,7 @@ struct BatchPrefetch {
         _ replica: ReplicaID, _ seq: UInt64, last: UInt64, upcoming: [(replica: ReplicaID, seqs: ClosedRange<UInt64>)] = []
     ) async throws(ConcordError) -> [UInt8]? {
         if window == 1 {
-            return try await objects.fetch(RemoteLayout.delta(replica, seq: seq))
+            return try await objects.fetch(RemoteLayout.batch(replica, seq: seq))
         }
         // Batches below `seq` were skipped (a snapshot covered them): no longer wanted.
         for (held, fetch) in fetches[replica, default: [:]] where held < seq {
@@ -44,7 +44,7 @@ struct BatchPrefetch {
         var ahead = seq
         while ahead <= last, count < window || ahead == seq {
             if fetches[replica, default: [:]][ahead] == nil {
-                fetches[replica, default: [:]][ahead] = start(RemoteLayout.delta(replica, seq: ahead))
+                fetches[replica, default: [:]][ahead] = start(RemoteLayout.batch(replica, seq: ahead))
                 count += 1
             }
             if ahead == UInt64.max { break }
@@ -54,7 +54,7 @@ struct BatchPrefetch {
             for ahead in seqs {
                 guard count < window else { break }
                 if fetches[other, default: [:]][ahead] == nil {
-                    fetches[other, default: [:]][ahead] = start(RemoteLayout.delta(other, seq: ahead))
+                    fetches[other, default: [:]][ahead] = start(RemoteLayout.batch(other, seq: ahead))
                     count += 1
                 }
             }

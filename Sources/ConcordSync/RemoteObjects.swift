@@ -27,12 +27,12 @@ struct RemoteObjects: Sendable {
     /// The batch `sealed`, found at `path`, authenticated and decoded — without checking
     /// that it is the batch the name says (what it references counts wherever it lies).
     func openBatch(_ sealed: [UInt8], at path: String) throws(ConcordError) -> Delta {
-        try DeltaCodec.decode(try SealedObject.open(sealed, path: path, key: keys.batches))
+        try DeltaCodec.decode(try EncryptedObject.open(sealed, path: path, key: keys.batches))
     }
 
     /// Batch `seq` of `origin`, from the bytes fetched at its name.
     func openBatch(_ sealed: [UInt8], origin: ReplicaID, seq: UInt64) throws(ConcordError) -> Delta {
-        let path = RemoteLayout.delta(origin, seq: seq)
+        let path = RemoteLayout.batch(origin, seq: seq)
         let delta = try openBatch(sealed, at: path)
         guard delta.origin == origin, delta.seq == seq else {
             throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
@@ -42,13 +42,13 @@ struct RemoteObjects: Sendable {
 
     /// The snapshot `sealed`, found at `path` (its framing names its writer and seq).
     func openSnapshot(_ sealed: [UInt8], at path: String) throws(ConcordError) -> SnapshotContents {
-        try SnapshotObjectCodec.decode(try SealedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+        try SnapshotObjectCodec.decode(try EncryptedObject.open(sealed, path: path, key: keys.snapshots), path: path)
     }
 
     /// The head of `replica` at `seq`, from the bytes fetched at its name.
     func openHead(_ sealed: [UInt8], replica: ReplicaID, seq: UInt64) throws(ConcordError) -> Head {
         let path = RemoteLayout.head(replica, seq: seq)
-        let head = try Head.decode(try SealedObject.open(sealed, path: path, key: keys.manifests), path: path)
+        let head = try Head.decode(try EncryptedObject.open(sealed, path: path, key: keys.manifests), path: path)
         guard head.replica == replica.description, head.seq == seq else {
             throw ConcordError(.malformed, "remote manifest \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
         }
@@ -60,12 +60,12 @@ struct RemoteObjects: Sendable {
     func authenticates(_ sealed: [UInt8], at path: String) -> Bool {
         let key: SubKey
         switch RemoteLayout.parse(path) {
-        case .delta?: key = keys.batches
+        case .batch?: key = keys.batches
         case .snapshot?: key = keys.snapshots
         case .head?: key = keys.manifests
         default: return false
         }
-        return (try? SealedObject.open(sealed, path: path, key: key)) != nil
+        return (try? EncryptedObject.open(sealed, path: path, key: key)) != nil
     }
 
     // MARK: Fetching and opening
@@ -73,7 +73,7 @@ struct RemoteObjects: Sendable {
     /// Batch `seq` of `origin`; nil when the remote has no such object. Throws when it is
     /// there but does not open as that batch, and whatever the remote throws.
     func batch(_ origin: ReplicaID, seq: UInt64) async throws(ConcordError) -> Delta? {
-        guard let sealed = try await fetch(RemoteLayout.delta(origin, seq: seq)) else { return nil }
+        guard let sealed = try await fetch(RemoteLayout.batch(origin, seq: seq)) else { return nil }
         return try openBatch(sealed, origin: origin, seq: seq)
     }
 

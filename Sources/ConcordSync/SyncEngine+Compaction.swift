@@ -23,8 +23,8 @@ public struct CompactionReport: Hashable, Sendable {
     public var snapshotMissing = false
     /// Replicas not waited for: silent past the retention period, or forgotten.
     public var retiredReplicas: [ReplicaID] = []
-    /// Remote files collected (``SyncEngine/collectFiles()``).
-    public var files = CollectionReport()
+    /// Remote files swept (``SyncEngine/sweepFiles()``).
+    public var files = FileSweepReport()
     /// Deleted records whose metadata was purged, once every active replica had seen the
     /// deletion.
     public var metadata = PurgeReport()
@@ -35,8 +35,8 @@ extension SyncEngine {
     /// Purges the metadata of deleted records every active replica has seen deleted
     /// (``PurgeReport``), then deletes this replica's own batches that its newest snapshot
     /// covers and that every active replica has applied — or, with `batchGracePeriod`, that are older than it (a
-    /// lagging replica then joins the snapshot instead) — then collects unreferenced remote
-    /// files (``collectFiles()``). Writes a snapshot first when the newest one is behind the
+    /// lagging replica then joins the snapshot instead) — then sweeps unreferenced remote
+    /// files (``sweepFiles()``). Writes a snapshot first when the newest one is behind the
     /// pushed seq (docs/ARCHITECTURE.md §4, "Compaction"). Replicas silent for longer than
     /// ``retention``, or forgotten (``forget(_:)``), are not waited for.
     @discardableResult
@@ -56,7 +56,7 @@ extension SyncEngine {
             try await push(into: &sync, progress: nil)
         }
         if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, standings: standings, sealedBefore: sealedBefore, into: &report) }
-        report.files = try await collectFiles(standings: standings)
+        report.files = try await sweepFiles(standings: standings)
         try forgetOldUploads()
         return report
     }
@@ -107,8 +107,8 @@ extension SyncEngine {
         report.appliedEverywhere = everywhere
         // 3. Delete: applied everywhere, or past the grace period; always within a snapshot.
         let now = clock.millisecondsSinceEpoch()
-        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
-            guard case let .delta(replica, seq)? = RemoteLayout.parse(object.path), replica == me, seq <= covered, seq <= sealedBefore else { continue }
+        for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(me)) {
+            guard case let .batch(replica, seq)? = RemoteLayout.parse(object.path), replica == me, seq <= covered, seq <= sealedBefore else { continue }
             let old = batchGracePeriod.map { grace in (object.modified ?? now) + grace < now } ?? false
             guard seq <= everywhere || old else { continue }
             try await remote.delete(object.path)

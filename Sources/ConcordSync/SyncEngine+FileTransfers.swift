@@ -12,7 +12,7 @@ extension SyncEngine {
     /// What fetching one file came to.
     enum FileFetch: Sendable {
         case fetched
-        /// Not on the remote (not uploaded yet, or collected).
+        /// Not on the remote (not uploaded yet, or swept).
         case absent
         /// There, but torn or tampered: the reason, for the report.
         case rejected(String)

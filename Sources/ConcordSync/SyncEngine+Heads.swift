@@ -172,7 +172,7 @@ extension SyncEngine {
     private func put(_ head: Head) async throws(ConcordError) {
         let path = RemoteLayout.head(store.replicaID, seq: head.seq)
         do {
-            try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
+            try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
         } catch {
             try store.setSyncValue(SyncKey.headAdvertised, nil)
             throw error

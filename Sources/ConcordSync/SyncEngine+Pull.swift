@@ -46,7 +46,7 @@ extension SyncEngine {
                     } else {
                         let seq = next[replica]!
                         progress?(SyncProgress(phase: .downloading, objectsDone: done, objectsTotal: total, bytesDone: bytes, bytesTotal: 0))
-                        let path = RemoteLayout.delta(replica, seq: seq)
+                        let path = RemoteLayout.batch(replica, seq: seq)
                         let fetched: [UInt8]?
                         do throws(ConcordError) {
                             // The origins after this one, as this pass will visit them.
@@ -88,7 +88,7 @@ extension SyncEngine {
                     }
                     progress?(SyncProgress(phase: .applying, objectsDone: done, objectsTotal: total, bytesDone: bytes, bytesTotal: 0))
                     let step = try await apply(delta, into: &report)
-                    // A file that is not there may be gone for good (collected once every
+                    // A file that is not there may be gone for good (swept once every
                     // reference but this old batch's was gone): a snapshot covering the
                     // batch has every file it references, and joining it catches up.
                     if step == .missingFile, !caughtUp.contains(replica), try await catchUp(origin: replica, seq: delta.seq, into: &report) {
@@ -103,7 +103,7 @@ extension SyncEngine {
                         // when its own head is unreadable and it has nothing to push.
                         let own = delta.dependencies[store.replicaID]
                         if step == .notReady, own > (try store.versionVector())[store.replicaID] {
-                            throw ConcordError(.storeRestored, "batch \(RemoteLayout.delta(replica, seq: delta.seq)) depends on changes of this replica (up to stamp \(own)) that this store never made: it is an older copy of itself")
+                            throw ConcordError(.storeRestored, "batch \(RemoteLayout.batch(replica, seq: delta.seq)) depends on changes of this replica (up to stamp \(own)) that this store never made: it is an older copy of itself")
                         }
                         waiting[replica] = delta
                         break

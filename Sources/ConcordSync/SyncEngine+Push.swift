@@ -46,20 +46,20 @@ extension SyncEngine {
         let start = pushed
         for seq in (pushed + 1)..<(sealed + 1) {
             progress?(SyncProgress(phase: .pushing, objectsDone: Int(seq - start - 1), objectsTotal: Int(sealed - start), bytesDone: 0, bytesTotal: 0))
-            guard let plaintext = try store.sealedDelta(seq: seq) else {
+            guard let plaintext = try store.sealedBatch(seq: seq) else {
                 throw ConcordError(.corrupt, "sealed delta \(seq) is missing from the local store")
             }
             // 1. The files it references (only those this replica wrote; others' files are
             //    uploaded by their writers), each uploaded within the deadline before the
-            //    batch lands, so collection never takes one for garbage.
+            //    batch lands, so the sweep never takes one for garbage.
             let files: Set<ContentHash>
             if let kept = filesSealed.removeValue(forKey: seq) { files = kept } else { files = ownFiles(of: try DeltaCodec.decode(plaintext)) }
             try await uploadFiles(files, batch: seq, into: &report, progress: progress)
             // 2. The batch — never over another authentic batch of the same name (one name,
             //    one content): if the remote holds different, authentic bytes there, this
             //    store is an older copy of a replica that pushed on (restored from a backup).
-            let path = RemoteLayout.delta(store.replicaID, seq: seq)
-            window.append((seq, path, SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)))
+            let path = RemoteLayout.batch(store.replicaID, seq: seq)
+            window.append((seq, path, EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.batches)))
             guard window.count >= requestsInFlight || seq == sealed else { continue }
             try await putBatches(window)
             // 3. The head naming the last of them.

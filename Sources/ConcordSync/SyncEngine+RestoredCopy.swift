@@ -42,14 +42,14 @@ extension SyncEngine {
         guard let value = try store.syncValue(SyncKey.orphansOf), let old = ReplicaID(hex: value) else { return [] }
         let announced = heads.latest[old] ?? 0
         var listed: Set<UInt64> = []
-        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(old)) {
-            if case let .delta(origin, seq)? = RemoteLayout.parse(object.path), origin == old, seq > announced { listed.insert(seq) }
+        for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(old)) {
+            if case let .batch(origin, seq)? = RemoteLayout.parse(object.path), origin == old, seq > announced { listed.insert(seq) }
         }
         var orphans: [String] = []
         var blobs: [String: UInt64]?
         var last = announced
         runs: while listed.contains(last + 1) {
-            let path = RemoteLayout.delta(old, seq: last + 1)
+            let path = RemoteLayout.batch(old, seq: last + 1)
             guard let delta = try await objects.authenticBatch(old, seq: last + 1) else { break }
             for reference in delta.fileReferences {
                 if blobs == nil {  // one listing of the files, when a batch first references one
@@ -79,7 +79,7 @@ extension SyncEngine {
         head.retired = before?.retired
         head.snapshot = before?.snapshot
         let path = RemoteLayout.head(old, seq: last)
-        try await remote.put(path, SealedObject.seal(head.json(), path: path, key: keys.manifests))
+        try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
         for listedHead in heads.all where listedHead.replica == old && listedHead.seq < last {
             try await remote.delete(RemoteLayout.head(old, seq: listedHead.seq))
         }

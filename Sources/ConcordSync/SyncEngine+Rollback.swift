@@ -82,7 +82,7 @@ extension SyncEngine {
         // Per file, the size its encrypted stream must have.
         var wanted: [ContentHash: UInt64] = [:]
         for seq in present {
-            guard let plaintext = try store.sealedDelta(seq: seq) else { continue }
+            guard let plaintext = try store.sealedBatch(seq: seq) else { continue }
             for reference in try DeltaCodec.decode(plaintext).fileReferences {
                 wanted[reference.file.hash] = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
             }
@@ -140,7 +140,7 @@ extension SyncEngine {
         var ownListed: Set<UInt64> = []
         let sealed = try store.sealedSeq()
         for object in try await remote.list(prefix: RemoteLayout.replicasPrefix) {
-            guard case let .delta(origin, seq)? = RemoteLayout.parse(object.path) else { continue }
+            guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path) else { continue }
             // An authentic batch of this replica past anything it sealed: this store is an
             // older copy of itself, whose lost store uploaded the batch and was gone before
             // its head (the only evidence when the copy has nothing to push).
@@ -151,8 +151,8 @@ extension SyncEngine {
             if origin == me { ownListed.insert(seq) }
             // An own batch of the wrong size was torn by a put that reported success: it is
             // put again, covered or not (publishing again checks it byte for byte first).
-            if origin == me, let plaintext = try store.sealedDelta(seq: seq),
-               object.size != UInt64(plaintext.count + SealedObject.overheadByteCount) {
+            if origin == me, let plaintext = try store.sealedBatch(seq: seq),
+               object.size != UInt64(plaintext.count + EncryptedObject.overheadByteCount) {
                 ownTorn = true
                 continue
             }
@@ -174,7 +174,7 @@ extension SyncEngine {
             if origin == me {
                 own = true
             } else if let gap = (floor + 1...newest).first(where: { !(present[origin]?.contains($0) ?? false) }),
-                      try await objects.fetch(RemoteLayout.delta(origin, seq: gap)) == nil {
+                      try await objects.fetch(RemoteLayout.batch(origin, seq: gap)) == nil {
                 others[origin] = newest
             }
         }
@@ -188,8 +188,8 @@ extension SyncEngine {
     private func republishOwn(through pushed: UInt64, into report: inout SyncReport) async throws(ConcordError) -> [String] {
         let me = store.replicaID
         var present: Set<UInt64> = []
-        for object in try await remote.list(prefix: RemoteLayout.deltasPrefix(me)) {
-            if case let .delta(_, seq)? = RemoteLayout.parse(object.path) { present.insert(seq) }
+        for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(me)) {
+            if case let .batch(_, seq)? = RemoteLayout.parse(object.path) { present.insert(seq) }
         }
         var republished: [String] = []
         var uncovered = false
@@ -197,12 +197,12 @@ extension SyncEngine {
         var snapshotThere = false
         if ownSnapshot > 0 { snapshotThere = try await remote.get(RemoteLayout.snapshot(me, seq: ownSnapshot)) != nil }
         for seq in 1...pushed {
-            guard let plaintext = try store.sealedDelta(seq: seq) else {
+            guard let plaintext = try store.sealedBatch(seq: seq) else {
                 if !present.contains(seq) && (!snapshotThere || seq > ownSnapshot) { uncovered = true }
                 continue
             }
-            let path = RemoteLayout.delta(me, seq: seq)
-            let sealed = SealedObject.sealDeterministically(plaintext, path: path, key: keys.batches)
+            let path = RemoteLayout.batch(me, seq: seq)
+            let sealed = EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.batches)
             // An older copy may hold a batch torn by an upload that was retried later: one
             // that is there is checked byte for byte (this runs only after a rollback).
             if present.contains(seq), try await objects.authenticBytes(at: path) == sealed { continue }

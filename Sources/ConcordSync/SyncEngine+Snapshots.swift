@@ -37,12 +37,12 @@ extension SyncEngine {
         let taken = recorded && named == seq
         if taken, !republish { return path }
         let plaintext = try SnapshotObjectCodec.encode(SnapshotContents(state: state, appliedSeqs: seqs))
-        let sealed = SealedObject.sealDeterministically(plaintext, path: path, key: keys.snapshots)
+        let sealed = EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.snapshots)
         let digest = ContentHasher.hash(sealed).hex
         if taken, try store.syncValue(SyncKey.snapshotDigest) != digest { return nil }
         // Its files first, as a push does: a snapshot may reference a file whose batches are
         // gone, and a fresh snapshot may be missing from listings for a while; a file just
-        // (re-)uploaded is young, so collection keeps it until listings show the snapshot.
+        // (re-)uploaded is young, so the sweep keeps it until listings show the snapshot.
         let files = Self.files(in: state)
         var started = try await refreshFiles(files)
         for _ in 0..<2 where clock.millisecondsSinceEpoch() - started > uploadDeadline {

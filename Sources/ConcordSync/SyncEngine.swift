@@ -30,7 +30,7 @@ public actor SyncEngine {
     /// How long a replica may stay silent (no head written) before the others treat it as
     /// retired: excluded from "every active replica has applied" (docs/ARCHITECTURE.md §4).
     public nonisolated let retention: UInt64
-    /// How old an unreferenced remote file must be before collection deletes it: longer
+    /// How old an unreferenced remote file must be before the sweep deletes it: longer
     /// than any upload may take to be followed by its batch (docs/ARCHITECTURE.md §4).
     public nonisolated let blobGracePeriod: UInt64
     /// How often a sync also lists every replica's batches, to find one that vanished while
@@ -76,7 +76,7 @@ public actor SyncEngine {
     /// `snapshotSlack`: compaction shares another replica's snapshot when it leaves at most
     /// this many of this replica's batches out (0: a replica always writes its own).
     /// `retention`: silence after which a replica counts as retired (default 90 days).
-    /// `blobGracePeriod`: the least age of a remote file collection deletes (default 7 days).
+    /// `blobGracePeriod`: the least age of a remote file the sweep deletes (default 7 days).
     /// `lossCheckInterval`: how often a sync lists every batch for vanished ones (default an
     /// hour; 0: every sync). `requestsInFlight`: how many requests a sync keeps in flight
     /// (default 8; at least 1).

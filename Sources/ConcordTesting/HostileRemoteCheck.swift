@@ -99,9 +99,9 @@ public enum HostileRemoteCheck {
                 "blobs/ab", old: RemoteLayout.blob(keyedName: HostileRemoteCheck.keyedName),
                 new: RemoteLayout.blob(keyedName: "ab" + String(repeating: "cd", count: 31)))
             await checkLinkedFolder(
-                String(RemoteLayout.deltasPrefix(replica).dropLast()), old: RemoteLayout.delta(replica, seq: 1), new: RemoteLayout.delta(replica, seq: 2))
+                String(RemoteLayout.batchesPrefix(replica).dropLast()), old: RemoteLayout.batch(replica, seq: 1), new: RemoteLayout.batch(replica, seq: 2))
             await checkLinkedObject()
-            await checkUnreadable(RemoteLayout.delta(replica, seq: 3), "a FIFO") { try $0.plantFIFO($1) }
+            await checkUnreadable(RemoteLayout.batch(replica, seq: 3), "a FIFO") { try $0.plantFIFO($1) }
             await checkUnreadable(RemoteLayout.manifestPath, "a FIFO") { try $0.plantFIFO($1) }
             await checkUnreadable(RemoteLayout.snapshot(replica, seq: 4), "a folder") { try $0.plantFolder($1) }
             await checkUnreadable(RemoteLayout.head(replica, seq: 5), "a link to /dev/zero") { try $0.plantLink($1, to: "/dev/zero") }

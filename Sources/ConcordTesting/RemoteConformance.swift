@@ -80,7 +80,7 @@ public enum RemoteConformance {
         // MARK: Individual promises
 
         mutating func checkMissing() async {
-            let path = RemoteLayout.delta(RemoteConformance.replica, seq: 0xdead)
+            let path = RemoteLayout.batch(RemoteConformance.replica, seq: 0xdead)
             await expectObject(path, nil, "get of a missing object")
             do {
                 var called = false
@@ -94,9 +94,9 @@ public enum RemoteConformance {
 
         mutating func checkRoundTrips() async {
             let cases: [(String, Int)] = [
-                (RemoteLayout.delta(RemoteConformance.replica, seq: 1), 0),
-                (RemoteLayout.delta(RemoteConformance.replica, seq: 2), 13),
-                (RemoteLayout.delta(RemoteConformance.replica, seq: 3), (1 << 20) + 17),
+                (RemoteLayout.batch(RemoteConformance.replica, seq: 1), 0),
+                (RemoteLayout.batch(RemoteConformance.replica, seq: 2), 13),
+                (RemoteLayout.batch(RemoteConformance.replica, seq: 3), (1 << 20) + 17),
             ]
             for (index, (path, size)) in cases.enumerated() {
                 let bytes = RemoteConformance.pattern(size, salt: UInt8(index))
@@ -161,7 +161,7 @@ public enum RemoteConformance {
                 RemoteLayout.manifestPath,
                 RemoteLayout.head(a, seq: 1), RemoteLayout.head(a, seq: 2), RemoteLayout.head(a, seq: 0x100),
                 RemoteLayout.head(b, seq: 7),
-                RemoteLayout.delta(b, seq: 1),
+                RemoteLayout.batch(b, seq: 1),
                 RemoteLayout.snapshot(a, seq: 5),
                 RemoteLayout.blob(keyedName: blobA), RemoteLayout.blob(keyedName: blobB),
             ]
@@ -189,9 +189,9 @@ public enum RemoteConformance {
             }
             let prefixes = [
                 RemoteLayout.headsPrefix, "heads/\(a)-", "heads/\(a)-00000000000000", "heads/\(a)", "heads/5eed",
-                RemoteLayout.deltasPrefix(a), RemoteLayout.deltasPrefix(b), RemoteLayout.replicasPrefix, "replicas",
+                RemoteLayout.batchesPrefix(a), RemoteLayout.batchesPrefix(b), RemoteLayout.replicasPrefix, "replicas",
                 RemoteLayout.snapshotsPrefix, RemoteLayout.blobsPrefix, "blobs/ab/", "blobs/a", "b", "concord",
-                RemoteLayout.deltasPrefix(RemoteConformance.absent), "heads/\(RemoteConformance.absent)", "nothing/", "nothing",
+                RemoteLayout.batchesPrefix(RemoteConformance.absent), "heads/\(RemoteConformance.absent)", "nothing/", "nothing",
             ]
             for prefix in prefixes {
                 guard let listing = await list(prefix) else { continue }
@@ -216,7 +216,7 @@ public enum RemoteConformance {
         }
 
         mutating func checkStreams() async {
-            let path = RemoteLayout.delta(RemoteConformance.replica, seq: 0x51)
+            let path = RemoteLayout.batch(RemoteConformance.replica, seq: 0x51)
             let chunks = [65536, 65536, 1000, 65541, 1].enumerated().map { RemoteConformance.pattern($1, salt: UInt8(40 + $0)) }
             let whole = chunks.flatMap { $0 }
             var next = 0
@@ -232,12 +232,12 @@ public enum RemoteConformance {
             }
             await expectObject(path, whole, "stream put then get")
             await expectStream(path, whole, "stream put then stream get")
-            let big = RemoteLayout.delta(RemoteConformance.replica, seq: 3)
+            let big = RemoteLayout.batch(RemoteConformance.replica, seq: 3)
             if let size = written[big] {
                 await expectStream(big, RemoteConformance.pattern(size, salt: 2), "put then stream get of \(size) bytes")
             }
 
-            let empty = RemoteLayout.delta(RemoteConformance.replica, seq: 0x52)
+            let empty = RemoteLayout.batch(RemoteConformance.replica, seq: 0x52)
             do {
                 try await remote.putStream(empty) { () throws(ConcordError) -> [UInt8] in [] }
                 written[empty] = 0
@@ -273,7 +273,7 @@ public enum RemoteConformance {
 
         mutating func checkConcurrentPuts() async {
             let remote = remote
-            let paths = (0..<8).map { RemoteLayout.delta(RemoteConformance.other, seq: 0x1000 + UInt64($0)) }
+            let paths = (0..<8).map { RemoteLayout.batch(RemoteConformance.other, seq: 0x1000 + UInt64($0)) }
             let failures = await withTaskGroup(of: String?.self) { group in
                 for (index, path) in paths.enumerated() {
                     group.addTask {

@@ -67,7 +67,7 @@ import Testing
 
     @Test func storeStateIsASemilattice() async {
         await propertyCheck(input: Self.codes) { codes in
-            let history = History.run(codes)
+            let history = OperationHistory.run(codes)
             let s = history.states
             Self.expectLaws(s[0], s[1], s[2]) { $0.joined($1) }
             // Delta states (with slot scopes) are lattice elements too.
@@ -81,7 +81,7 @@ import Testing
         // The record lattice: states restricted to one record.
         await propertyCheck(input: Self.codes) { codes in
             let ref = RecordRef(collection: "c", id: "x")
-            let records = History.run(codes).states.map { state in
+            let records = OperationHistory.run(codes).states.map { state in
                 var only = StoreState(context: state.context, records: [:])
                 if let record = state.record(ref) { only = StoreState(context: state.context, records: [ref: record]) }
                 return only
@@ -92,7 +92,7 @@ import Testing
 
     @Test func deltaApplicationEqualsJoiningTheDeltaState() async {
         await propertyCheck(input: Self.codes) { codes in
-            var history = History.run(codes)
+            var history = OperationHistory.run(codes)
             // Deliver everything at the end too, so every history checks many applications.
             for delta in history.deltas {
                 for r in 0..<3 { history.deliver(delta, to: r) }

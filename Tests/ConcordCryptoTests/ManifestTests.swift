@@ -30,7 +30,7 @@ import Testing
     @Test func changingThePassphraseKeepsTheStoreKey() throws {
         let storeKey = StoreKey.random()
         let old = try StoreManifest.create(storeKey: storeKey, passphrase: "old one", limits: minimum)
-        let sealed = SealedObject.seal(Array("data".utf8), path: "p", key: storeKey.subkey(for: .batches))
+        let sealed = EncryptedObject.encrypt(Array("data".utf8), path: "p", key: storeKey.subkey(for: .batches))
 
         let new = try old.changingPassphrase(from: "old one", to: "new one", limits: minimum)
         #expect(new.storeID == old.storeID)
@@ -41,7 +41,7 @@ import Testing
         #expect(unlocked == storeKey)
         expectConcordError(.wrongKey) { _ = try new.unlock(passphrase: "old one") }
         // No data re-encryption: the old object opens with the key unlocked by the new passphrase.
-        #expect(try SealedObject.open(sealed, path: "p", key: unlocked.subkey(for: .batches)) == Array("data".utf8))
+        #expect(try EncryptedObject.open(sealed, path: "p", key: unlocked.subkey(for: .batches)) == Array("data".utf8))
         // A wrong old passphrase changes nothing.
         expectConcordError(.wrongKey) { _ = try old.changingPassphrase(from: "nope", to: "x", limits: minimum) }
         // A foreign key can never be wrapped into this store's manifest.

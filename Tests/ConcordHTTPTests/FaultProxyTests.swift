@@ -22,7 +22,7 @@ import Testing
         return (proxy, remote)
     }
 
-    let path = RemoteLayout.delta(ReplicaID(high: 7, low: 7), seq: 1)
+    let path = RemoteLayout.batch(ReplicaID(high: 7, low: 7), seq: 1)
     let bytes = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
 
     @Test func transientStatusesAreRetriedHonouringRetryAfter() async throws {

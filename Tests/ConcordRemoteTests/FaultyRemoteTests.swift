@@ -158,11 +158,11 @@ import Testing
         try await remote.put(head(1), [1])
         #expect(try await remote.list(prefix: "heads/").map(\.path) == [head(1)])
         try await remote.put(head(2), [2])
-        try await remote.put(RemoteLayout.delta(Sample.a, seq: 1), [3])
+        try await remote.put(RemoteLayout.batch(Sample.a, seq: 1), [3])
         remote.plan = FaultyRemote.Plan(staleListing: 1)
         // Only one earlier listing of "heads/" is remembered; a prefix never listed has none.
         #expect(try await remote.list(prefix: "heads/").map(\.path) == [head(1)])
-        #expect(try await remote.list(prefix: "replicas/").map(\.path) == [RemoteLayout.delta(Sample.a, seq: 1)])
+        #expect(try await remote.list(prefix: "replicas/").map(\.path) == [RemoteLayout.batch(Sample.a, seq: 1)])
         #expect(remote.counts.staleListings == 1)
         remote.faultsOff()
         #expect(try await remote.list(prefix: "heads/").map(\.path) == [head(1), head(2)])
@@ -309,13 +309,13 @@ import Testing
     @Test func rollbackBringsBackAnEarlierCopyOfThePrefix() async throws {
         let remote = faulty(.none)
         try await remote.put(head(1), [1])
-        try await remote.put(RemoteLayout.delta(Sample.a, seq: 1), [1, 1])
+        try await remote.put(RemoteLayout.batch(Sample.a, seq: 1), [1, 1])
         let copy = try await remote.copy(prefix: "heads/")
         let whole = try await remote.copy()
         // Written, changed and deleted since the copies were taken.
         try await remote.put(head(2), [2])
         try await remote.delete(head(1))
-        try await remote.put(RemoteLayout.delta(Sample.a, seq: 2), [2, 2])
+        try await remote.put(RemoteLayout.batch(Sample.a, seq: 2), [2, 2])
         try await remote.rollback(to: copy)
         #expect(try await base.list(prefix: "heads/").map(\.path) == [head(1)])
         #expect(try await base.get(head(1)) == [1])
@@ -329,12 +329,12 @@ import Testing
 
     @Test func vanishDeletesBehindTheReplicasBacksAsTheSeedSays() async throws {
         for seq in 1...20 { try await base.put(head(UInt64(seq)), [UInt8(seq)]) }
-        try await base.put(RemoteLayout.delta(Sample.a, seq: 1), [1])
+        try await base.put(RemoteLayout.batch(Sample.a, seq: 1), [1])
         let first = faulty(.none, seed: 7)
         let gone = try await first.vanish(prefix: "heads/", probability: 0.5)
         #expect(!gone.isEmpty && gone.count < 20 && gone.allSatisfy { $0.hasPrefix("heads/") })
         #expect(try await base.list(prefix: "heads/").count == 20 - gone.count)
-        #expect(try await base.get(RemoteLayout.delta(Sample.a, seq: 1)) != nil)
+        #expect(try await base.get(RemoteLayout.batch(Sample.a, seq: 1)) != nil)
         #expect(first.counts.vanished == gone.count)
         // The same seed over the same objects picks the same ones.
         let again = MemoryRemote()

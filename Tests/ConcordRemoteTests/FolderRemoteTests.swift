@@ -31,7 +31,7 @@ import Testing
         let valid = [
             RemoteLayout.manifestPath,
             RemoteLayout.head(Sample.a, seq: 0x2a),
-            RemoteLayout.delta(Sample.a, seq: 1),
+            RemoteLayout.batch(Sample.a, seq: 1),
             RemoteLayout.snapshot(Sample.b, seq: 9),
             RemoteLayout.blob(keyedName: Sample.keyedName),
         ]
@@ -73,9 +73,9 @@ import Testing
     }
 
     @Test func listingReportsSizeAndModificationTimeInMilliseconds() async throws {
-        let path = RemoteLayout.delta(Sample.a, seq: 5)
+        let path = RemoteLayout.batch(Sample.a, seq: 5)
         try await remote.put(path, Sample.bytes(1234))
-        let object = try #require(try await remote.list(prefix: RemoteLayout.deltasPrefix(Sample.a)).first)
+        let object = try #require(try await remote.list(prefix: RemoteLayout.batchesPrefix(Sample.a)).first)
         #expect(object.path == path)
         #expect(object.size == 1234)
         let attributes = try FileManager.default.attributesOfItem(atPath: folder.path + "/" + path)
@@ -117,7 +117,7 @@ import Testing
     }
 
     @Test func aStreamPutWhoseSourceFailsLeavesNothing() async throws {
-        let path = RemoteLayout.delta(Sample.a, seq: 1)
+        let path = RemoteLayout.batch(Sample.a, seq: 1)
         try await remote.put(path, [1, 2, 3])
         var calls = 0
         let error = try await #require(throws: ConcordError.self) {

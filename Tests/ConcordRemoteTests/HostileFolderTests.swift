@@ -83,7 +83,7 @@ import Testing
         ])
         // A FIFO where a batch belongs.
         try FileManager.default.removeItem(atPath: folder.path + "/replicas")
-        try storage.plantFIFO(RemoteLayout.delta(Sample.a, seq: 1))
+        try storage.plantFIFO(RemoteLayout.batch(Sample.a, seq: 1))
         #expect(try remote.inspect(prefix: "replicas/").skipped.map(\.kind) == ["a FIFO (named pipe)"])
     }
 
@@ -99,8 +99,8 @@ import Testing
     /// A device node at an object's name (`/dev/zero`'s numbers: an endless read) is
     /// never opened. Where mknod is not permitted (not root), a link to `/dev/zero` stands in.
     @Test func aDeviceAtAnObjectsNameIsNeverOpened() async throws {
-        let path = RemoteLayout.delta(Sample.a, seq: 1)
-        try storage.plantFolder(String(RemoteLayout.deltasPrefix(Sample.a).dropLast()))
+        let path = RemoteLayout.batch(Sample.a, seq: 1)
+        try storage.plantFolder(String(RemoteLayout.batchesPrefix(Sample.a).dropLast()))
         #if canImport(Darwin)
         let zero = dev_t(1 << 24 | 5)  // makedev(1, 5) is a C macro
         #else

@@ -10,8 +10,8 @@ import Testing
     @Test func buildersSpellTheDocumentedNames() {
         #expect(RemoteLayout.manifestPath == "concord.json")
         #expect(RemoteLayout.head(r, seq: 42) == "heads/\(rHex)-000000000000002a")
-        #expect(RemoteLayout.delta(r, seq: 0) == "replicas/\(rHex)/deltas/0000000000000000")
-        #expect(RemoteLayout.deltasPrefix(r) == "replicas/\(rHex)/deltas/")
+        #expect(RemoteLayout.batch(r, seq: 0) == "replicas/\(rHex)/deltas/0000000000000000")
+        #expect(RemoteLayout.batchesPrefix(r) == "replicas/\(rHex)/deltas/")
         #expect(RemoteLayout.snapshot(r, seq: .max) == "snapshots/\(rHex)-ffffffffffffffff")
         #expect(RemoteLayout.blob(keyedName: Sample.keyedName) == "blobs/3f/\(Sample.keyedName)")
         #expect(RemoteLayout.hex(0x1234_abcd) == "000000001234abcd")
@@ -20,7 +20,7 @@ import Testing
     @Test func parseReadsBackEveryName() {
         #expect(RemoteLayout.parse("concord.json") == .manifest)
         #expect(RemoteLayout.parse("heads/\(rHex)-000000000000002a") == .head(replica: r, seq: 42))
-        #expect(RemoteLayout.parse("replicas/\(rHex)/deltas/0000000000000007") == .delta(replica: r, seq: 7))
+        #expect(RemoteLayout.parse("replicas/\(rHex)/deltas/0000000000000007") == .batch(replica: r, seq: 7))
         #expect(RemoteLayout.parse("snapshots/\(rHex)-ffffffffffffffff") == .snapshot(replica: r, seq: .max))
         #expect(RemoteLayout.parse("blobs/3f/\(Sample.keyedName)") == .blob(keyedName: Sample.keyedName))
     }
@@ -34,7 +34,7 @@ import Testing
             let seq = generator.chance(0.1) ? generator.pick([0, 1, UInt64.max]) : generator.next() >> UInt64(generator.int(0...63))
             let keyed = (0..<32).map { _ in RemoteLayout.hex(generator.next() & 0xff).suffix(2) }.joined()
             let names: [RemoteLayout.Name] = [
-                .manifest, .head(replica: replica, seq: seq), .delta(replica: replica, seq: seq),
+                .manifest, .head(replica: replica, seq: seq), .batch(replica: replica, seq: seq),
                 .snapshot(replica: replica, seq: seq), .blob(keyedName: keyed),
             ]
             for name in names {

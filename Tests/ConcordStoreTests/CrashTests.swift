@@ -12,10 +12,10 @@ import Testing
 import Glibc
 #endif
 
-/// The child process the crash and disk tests drive (the `ConcordTorture` target).
+/// The child process the crash and disk tests drive (the `ConcordCrashChild` target).
 enum Child {
     static var executable: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ConcordTorture").path
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ConcordCrashChild").path
     }
 
     /// Starts the child with `arguments`; returns the process.
@@ -78,18 +78,18 @@ enum Child {
 
             let store = try Store(path: path, configuration: .init(clock: ManualClock()))
             #expect(store.replicaID == replicaID)
-            let script = TortureScript(seed: seed, count: 3000)
+            let script = CrashScript(seed: seed, count: 3000)
             var matched = false
             for candidate in Set([done, begun]).sorted() {
                 var replica = Replica(id: replicaID)
                 var sealed: [Delta] = []
                 var applied: [ReplicaID: UInt64] = [:]
-                var superseded: [TortureScript.Superseded] = []
+                var superseded: [CrashScript.Superseded] = []
                 try script.replay(&replica, through: candidate, fileRef: Self.fileRef, sealed: &sealed, applied: &applied, superseded: &superseded)
                 // The state, the outbox (no entry lost or duplicated), every sealed delta's
                 // bytes, the applied seqs, the clock and the file history must all be those
                 // of one step: before or after the interrupted one.
-                let storeSealed = try (0..<Int(store.sealedSeq())).map { try store.sealedDelta(seq: UInt64($0 + 1)) }
+                let storeSealed = try (0..<Int(store.sealedSeq())).map { try store.sealedBatch(seq: UInt64($0 + 1)) }
                 if try store.state() == replica.state, try store.pendingSlots() == replica.outbox,
                    storeSealed == sealed.map({ Optional(DeltaCodec.encode($0)) }),
                    try store.appliedSeqs() == applied, try store.clockValue() == replica.clock.latest,
@@ -122,11 +122,11 @@ enum Child {
     }
 
     /// Every file version the store's history holds for the crash script's records.
-    static func history(of store: Store) throws -> Set<TortureScript.Superseded> {
-        var versions: Set<TortureScript.Superseded> = []
+    static func history(of store: Store) throws -> Set<CrashScript.Superseded> {
+        var versions: Set<CrashScript.Superseded> = []
         for ref in (0..<6).map({ RecordRef(collection: "t", id: "r\($0)") }) {
             for version in try store.versions(ref, "f") {
-                versions.insert(TortureScript.Superseded(ref: ref, field: "f", file: version.file, stamp: version.stamp, at: version.supersededAt))
+                versions.insert(CrashScript.Superseded(ref: ref, field: "f", file: version.file, stamp: version.stamp, at: version.supersededAt))
             }
         }
         return versions
@@ -157,7 +157,7 @@ enum Child {
         let directory = TemporaryDirectory("sync-crash")
         let root = directory.file("remote")
         let folder = try FolderRemote(root: root, createIfMissing: true)
-        _ = try await SyncEngine.createRemote(folder, passphrase: "torture", limits: .minimum)
+        _ = try await SyncEngine.createRemote(folder, passphrase: "crash-child", limits: .minimum)
         let names = ["a", "b"]
         var acknowledged: [String: Set<Int>] = ["a": [], "b": []]
         var kills = 0
@@ -195,7 +195,7 @@ enum Child {
             let integrity = try await queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
             #expect(integrity == ["ok"], "\(name): \(integrity)")
         }
-        let (key, storeID) = try await SyncEngine.unlock(folder, passphrase: "torture")
+        let (key, storeID) = try await SyncEngine.unlock(folder, passphrase: "crash-child")
         let stores = try (names + ["newcomer"]).map { try Store(path: directory.file("\($0).db")) }
         let engines = stores.map { SyncEngine(store: $0, remote: folder, key: key, storeID: storeID) }
         for _ in 0..<3 { for engine in engines { try await engine.sync() } }

@@ -83,7 +83,7 @@ struct Game: StoredRecord, Equatable {
         clock.advance(by: 10)
         let second = try store.attachFile(ref, "doc", bytes: Array("second".utf8))
         #expect(try store.versions(ref, "doc").map(\.file) == [first])
-        #expect(try store.collectGarbage().isEmpty)  // the window keeps it
+        #expect(try store.sweepFiles().isEmpty)  // the window keeps it
         try store.restore(ref, "doc", hash: first.hash)
         #expect(try store.record(ref)?.first?.value == .file(first))
         #expect(try store.versions(ref, "doc").map(\.file.hash).contains(second.hash))
@@ -91,7 +91,7 @@ struct Game: StoredRecord, Equatable {
         // After the window, history goes and unreferenced files with it.
         clock.advance(by: 2_000)
         #expect(try store.versions(ref, "doc").isEmpty)
-        #expect(try store.collectGarbage() == [second.hash])
+        #expect(try store.sweepFiles() == [second.hash])
         #expect(store.blobs.contains(first.hash))
         #expect(!store.blobs.contains(second.hash))
     }

@@ -118,7 +118,7 @@ import Testing
         #expect(try s[1].conflicts().isEmpty)
         // The superseded version stays in history, restorable, and its file is kept.
         #expect(try s[1].versions(note, "doc").map(\.file.hash).contains(two.hash))
-        #expect(try s[1].collectGarbage().isEmpty)
+        #expect(try s[1].sweepFiles().isEmpty)
         try s[1].restore(note, "doc", hash: two.hash)
         #expect(try s[1].record(note)?.first { $0.name == "doc" }?.value == .file(two))
     }

@@ -52,7 +52,7 @@ import Testing
         #expect(report.pushed == 1)
         let counters = await auto.status.counters
         #expect(counters.syncs == 1 && counters.pushSyncs == 1 && counters.batchesPushed == 1, "\(counters)")
-        #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(store.replicaID)).count == 1)
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.batchesPrefix(store.replicaID)).count == 1)
         // Then only the pull, a full interval after the sync.
         try await expectPlan(auto, scheduler, t0 + 3_500 + 60_000)
         // The other replica gets all twenty commits in that one batch.

@@ -54,7 +54,7 @@ import Darwin
         let (a, b) = (fleet.stores[0], fleet.stores[1])
         try a.set(note, "title", .string("from a"))
         _ = try await fleet.engines[0].sync()
-        let batch = RemoteLayout.delta(a.replicaID, seq: 1)
+        let batch = RemoteLayout.batch(a.replicaID, seq: 1)
         try plantSparse(fleet, batch)
         let before = Self.peakMiB()
         try b.set(RecordRef(collection: "notes", id: "n2"), "title", .string("from b"))

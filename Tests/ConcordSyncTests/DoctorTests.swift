@@ -169,7 +169,7 @@ import Testing
         // Without the snapshot, the same gap is three missing batches; a re-uploads them.
         let snapshot = try #require(compaction.snapshot)
         try await fleet.remote.delete(snapshot)
-        let missing = (1...3).map { FaultedPush.key(.missingBatch, RemoteLayout.delta(a.replicaID, seq: $0)) }
+        let missing = (1...3).map { FaultedPush.key(.missingBatch, RemoteLayout.batch(a.replicaID, seq: $0)) }
         // b applied them: it calls it what it is, the remote going back in time, which it
         // could mend itself with a snapshot.
         let rolledBack = FaultedPush.key(.remoteRolledBack, RemoteLayout.head(a.replicaID, seq: 3))
@@ -256,12 +256,12 @@ import Testing
         let (a, b) = (fleet.stores[0].replicaID, fleet.stores[1].replicaID)
         let expected: Set<String> = [
             FaultedPush.key(.remoteEmptied, ""),
-            FaultedPush.key(.missingBatch, RemoteLayout.delta(a, seq: 1)), FaultedPush.key(.missingHead, RemoteLayout.head(a, seq: 1)),
-            FaultedPush.key(.missingBatch, RemoteLayout.delta(b, seq: 1)), FaultedPush.key(.missingHead, RemoteLayout.head(b, seq: 1)),
+            FaultedPush.key(.missingBatch, RemoteLayout.batch(a, seq: 1)), FaultedPush.key(.missingHead, RemoteLayout.head(a, seq: 1)),
+            FaultedPush.key(.missingBatch, RemoteLayout.batch(b, seq: 1)), FaultedPush.key(.missingHead, RemoteLayout.head(b, seq: 1)),
         ]
         #expect(FaultedPush.keys(try await fleet.engines[0].doctor()) == expected)
         let first = try await fleet.engines[0].doctor(repair: true)
-        #expect(Set(first.findings.filter(\.repaired).map(\.path)) == ["", RemoteLayout.delta(a, seq: 1), RemoteLayout.head(a, seq: 1)])
+        #expect(Set(first.findings.filter(\.repaired).map(\.path)) == ["", RemoteLayout.batch(a, seq: 1), RemoteLayout.head(a, seq: 1)])
         #expect(!first.isHealthy)  // b's objects are still missing: only b has them
         let second = try await fleet.engines[1].doctor(repair: true)
         #expect(second.isHealthy)
@@ -338,9 +338,9 @@ struct FaultedPush {
         blob = BlobName.remotePath(for: file.hash, key: fleet.key.subkey(for: .blobNames))
     }
 
-    var unannounced: String { Self.key(.unannouncedBatch, RemoteLayout.delta(a, seq: 2)) }
-    var missingBatch: String { Self.key(.missingBatch, RemoteLayout.delta(a, seq: 2)) }
-    var damagedBatch: String { Self.key(.damaged, RemoteLayout.delta(a, seq: 2)) }
+    var unannounced: String { Self.key(.unannouncedBatch, RemoteLayout.batch(a, seq: 2)) }
+    var missingBatch: String { Self.key(.missingBatch, RemoteLayout.batch(a, seq: 2)) }
+    var damagedBatch: String { Self.key(.damaged, RemoteLayout.batch(a, seq: 2)) }
     var missingHead: String { Self.key(.missingHead, RemoteLayout.head(a, seq: 2)) }
     var damagedHead: String { Self.key(.damaged, RemoteLayout.head(a, seq: 2)) }
     var staleHead: String { Self.key(.staleHead, RemoteLayout.head(a, seq: 1)) }

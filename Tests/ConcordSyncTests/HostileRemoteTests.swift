@@ -71,7 +71,7 @@ import Testing
         try plant(fleet, copied, try #require(try await fleet.remote.get(bHead.path)))
         let absurd = RemoteLayout.head(b.replicaID, seq: .max)
         try plant(fleet, absurd)
-        let absurdBatch = RemoteLayout.delta(b.replicaID, seq: .max)
+        let absurdBatch = RemoteLayout.batch(b.replicaID, seq: .max)
         try plant(fleet, absurdBatch)
         let report = try await fleet.engines[0].doctor()
         let byPath = Dictionary(grouping: report.problems, by: \.path)
@@ -116,7 +116,7 @@ import Testing
         try a.set(note, "title", .string("two"))
         try await fleet.engines[0].sync()
         // a's batch 2, which b still needs, becomes a FIFO: reading it would block forever.
-        let batch = RemoteLayout.delta(a.replicaID, seq: 2)
+        let batch = RemoteLayout.batch(a.replicaID, seq: 2)
         let file = fleet.scratch.file("remote") + "/" + batch
         try FileManager.default.removeItem(atPath: file)
         #expect(mkfifo(file, 0o644) == 0)
@@ -149,7 +149,7 @@ import Testing
         let outside = fleet.scratch.file("outside")
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         try Data("not yours".utf8).write(to: URL(fileURLWithPath: outside + "/0000000000000002"))
-        let deltas = fleet.scratch.file("remote") + "/" + RemoteLayout.deltasPrefix(b.replicaID)
+        let deltas = fleet.scratch.file("remote") + "/" + RemoteLayout.batchesPrefix(b.replicaID)
         let folder = deltas.hasSuffix("/") ? String(deltas.dropLast()) : deltas
         try FileManager.default.removeItem(atPath: folder)
         try FileManager.default.createSymbolicLink(atPath: folder, withDestinationPath: outside)

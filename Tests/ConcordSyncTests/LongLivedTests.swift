@@ -25,8 +25,8 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
 
 /// Blob collection (docs/ARCHITECTURE.md §4): files no batch, snapshot or retained version references
 /// go after a grace period measured by object age; uploads have a deadline.
-@Suite struct FileCollectionTests {
-    @Test func supersededFilesAreCollectedOnlyAfterHistoryAndGrace() async throws {
+@Suite struct FileSweepTests {
+    @Test func supersededFilesAreSweptOnlyAfterHistoryAndGrace() async throws {
         let fleet = try await Fleet(count: 2)
         let (a, b) = (fleet.stores[0], fleet.stores[1])
         let first = try a.attachFile(note, "doc", bytes: Array("first version".utf8))
@@ -53,7 +53,7 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         #expect(late.files.deletedFiles == [BlobName.remotePath(for: first.hash, key: try Self.blobNames(fleet))])
         #expect(late.files.referencedFiles == 1)
         #expect(try await remoteFiles(fleet).count == 1)
-        #expect(try await fleet.engines[0].collectFiles().deletedFiles.isEmpty)
+        #expect(try await fleet.engines[0].sweepFiles().deletedFiles.isEmpty)
 
         // A new replica still gets everything; the current file is there.
         var grown = fleet
@@ -89,12 +89,12 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         return fleet
     }
 
-    @Test func anUploadWhoseBatchIsNotPushedYetIsNeverCollected() async throws {
+    @Test func anUploadWhoseBatchIsNotPushedYetIsNeverSwept() async throws {
         let fleet = try await Self.uploadWithoutItsBatch("uploaded, batch not yet")
 
         // Unreferenced, but younger than the grace period: kept, however often one collects.
         fleet.clock.advance(by: 6 * day)
-        let report = try await fleet.engines[1].collectFiles()
+        let report = try await fleet.engines[1].sweepFiles()
         #expect(report.deletedFiles.isEmpty)
         #expect(report.youngFiles == 1)
 
@@ -103,21 +103,21 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         let resumed = try await fleet.engines[0].sync()
         #expect(resumed.filesUploaded == 1)
         fleet.clock.advance(by: 2 * day)
-        #expect(try await fleet.engines[1].collectFiles().deletedFiles.isEmpty)
+        #expect(try await fleet.engines[1].sweepFiles().deletedFiles.isEmpty)
         try await fleet.syncAll()
         #expect(try fleet.stores[1].readFile(note, "doc") == Array("uploaded, batch not yet".utf8))
         #expect(try fleet.dumps().count == 1)
     }
 
-    @Test func anOrphanUploadIsCollectedAfterTheGracePeriod() async throws {
+    @Test func anOrphanUploadIsSweptAfterTheGracePeriod() async throws {
         // A file uploaded whose batch does not come for weeks.
         let fleet = try await Self.uploadWithoutItsBatch("abandoned")
         fleet.clock.advance(by: 8 * day)
-        let noticed = try await fleet.engines[1].collectFiles()
+        let noticed = try await fleet.engines[1].sweepFiles()
         #expect(noticed.deletedFiles.isEmpty)
         #expect(noticed.awaitingFiles == 1)
         fleet.clock.advance(by: 7 * day)
-        let report = try await fleet.engines[1].collectFiles()
+        let report = try await fleet.engines[1].sweepFiles()
         #expect(report.deletedFiles.count == 1)
         #expect(try await remoteFiles(fleet).isEmpty)
         // The writer's batch still references the file: its next push uploads it again
@@ -131,7 +131,7 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
     /// Object age is not trusted blindly: a file restored from a backup, or copied by a
     /// sync client, carries an old timestamp; while a batch or a snapshot still references
     /// it, no collection deletes it, however old it looks and however often one collects.
-    @Test func aReferencedFileWithAnOldTimestampIsNeverCollected() async throws {
+    @Test func aReferencedFileWithAnOldTimestampIsNeverSwept() async throws {
         var fleet = try await Fleet(count: 2)
         _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("kept".utf8))
         try await fleet.syncAll()
@@ -146,7 +146,7 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         try age()
         // Referenced by a batch: kept.
         fleet.clock.advance(by: 20 * day)
-        for engine in fleet.engines { #expect(try await engine.collectFiles().deletedFiles.isEmpty) }
+        for engine in fleet.engines { #expect(try await engine.sweepFiles().deletedFiles.isEmpty) }
         // Compaction moves the reference into a snapshot and deletes the batch: still kept.
         for _ in 0..<3 {
             fleet.clock.advance(by: 20 * day)
@@ -154,28 +154,28 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
             try await fleet.syncAll()
             for engine in fleet.engines {
                 _ = try await engine.compact()
-                #expect(try await engine.collectFiles().deletedFiles.isEmpty)
+                #expect(try await engine.sweepFiles().deletedFiles.isEmpty)
             }
         }
-        #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(fleet.stores[0].replicaID)).isEmpty, "the batch was compacted")
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.batchesPrefix(fleet.stores[0].replicaID)).isEmpty, "the batch was compacted")
         #expect(try await remoteFiles(fleet) == files)
         try await fleet.add(name: "newcomer")
         try await fleet.engines[2].sync()
         #expect(try fleet.stores[2].readFile(note, "doc") == Array("kept".utf8))
     }
 
-    @Test func anUnreadableBatchStopsCollection() async throws {
+    @Test func anUnreadableBatchStopsTheSweep() async throws {
         let fleet = try await Fleet(count: 2)
         _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("one".utf8))
         try await fleet.syncAll()
         _ = try fleet.stores[0].attachFile(note, "doc", bytes: Array("two".utf8))
         try await fleet.syncAll()
         // Damage a batch: what it references is unknown, so nothing is collected.
-        let path = RemoteLayout.delta(fleet.stores[0].replicaID, seq: 1)
+        let path = RemoteLayout.batch(fleet.stores[0].replicaID, seq: 1)
         let bytes = try #require(try await fleet.remote.get(path))
         try await fleet.remote.put(path, Array(bytes.prefix(bytes.count / 2)))
         fleet.clock.advance(by: 40 * day)
-        let report = try await fleet.engines[1].collectFiles()
+        let report = try await fleet.engines[1].sweepFiles()
         #expect(report.skipped?.contains(path) == true)
         #expect(report.deletedFiles.isEmpty)
         #expect(try await remoteFiles(fleet).count == 2)

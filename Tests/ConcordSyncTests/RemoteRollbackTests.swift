@@ -36,7 +36,7 @@ import Testing
         // Only a syncs again: it republishes its own batch and head, and a snapshot for b's
         // batch it applied.
         let report = try await fleet.engines[0].sync()
-        #expect(report.remoteRolledBack.contains(RemoteLayout.delta(a.replicaID, seq: 2)), "\(report.remoteRolledBack)")
+        #expect(report.remoteRolledBack.contains(RemoteLayout.batch(a.replicaID, seq: 2)), "\(report.remoteRolledBack)")
         #expect(report.remoteRolledBack.contains(RemoteLayout.head(a.replicaID, seq: 2)), "\(report.remoteRolledBack)")
         #expect(report.remoteRolledBack.contains { $0.hasPrefix(RemoteLayout.snapshotsPrefix) }, "\(report.remoteRolledBack)")
         // A new replica gets n1, n2 and b's m2, though b never came back.
@@ -49,7 +49,7 @@ import Testing
         #expect(again.remoteRolledBack.isEmpty, "\(again.remoteRolledBack)")
         // b comes back: it republishes its own batch, and everyone converges.
         let fromB = try await fleet.engines[1].sync()
-        #expect(fromB.remoteRolledBack.contains(RemoteLayout.delta(b.replicaID, seq: 1)) || fromB.remoteRolledBack.contains(RemoteLayout.head(b.replicaID, seq: 1)), "\(fromB.remoteRolledBack)")
+        #expect(fromB.remoteRolledBack.contains(RemoteLayout.batch(b.replicaID, seq: 1)) || fromB.remoteRolledBack.contains(RemoteLayout.head(b.replicaID, seq: 1)), "\(fromB.remoteRolledBack)")
         try await fleet.syncAll()
         #expect(try fleet.dumps().count == 1)
     }
@@ -125,7 +125,7 @@ import Testing
         try await fleet.syncAll()
         try a.set(ref("n2"), "title", .string("two"))
         try await fleet.syncAll()
-        let first = RemoteLayout.delta(a.replicaID, seq: 1)
+        let first = RemoteLayout.batch(a.replicaID, seq: 1)
         let bytes = try #require(try await fleet.remote.get(first))
         try await fleet.remote.delete(first)
         // Within the hour nothing lists the batches: the sync makes no extra request.
@@ -136,7 +136,7 @@ import Testing
         #expect(try await fleet.remote.get(first) == bytes, "the same bytes under the same name")
 
         // Both of a's batches vanish, and a never syncs again: b holds them.
-        for seq: UInt64 in [1, 2] { try await fleet.remote.delete(RemoteLayout.delta(a.replicaID, seq: seq)) }
+        for seq: UInt64 in [1, 2] { try await fleet.remote.delete(RemoteLayout.batch(a.replicaID, seq: seq)) }
         fleet.clock.advance(by: 3_600_001)
         let fromB = try await fleet.engines[1].sync()
         #expect(fromB.remoteRolledBack.count == 1 && fromB.remoteRolledBack[0].hasPrefix(RemoteLayout.snapshotsPrefix), "\(fromB.remoteRolledBack)")
@@ -186,7 +186,7 @@ import Testing
         try await fleet.syncAll()
         #expect(try b.record(note) != nil)
         try await fleet.engines[0].writeSnapshot()
-        try await fleet.remote.delete(RemoteLayout.delta(a.replicaID, seq: 1))
+        try await fleet.remote.delete(RemoteLayout.batch(a.replicaID, seq: 1))
         let file = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first)
         let bytes = try #require(try await fleet.remote.get(file.path))
         try await fleet.remote.put(file.path, Array(bytes.prefix(11)))
@@ -213,7 +213,7 @@ import Testing
         try a.set(note, "title", .string("one"))
         _ = try a.attachFile(note, "cover", bytes: Array(repeating: 7, count: 100_000))
         try await fleet.syncAll()
-        let batch = RemoteLayout.delta(a.replicaID, seq: 1)
+        let batch = RemoteLayout.batch(a.replicaID, seq: 1)
         let file = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first?.path)
         let whole = try #require(try await fleet.remote.get(batch)).count
         func tear(_ path: String) async throws {

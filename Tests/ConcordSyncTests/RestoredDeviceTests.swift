@@ -30,7 +30,7 @@ import Testing
         try await fleet.engines[0].sync()
         try await fleet.engines[1].sync()
         #expect(try b.record(RecordRef(collection: "notes", id: "n2")) != nil)
-        let batch2Path = RemoteLayout.delta(a.replicaID, seq: 2)
+        let batch2Path = RemoteLayout.batch(a.replicaID, seq: 2)
         if compactFirst {
             // Compacted: a snapshot of a covers batch 2, and the batch is gone; only the
             // head and the snapshot tell.
@@ -53,8 +53,8 @@ import Testing
         // The copy noticed, and continues under a new id; the old id's batch 2 is untouched.
         let change = try #require(report.restoredCopy)
         #expect(change.old == old && change.new != old && restoredStore.replicaID == change.new)
-        #expect(try await fleet.remote.get(RemoteLayout.delta(old, seq: 2)) == batch2)
-        #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(old)).count == (batchCompacted ? 1 : 2))
+        #expect(try await fleet.remote.get(RemoteLayout.batch(old, seq: 2)) == batch2)
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.batchesPrefix(old)).count == (batchCompacted ? 1 : 2))
         // It recovered n2 from the remote: from the batch, or the snapshot covering it.
         #expect(try restoredStore.record(RecordRef(collection: "notes", id: "n2")) != nil)
         // Every replica, and a new one, converge: n1, n2 and n3 everywhere.
@@ -154,7 +154,7 @@ import Testing
         let report = try await restored.sync()
         let change = try #require(report.restoredCopy)
         #expect(change.old == a.replicaID && restoredStore.replicaID == change.new)
-        #expect(report.announcedOrphans == [RemoteLayout.delta(a.replicaID, seq: 2)])
+        #expect(report.announcedOrphans == [RemoteLayout.batch(a.replicaID, seq: 2)])
         #expect(try title(restoredStore, n2) == "two")
         // Announced under the old id, which stays retired.
         #expect(try await fleet.remote.list(prefix: RemoteLayout.headsPrefix + a.replicaID.description).map(\.path) == [RemoteLayout.head(a.replicaID, seq: 2)])
@@ -185,8 +185,8 @@ import Testing
         try await fleet.engines[1].sync()
         try await fleet.engines[1].writeSnapshot()
         // b's batch and a's batch 2 compacted away; a's head torn by an interrupted rewrite.
-        try await fleet.remote.delete(RemoteLayout.delta(b.replicaID, seq: 1))
-        try await fleet.remote.delete(RemoteLayout.delta(a.replicaID, seq: 2))
+        try await fleet.remote.delete(RemoteLayout.batch(b.replicaID, seq: 1))
+        try await fleet.remote.delete(RemoteLayout.batch(a.replicaID, seq: 2))
         try await fleet.remote.put(RemoteLayout.head(a.replicaID, seq: 2), [])
 
         let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
@@ -195,7 +195,7 @@ import Testing
         let report = try await restored.sync()
         let change = try #require(report.restoredCopy)
         #expect(change.old == a.replicaID && restoredStore.replicaID == change.new)
-        #expect(try await fleet.remote.get(RemoteLayout.delta(a.replicaID, seq: 2)) == nil, "batch name 2 of the old id was written again")
+        #expect(try await fleet.remote.get(RemoteLayout.batch(a.replicaID, seq: 2)) == nil, "batch name 2 of the old id was written again")
         try await fleet.engines[1].sync()
         try await restored.sync()
         for store in [restoredStore, b] {

@@ -15,7 +15,7 @@ import Testing
 /// replicas' storage reporting them as done), lost uploads and deletes that report success,
 /// lost replies, stale, incomplete, duplicated and reordered listings, crashes between push steps, clock
 /// skew of ±1 day, replicas that bootstrap mid-run, and — on days-long jumps of time —
-/// compaction, remote file collection, replicas retired by silence or by `forget` that come
+/// compaction, remote file sweep, replicas retired by silence or by `forget` that come
 /// back, and bootstraps after batches were deleted. After the faults stop, replicas
 /// sync to quiescence and must (1) print identical dumps, (2) equal the reference merge of
 /// every sealed delta, and (3) have lost no write: every entry a local operation created is
@@ -290,12 +290,12 @@ final class FuzzRun {
                     trace.log("r\(r) forget r\(other) failed: \(error.code)")
                 }
             case 22:
-                // Remote file collection on its own (compaction also runs it), by every
+                // Remote file sweep on its own (compaction also runs it), by every
                 // replica: a file goes only once one replica has found it unreferenced for a
                 // whole grace period.
                 for index in engines.indices {
                     do {
-                        let report = try await engines[index].collectFiles()
+                        let report = try await engines[index].sweepFiles()
                         trace.log("r\(index) collect: deleted \(report.deletedFiles.count), awaiting \(report.awaitingFiles), young \(report.youngFiles)\(report.skipped.map { ", skipped: \($0)" } ?? "")")
                         stats.count("collectedFiles", report.deletedFiles.count)
                         stats.count("awaitingFiles", report.awaitingFiles)
@@ -653,8 +653,8 @@ final class FuzzRun {
             announced = max(announced, seq)
         }
         let headAnnounced = announced
-        while let bytes = try await folderGet(RemoteLayout.delta(id, seq: announced + 1)),
-              let plain = try? SealedObject.open(bytes, path: RemoteLayout.delta(id, seq: announced + 1), key: key.subkey(for: .batches)),
+        while let bytes = try await folderGet(RemoteLayout.batch(id, seq: announced + 1)),
+              let plain = try? EncryptedObject.open(bytes, path: RemoteLayout.batch(id, seq: announced + 1), key: key.subkey(for: .batches)),
               (try? DeltaCodec.decode(plain))?.seq == announced + 1 {
             announced += 1
         }
@@ -664,8 +664,8 @@ final class FuzzRun {
         for object in try folder.inspect(prefix: "").objects {
             guard let bytes = try await folderGet(object.path) else { continue }
             switch RemoteLayout.parse(object.path) {
-            case let .delta(origin, seq)?:
-                guard let plain = try? SealedObject.open(bytes, path: object.path, key: batches), let delta = try? DeltaCodec.decode(plain) else { continue }
+            case let .batch(origin, seq)?:
+                guard let plain = try? EncryptedObject.open(bytes, path: object.path, key: batches), let delta = try? DeltaCodec.decode(plain) else { continue }
                 if origin == id {
                     guard seq <= announced else { continue }
                     onRemote.insert(seq)
@@ -674,7 +674,7 @@ final class FuzzRun {
                 }
                 for change in delta.records { for slot in change.slots { held.formUnion(slot.entries.map(\.dot)) } }
             case .snapshot?:
-                guard let plain = try? SealedObject.open(bytes, path: object.path, key: snapshots),
+                guard let plain = try? EncryptedObject.open(bytes, path: object.path, key: snapshots),
                       let contents = try? SnapshotObjectCodec.decode(plain, path: object.path) else { continue }
                 for record in contents.state.records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
                 covered = max(covered, contents.appliedSeqs[id] ?? 0)
@@ -808,9 +808,9 @@ final class FuzzRun {
                 if case let .head(replica, seq)? = RemoteLayout.parse(object.path), replica == run.id { reach = max(reach, seq) }
             }
             guard reach < run.last else { continue }
-            let path = RemoteLayout.delta(run.id, seq: reach + 1)
+            let path = RemoteLayout.batch(run.id, seq: reach + 1)
             if let bytes = try await folderGet(path),
-               let delta = try? DeltaCodec.decode(try SealedObject.open(bytes, path: path, key: key.subkey(for: .batches))),
+               let delta = try? DeltaCodec.decode(try EncryptedObject.open(bytes, path: path, key: key.subkey(for: .batches))),
                delta.fileReferences.allSatisfy({ isWhole($0.file, in: sizes) }) {
                 failures.append("\(path) was never announced, though it opens and its files are whole")
             }
@@ -844,11 +844,11 @@ final class FuzzRun {
         for object in try folder.inspect(prefix: "").objects {
             let subkey: SubKey
             switch RemoteLayout.parse(object.path) {
-            case .delta?: subkey = batches
+            case .batch?: subkey = batches
             case .snapshot?: subkey = snapshots
             default: continue
             }
-            guard let bytes = try await folderGet(object.path), (try? SealedObject.open(bytes, path: object.path, key: subkey)) != nil else { continue }
+            guard let bytes = try await folderGet(object.path), (try? EncryptedObject.open(bytes, path: object.path, key: subkey)) != nil else { continue }
             if let first = seenObjects[object.path] {
                 if first != bytes { nameFailures.append("\(object.path) was written again with other bytes") }
             } else {
@@ -863,7 +863,7 @@ final class FuzzRun {
         guard sealed > 0 else { return }
         let id = stores[r].replicaID
         for seq in 1...sealed where sealedLog[id]?[seq] == nil {
-            if let bytes = try stores[r].sealedDelta(seq: seq) { sealedLog[id, default: [:]][seq] = bytes }
+            if let bytes = try stores[r].sealedBatch(seq: seq) { sealedLog[id, default: [:]][seq] = bytes }
         }
     }
 

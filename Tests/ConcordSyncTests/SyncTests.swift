@@ -93,8 +93,8 @@ import Testing
         try await fleet.engines[0].sync(mode: .pushOnly)
         try b.set(RecordRef(collection: "notes", id: "b"), "from", .string("b"))
         try await fleet.engines[1].sync(mode: .pushOnly)
-        let aDelta = RemoteLayout.delta(a.replicaID, seq: 1)
-        let bDelta = RemoteLayout.delta(b.replicaID, seq: 1)
+        let aDelta = RemoteLayout.batch(a.replicaID, seq: 1)
+        let bDelta = RemoteLayout.batch(b.replicaID, seq: 1)
         let original = try #require(try await fleet.remote.get(aDelta))
         for damaged in [
             Array(original.dropLast(5)),  // truncated
@@ -220,7 +220,7 @@ final class PhaseLog: @unchecked Sendable {
         fleet.clock.set(SystemClock().millisecondsSinceEpoch() + 10_000)
         let report = try await fleet.engines[0].compact(batchGracePeriod: 1)
         #expect(report.deletedBatches == [1, 2, 3, 4])
-        #expect(try await fleet.remote.list(prefix: RemoteLayout.deltasPrefix(a.replicaID)).isEmpty)
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.batchesPrefix(a.replicaID)).isEmpty)
         // The laggard joins a's snapshot instead and keeps its own unpushed change.
         try b.set(note, "mine", .string("unpushed"))
         let caughtUp = try await fleet.engines[1].sync()

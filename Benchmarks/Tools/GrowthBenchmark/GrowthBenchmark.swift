@@ -184,7 +184,7 @@ final class Run {
         let started = ContinuousClock.now
         log("growth: \(options.replicas) replicas, \(grouped(options.operations)) operations, \(options.rounds) rounds, \(grouped(options.records)) records, seed \(options.seed), compaction every \(options.compactEvery) rounds, \(options.roundMinutes) virtual minutes per round, \(options.opsPerWrite) operation(s) per write; scratch \(root)")
 
-        // The folder stamps objects with the virtual clock: collection measures object age.
+        // the folder stamps objects with the virtual clock: the file sweep measures object age.
         let folder = try FolderRemote(root: remoteFolder, createIfMissing: true, clock: clock)
         (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "growth", limits: .minimum)
         bytes = ByteCountingRemote(wrapping: folder)
@@ -217,7 +217,7 @@ final class Run {
         var generators = (0..<options.replicas).map { SeededGenerator(seed: options.seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64($0) &+ 1) }
         var tally: [GrowthWorkload.Kind: Int] = [:]
         var writeSeconds = 0.0, syncSeconds = 0.0, compactSeconds = 0.0
-        var deletedBatches = 0, purgedRecords = 0, compactionSnapshots = 0, syncSnapshots = 0, localFilesCollected = 0
+        var deletedBatches = 0, purgedRecords = 0, compactionSnapshots = 0, syncSnapshots = 0, localFilesSwept = 0
         var idleFirst: [IdleCost] = []
         var samples: [Sample] = []
         let slots = options.rounds * options.replicas
@@ -255,7 +255,7 @@ final class Run {
             if options.compactEvery > 0, round % options.compactEvery == 0 {
                 let compactStart = ContinuousClock.now
                 for (index, engine) in engines.enumerated() {
-                    localFilesCollected += try stores[index].collectGarbage().count
+                    localFilesSwept += try stores[index].sweepFiles().count
                     let report = try await engine.compact(batchGracePeriod: options.batchGraceDays.map { UInt64($0 * 86_400_000) })
                     deletedBatches += report.deletedBatches.count
                     purgedRecords += report.metadata.purged.count
@@ -369,7 +369,7 @@ final class Run {
         out.append("operation mix: " + GrowthWorkload.Kind.allCases.map { "\($0.rawValue) \(grouped(tally[$0] ?? 0))" }.joined(separator: ", "))
         out.append(String(format: "time: %.1f s total; rounds %.1f s (writes %.1f s, syncs %.1f s, compaction %.1f s); %.0f ops/s over the rounds; peak RSS %@",
                           totalSeconds, loopSeconds, writeSeconds, syncSeconds, compactSeconds, Double(options.operations) / loopSeconds, mib(rss)))
-        out.append("snapshots written: \(syncSnapshots) by sync (every \(options.snapshotEvery.map(String.init) ?? "—") batches), \(compactionSnapshots) by compaction; own batches deleted by compaction: \(grouped(deletedBatches)); deleted records purged: \(grouped(purgedRecords)); local files collected: \(grouped(localFilesCollected))")
+        out.append("snapshots written: \(syncSnapshots) by sync (every \(options.snapshotEvery.map(String.init) ?? "—") batches), \(compactionSnapshots) by compaction; own batches deleted by compaction: \(grouped(deletedBatches)); deleted records purged: \(grouped(purgedRecords)); local files swept: \(grouped(localFilesSwept))")
         out.append("")
         out.append("Remote (bytes on the folder remote at the end)")
         var remoteRows: [[String]] = []
@@ -458,7 +458,7 @@ final class Run {
                 "opsPerSecond": Double(options.operations) / loopSeconds,
                 "peakRSSBytes": rss,
                 "snapshotsWritten": ["bySync": syncSnapshots, "byCompaction": compactionSnapshots],
-                "batchesDeleted": deletedBatches, "recordsPurged": purgedRecords, "localFilesCollected": localFilesCollected,
+                "batchesDeleted": deletedBatches, "recordsPurged": purgedRecords, "localFilesSwept": localFilesSwept,
                 "remote": [
                     "total": remote.total, "objects": remote.objects,
                     "kinds": Dictionary(uniqueKeysWithValues: remote.kinds.map { ($0.key, ["bytes": $0.value.bytes, "objects": $0.value.objects]) }),

@@ -6,7 +6,7 @@ import Foundation
 
 struct Compact: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Compact the remote and collect local garbage.",
+        abstract: "Compact the remote and sweep unreferenced local files.",
         discussion: """
             With a remote: pushes, writes a snapshot when the newest one is behind, and deletes \
             this replica's batches that the snapshot covers and every replica has applied (or, \
@@ -48,7 +48,7 @@ struct Compact: AsyncParsableCommand {
             let attributes = try? FileManager.default.attributesOfItem(atPath: store.blobs.path(for: hash))
             sizes[hash] = (attributes?[.size] as? NSNumber)?.uint64Value ?? 0
         }
-        let deleted = try store.collectGarbage()
+        let deleted = try store.sweepFiles()
         let freed = deleted.reduce(UInt64(0)) { $0 + (sizes[$1] ?? 0) }
         var swept: Int?
         var sweepNote: String?
@@ -74,7 +74,7 @@ struct Compact: AsyncParsableCommand {
             }
             let files = compaction.files
             lines.append("remote: deleted \(files.deletedFiles.count) unreferenced file\(files.deletedFiles.count == 1 ? "" : "s"); kept \(files.referencedFiles) referenced, \(files.youngFiles) younger than the grace period and \(files.awaitingFiles) not yet seen unreferenced that long")
-            if let skipped = files.skipped { lines.append("remote: file collection skipped: \(skipped)") }
+            if let skipped = files.skipped { lines.append("remote: file sweep skipped: \(skipped)") }
             let metadata = compaction.metadata
             lines.append("purged the metadata of \(metadata.purged.count) deleted record\(metadata.purged.count == 1 ? "" : "s"); \(metadata.waiting) wait\(metadata.waiting == 1 ? "s" : "") for every active replica to see the deletion")
             if let skipped = metadata.skipped { lines.append("metadata purge skipped: \(skipped)") }
@@ -102,7 +102,7 @@ struct Compact: AsyncParsableCommand {
                 ("remoteFilesReferenced", .int(Int64(compaction?.files.referencedFiles ?? 0))),
                 ("remoteFilesYoung", .int(Int64(compaction?.files.youngFiles ?? 0))),
                 ("remoteFilesAwaiting", .int(Int64(compaction?.files.awaitingFiles ?? 0))),
-                ("remoteFileCollectionSkipped", .string(compaction?.files.skipped)),
+                ("remoteFileSweepSkipped", .string(compaction?.files.skipped)),
                 ("recordsPurged", .int(Int64(compaction?.metadata.purged.count ?? 0))),
                 ("recordsAwaitingPurge", .int(Int64(compaction?.metadata.waiting ?? 0))),
                 ("purgeSkipped", .string(compaction?.metadata.skipped)),

@@ -297,14 +297,14 @@ final class DemoRun {
             switch RemoteLayout.parse(file.path) {
             case .manifest?: "concord.json"
             case .head?: "heads"
-            case .delta?: "delta batches"
+            case .batch?: "delta batches"
             case .snapshot?: "snapshots"
             case .blob?: "encrypted files"
             case nil: "other"
             }
         }
         say("The remote holds \(files.count) objects, \(total) bytes: " + kinds.keys.sorted().map { "\(kinds[$0]!.count) \($0)" }.joined(separator: ", "))
-        for file in files.filter({ RemoteLayout.parse($0.path) == .manifest }) + files.filter({ RemoteLayout.parse($0.path).map { if case .delta = $0 { true } else { false } } ?? false }).prefix(1)
+        for file in files.filter({ RemoteLayout.parse($0.path) == .manifest }) + files.filter({ RemoteLayout.parse($0.path).map { if case .batch = $0 { true } else { false } } ?? false }).prefix(1)
             + files.filter({ RemoteLayout.parse($0.path).map { if case .blob = $0 { true } else { false } } ?? false }).prefix(1) {
             let preview = RemoteLayout.parse(file.path) == .manifest
                 ? String(decoding: file.bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ").prefix(88) + "… (not secret: salt, limits, wrapped key)"

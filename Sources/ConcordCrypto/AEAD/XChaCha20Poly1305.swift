@@ -4,7 +4,7 @@ import ConcordCore
 /// The raw XChaCha20-Poly1305-IETF AEAD of libsodium
 /// (`crypto_aead_xchacha20poly1305_ietf_*`): deterministic given key and nonce.
 ///
-/// Prefer ``SealedObject``, which picks a random nonce and binds the object's path. Use
+/// Prefer ``EncryptedObject``, which picks a random nonce and binds the object's path. Use
 /// this only when you manage nonces yourself — and then never use one nonce twice with one
 /// key: that reveals the XOR of the two plaintexts and lets anyone forge tags.
 public enum XChaCha20Poly1305 {

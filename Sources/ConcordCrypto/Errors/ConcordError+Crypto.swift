@@ -5,7 +5,7 @@ extension ConcordError.Code {
     /// created with (or `concord.json` was modified). Nothing was read or applied.
     public static let wrongKey = ConcordError.Code("wrongKey")
 
-    /// A sealed object or blob stream failed authentication: it was modified, truncated,
+    /// A encrypted object or blob stream failed authentication: it was modified, truncated,
     /// reordered, or moved or replayed under another name. Treat it as not there (yet);
     /// never apply any of its bytes.
     public static let authenticationFailed = ConcordError.Code("authenticationFailed")

@@ -59,7 +59,7 @@ public struct FolderRemote: Remote {
     /// The store's root folder, absolute, without a trailing slash.
     public let root: String
     /// The clock that stamps each object's modification time when it is written; nil: the
-    /// file system's own. Collection measures object age by these times, so tests that run
+    /// file system's own. The file sweep measures object age by these times, so tests that run
     /// on virtual time give the folder the same clock.
     public let clock: (any PhysicalClock)?
 

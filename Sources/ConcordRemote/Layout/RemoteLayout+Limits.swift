@@ -10,7 +10,7 @@ extension RemoteLayout {
     /// The largest delta batch a reader accepts: 256 MiB. A pushed batch carries at most
     /// 50,000 slots (more only when one write touched more); at typical sizes that is a few
     /// MiB, and the room above is for large values (up to 16 MiB each).
-    public static let maxDeltaSize: UInt64 = 256 << 20
+    public static let maxBatchSize: UInt64 = 256 << 20
     /// The largest snapshot a reader accepts: 1 GiB of sealed state (files are not in it).
     public static let maxSnapshotSize: UInt64 = 1 << 30
 
@@ -26,7 +26,7 @@ extension RemoteLayout {
         switch name {
         case .manifest: maxManifestSize
         case .head: maxHeadSize
-        case .delta: maxDeltaSize
+        case .batch: maxBatchSize
         case .snapshot: maxSnapshotSize
         case .blob: UInt64.max
         }

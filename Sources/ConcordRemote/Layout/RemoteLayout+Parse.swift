@@ -22,11 +22,11 @@ extension RemoteLayout {
         if let rest = strip("replicas/", from: bytes) {
             // <32 hex>/deltas/<16 hex>
             guard rest.count == 32 + 8 + 16,
-                  let replica = LayoutHex.replica(rest.prefix(32)),
+                  let replica = ReplicaID(lowercaseHex: rest.prefix(32)),
                   Array(rest.dropFirst(32).prefix(8)) == Array("/deltas/".utf8),
-                  let seq = LayoutHex.seq(rest.suffix(16))
+                  let seq = Hex.lowercaseUInt64(rest.suffix(16))
             else { return nil }
-            return .delta(replica: replica, seq: seq)
+            return .batch(replica: replica, seq: seq)
         }
         if let rest = strip("blobs/", from: bytes) {
             // <2 hex>/<64 hex>, the folder being the name's first two digits
@@ -52,8 +52,8 @@ extension RemoteLayout {
         }
         let bytes = Array(path.utf8)
         if let rest = strip("replicas/", from: bytes) {
-            if rest.count == 32 { return LayoutHex.replica(rest) != nil }
-            return rest.count == 32 + 7 && LayoutHex.replica(rest.prefix(32)) != nil
+            if rest.count == 32 { return ReplicaID(lowercaseHex: rest) != nil }
+            return rest.count == 32 + 7 && ReplicaID(lowercaseHex: rest.prefix(32)) != nil
                 && Array(rest.suffix(7)) == Array("/deltas".utf8)
         }
         if let rest = strip("blobs/", from: bytes) {
@@ -71,9 +71,9 @@ extension RemoteLayout {
     /// `<32 hex>-<16 hex>`.
     private static func replicaDashSeq(_ rest: ArraySlice<UInt8>) -> (ReplicaID, UInt64)? {
         guard rest.count == 32 + 1 + 16,
-              let replica = LayoutHex.replica(rest.prefix(32)),
+              let replica = ReplicaID(lowercaseHex: rest.prefix(32)),
               rest[rest.startIndex + 32] == UInt8(ascii: "-"),
-              let seq = LayoutHex.seq(rest.suffix(16))
+              let seq = Hex.lowercaseUInt64(rest.suffix(16))
         else { return nil }
         return (replica, seq)
     }

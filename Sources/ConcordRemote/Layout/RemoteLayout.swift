@@ -40,13 +40,13 @@ public enum RemoteLayout {
     }
 
     /// The prefix under which `replica`'s delta batches live: `replicas/<replica>/deltas/`.
-    public static func deltasPrefix(_ replica: ReplicaID) -> String {
+    public static func batchesPrefix(_ replica: ReplicaID) -> String {
         "replicas/\(replica)/deltas/"
     }
 
     /// The path of `replica`'s delta batch number `seq`.
-    public static func delta(_ replica: ReplicaID, seq: UInt64) -> String {
-        deltasPrefix(replica) + hex(seq)
+    public static func batch(_ replica: ReplicaID, seq: UInt64) -> String {
+        batchesPrefix(replica) + hex(seq)
     }
 
     /// The path of `replica`'s snapshot taken at its `seq`.
@@ -82,7 +82,7 @@ public enum RemoteLayout {
         /// `heads/<replica>-<seq>`.
         case head(replica: ReplicaID, seq: UInt64)
         /// `replicas/<replica>/deltas/<seq>`.
-        case delta(replica: ReplicaID, seq: UInt64)
+        case batch(replica: ReplicaID, seq: UInt64)
         /// `snapshots/<replica>-<seq>`.
         case snapshot(replica: ReplicaID, seq: UInt64)
         /// `blobs/<2 hex>/<keyedName>`.
@@ -93,26 +93,12 @@ public enum RemoteLayout {
             switch self {
             case .manifest: RemoteLayout.manifestPath
             case let .head(replica, seq): RemoteLayout.head(replica, seq: seq)
-            case let .delta(replica, seq): RemoteLayout.delta(replica, seq: seq)
+            case let .batch(replica, seq): RemoteLayout.batch(replica, seq: seq)
             case let .snapshot(replica, seq): RemoteLayout.snapshot(replica, seq: seq)
             case let .blob(keyedName): RemoteLayout.blob(keyedName: keyedName)
             }
         }
 
         public var description: String { path }
-    }
-}
-
-/// Lowercase hexadecimal, the only spelling the layout accepts (``Hex`` of the core).
-enum LayoutHex {
-    /// Exactly 16 lowercase hex digits as a `UInt64`.
-    static func seq(_ bytes: ArraySlice<UInt8>) -> UInt64? {
-        Hex.lowercaseUInt64(bytes)
-    }
-
-    /// Exactly 32 lowercase hex digits as a replica id.
-    static func replica(_ bytes: ArraySlice<UInt8>) -> ReplicaID? {
-        guard bytes.count == 32, Hex.isLowercase(bytes) else { return nil }
-        return ReplicaID(hex: String(decoding: bytes, as: UTF8.self))
     }
 }

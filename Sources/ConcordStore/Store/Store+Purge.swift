@@ -69,7 +69,7 @@ extension Store {
                 if dot == nil { dot = try tick(db) }
                 for (key, slot) in record.slots {
                     if case let .field(name) = key {
-                        try History.record(db, ref, name, superseded: slot.entries, by: [], at: now)
+                        try FileHistory.record(db, ref, name, superseded: slot.entries, by: [], at: now)
                     }
                     try SlotIO.replace(db, ref, key, with: [], dirty: 0)
                 }

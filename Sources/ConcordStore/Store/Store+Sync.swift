@@ -80,7 +80,7 @@ extension Store {
     }
 
     /// The bytes of a sealed delta of this replica, exactly as first sealed.
-    public func sealedDelta(seq: UInt64) throws(ConcordError) -> [UInt8]? {
+    public func sealedBatch(seq: UInt64) throws(ConcordError) -> [UInt8]? {
         try read { db in try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [Int64(seq)]).map { [UInt8]($0) } }
     }
 
@@ -197,7 +197,7 @@ extension Store {
                     let kept = slot.entries.filter { !seenByOrigin($0.dot) }
                     guard kept.count < slot.entries.count else { continue }
                     if case let .field(name) = key {
-                        try History.record(db, change.ref, name, superseded: slot.entries, by: kept, at: now)
+                        try FileHistory.record(db, change.ref, name, superseded: slot.entries, by: kept, at: now)
                     }
                     try SlotIO.replace(db, change.ref, key, with: kept, dirty: 0)
                     changes[change.ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
@@ -229,7 +229,7 @@ extension Store {
                     slot.entries, seenBy: seenByOrigin)
                 guard merged != old else { continue }
                 if case let .field(name) = slot.key {
-                    try History.record(db, change.ref, name, superseded: old, by: merged, at: now)
+                    try FileHistory.record(db, change.ref, name, superseded: old, by: merged, at: now)
                 }
                 try SlotIO.replace(db, change.ref, slot.key, with: merged, dirty: 0)
                 changes[change.ref, default: []].formUnion(slot.key.fieldName.map { [$0] } ?? [])
@@ -333,7 +333,7 @@ extension Store {
                 let newEntries = after[key]?.entries ?? []
                 guard oldEntries != newEntries else { continue }
                 if case let .field(name) = key {
-                    try History.record(db, ref, name, superseded: oldEntries, by: newEntries, at: now)
+                    try FileHistory.record(db, ref, name, superseded: oldEntries, by: newEntries, at: now)
                 }
                 try SlotIO.replace(db, ref, key, with: newEntries, dirty: 0)
                 changes[ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])

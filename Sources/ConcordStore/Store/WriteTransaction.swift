@@ -278,7 +278,7 @@ public final class WriteTransaction {
     private func replace(_ ref: RecordRef, _ key: SlotKey, with entries: [Entry]) throws {
         if case let .field(name) = key {
             let old = try SlotIO.entries(db, ref, key)
-            try History.record(db, ref, name, superseded: old, by: entries, at: now)
+            try FileHistory.record(db, ref, name, superseded: old, by: entries, at: now)
         }
         try SlotIO.replace(db, ref, key, with: entries, dirty: try dot().hlc)
         // Liveness and tombstone changes register the record with no field names.

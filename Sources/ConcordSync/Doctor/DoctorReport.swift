@@ -80,7 +80,7 @@ public struct DoctorFinding: Hashable, Sendable {
         /// A batch or snapshot references a file the remote lacks: replicas that need it wait.
         public static let missingFile = Kind("missingFile")
         /// A file no batch or snapshot references: an upload whose batch never came, or the
-        /// file of a deleted record. Collection deletes it after the grace period. A notice.
+        /// file of a deleted record. The sweep deletes it after the grace period. A notice.
         public static let orphanFile = Kind("orphanFile", isProblem: false)
         /// An older head of a replica that should have been deleted (a lost delete).
         public static let staleHead = Kind("staleHead")

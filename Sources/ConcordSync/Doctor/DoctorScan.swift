@@ -65,7 +65,7 @@ extension RemoteLayout.Name {
     /// The replica whose object this is, if it is one replica's.
     var replica: ReplicaID? {
         switch self {
-        case let .head(replica, _), let .delta(replica, _), let .snapshot(replica, _): replica
+        case let .head(replica, _), let .batch(replica, _), let .snapshot(replica, _): replica
         case .manifest, .blob: nil
         }
     }

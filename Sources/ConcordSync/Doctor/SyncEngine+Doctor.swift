@@ -127,7 +127,7 @@ extension SyncEngine {
                 if failure == nil { scan.heads[replica, default: []].insert(seq) }
                 scan.report.objects.heads += 1
             }
-        case let .delta(replica, seq):
+        case let .batch(replica, seq):
             // An object that is not a readable file, or is too large, is damage too.
             do throws(ConcordError) {
                 guard let sealed = try await objects.fetch(path) else {
@@ -215,7 +215,7 @@ extension SyncEngine {
                 scan.heads[replica]?.max() ?? 0, scan.readDeltas[replica]?.max() ?? 0, scan.readSnapshots[replica]?.max() ?? 0,
                 known[replica] ?? 0)
             // Batches newer than any listing showed: walk forward while they are there.
-            while latest < .max, try await examine(.delta(replica: replica, seq: latest + 1), &scan), scan.readDeltas[replica]?.contains(latest + 1) == true {
+            while latest < .max, try await examine(.batch(replica: replica, seq: latest + 1), &scan), scan.readDeltas[replica]?.contains(latest + 1) == true {
                 latest += 1
             }
             if (scan.heads[replica]?.max() ?? 0) < latest || scan.heads[replica] == nil {
@@ -227,7 +227,7 @@ extension SyncEngine {
             let from = (scan.coverage[replica] ?? 0) + 1
             if from <= latest {
                 for seq in from...latest where !(scan.deltas[replica]?.contains(seq) ?? false) {
-                    if try await examine(.delta(replica: replica, seq: seq), &scan) == false { missing.append(seq) }
+                    if try await examine(.batch(replica: replica, seq: seq), &scan) == false { missing.append(seq) }
                 }
             }
             if let top = missing.last {
@@ -258,7 +258,7 @@ extension SyncEngine {
             }
             for seq in missing {
                 scan.add(
-                    .missingBatch, RemoteLayout.delta(replica, seq: seq), replica,
+                    .missingBatch, RemoteLayout.batch(replica, seq: seq), replica,
                     "batch \(seq) of replica \(scan.who(replica)) is missing (its newest is \(latest)) and no snapshot of it covers it: replicas that have not applied it cannot apply anything newer from it",
                     replica == me ? "`concord doctor --repair` here re-uploads the bytes this replica sealed" : "only \(scan.who(replica)) holds it: run `concord doctor --repair` there")
             }
@@ -270,9 +270,9 @@ extension SyncEngine {
                     replica == me ? "`concord doctor --repair` here writes this replica's head; its next sync does too" : "\(scan.who(replica))'s next sync writes it, or run `concord doctor --repair` there")
                 continue
             }
-            for seq in (scan.deltas[replica] ?? []).sorted() where seq > newest && !scan.hasFinding(at: RemoteLayout.delta(replica, seq: seq)) {
+            for seq in (scan.deltas[replica] ?? []).sorted() where seq > newest && !scan.hasFinding(at: RemoteLayout.batch(replica, seq: seq)) {
                 scan.add(
-                    .unannouncedBatch, RemoteLayout.delta(replica, seq: seq), replica,
+                    .unannouncedBatch, RemoteLayout.batch(replica, seq: seq), replica,
                     "batch \(seq) of replica \(scan.who(replica)) is beyond its newest head (\(newest)): the others do not see it yet — a push stopped between the batch and its head",
                     replica == me ? "`concord doctor --repair` here writes the head; this replica's next sync does too" : "\(scan.who(replica))'s next sync announces it, or run `concord doctor --repair` there")
             }
@@ -303,7 +303,7 @@ extension SyncEngine {
         let from = (scan.coverage[me] ?? 0) + 1
         if from <= sealed {
             for seq in from...sealed where !(scan.readDeltas[me]?.contains(seq) ?? false) {
-                guard let plaintext = try store.sealedDelta(seq: seq), let delta = try? DeltaCodec.decode(plaintext) else { continue }
+                guard let plaintext = try store.sealedBatch(seq: seq), let delta = try? DeltaCodec.decode(plaintext) else { continue }
                 for (hash, writer) in Self.distinctFiles(delta.fileReferences) {
                     let keyed = BlobName.keyedName(for: hash, key: keys.blobNames)
                     if pending[keyed] == nil { pending[keyed] = .init(hash: hash, writer: writer, by: "this replica's batch \(seq)") }
@@ -326,7 +326,7 @@ extension SyncEngine {
             } else if let reference {
                 action = "a replica holding the file — \(scan.who(reference.writer)) wrote it — re-uploads it: run `concord doctor --repair` there"
             } else {
-                action = "a replica holding the file re-uploads it with `concord doctor --repair`; as nothing references it, collection deletes it after the grace period"
+                action = "a replica holding the file re-uploads it with `concord doctor --repair`; as nothing references it, the sweep deletes it after the grace period"
             }
             scan.add(Self.kind(of: error), RemoteLayout.blob(keyedName: keyed), reference?.writer, Self.clean(error.message), action)
         }
@@ -343,7 +343,7 @@ extension SyncEngine {
         }
         // A batch that is missing or does not open may reference them: say so.
         let unread = scan.report.findings.contains { finding in
-            guard finding.isProblem, case .delta? = RemoteLayout.parse(finding.path) else { return false }
+            guard finding.isProblem, case .batch? = RemoteLayout.parse(finding.path) else { return false }
             return finding.kind != .unannouncedBatch
         }
         for keyed in orphans.sorted() {
@@ -351,7 +351,7 @@ extension SyncEngine {
                 .orphanFile, RemoteLayout.blob(keyedName: keyed), nil,
                 "no batch or snapshot references this file: an upload whose batch never came, or the file of a deleted or replaced record"
                     + (unread ? " — or a batch reported here as missing or damaged references it" : ""),
-                "nothing to do: if its batch is still to come, that batch references it; otherwise collection deletes it once it is older than the grace period (\(Self.duration(blobGracePeriod)))")
+                "nothing to do: if its batch is still to come, that batch references it; otherwise the sweep deletes it once it is older than the grace period (\(Self.duration(blobGracePeriod)))")
         }
     }
 

@@ -12,7 +12,7 @@ extension SyncEngine {
     func damagedAction(_ name: RemoteLayout.Name, _ scan: DoctorScan) -> String {
         let me = store.replicaID
         switch name {
-        case let .delta(replica, _):
+        case let .batch(replica, _):
             return replica == me
                 ? "`concord doctor --repair` here re-uploads the bytes this replica sealed"
                 : "only \(scan.who(replica)) holds the bytes it sealed: run `concord doctor --repair` there; replicas that have not applied it wait, everything else syncs"

@@ -35,8 +35,8 @@ extension SyncEngine {
         for index in scan.report.findings.indices {
             let finding = scan.report.findings[index]
             guard finding.isProblem, finding.kind != .unannouncedBatch,
-                  case let .delta(replica, seq)? = RemoteLayout.parse(finding.path), replica == me else { continue }
-            guard let plaintext = try store.sealedDelta(seq: seq) else {
+                  case let .batch(replica, seq)? = RemoteLayout.parse(finding.path), replica == me else { continue }
+            guard let plaintext = try store.sealedBatch(seq: seq) else {
                 forgotten.append(index)
                 continue
             }
@@ -49,7 +49,7 @@ extension SyncEngine {
                     if case .intact = try await Self.checkBlob(remote, keyedName: keyed, contents: keys.blobContents, names: keys.blobNames) { continue }
                     try await uploadFile(hash)
                 }
-                try await remote.put(finding.path, SealedObject.sealDeterministically(plaintext, path: finding.path, key: keys.batches))
+                try await remote.put(finding.path, EncryptedObject.encryptDeterministically(plaintext, path: finding.path, key: keys.batches))
                 guard try await objects.batch(me, seq: seq) != nil else { return nil }
                 return "re-uploaded the bytes this replica sealed"
             }
@@ -92,7 +92,7 @@ extension SyncEngine {
                 fixedByHead.append(index)
             } else if finding.kind == .unannouncedBatch, finding.replica == me {
                 needed = true
-                if case let .delta(_, batch)? = RemoteLayout.parse(finding.path), batch <= seq { fixedByHead.append(index) }
+                if case let .batch(_, batch)? = RemoteLayout.parse(finding.path), batch <= seq { fixedByHead.append(index) }
             } else if finding.isProblem, finding.path == ownPath || finding.path == path {
                 // A damaged head at the name about to be written is replaced by it.
                 needed = true

@@ -1,8 +1,8 @@
 import ConcordCore
 
-/// Sealed objects: how batches, manifests and snapshots are stored remotely (docs/ARCHITECTURE.md §5).
+/// Encrypted objects: how batches, manifests and snapshots are stored remotely (docs/ARCHITECTURE.md §5).
 ///
-/// Layout of a sealed object (all lengths in bytes):
+/// Layout of a encrypted object (all lengths in bytes):
 ///
 /// | offset | length | content |
 /// |---|---|---|
@@ -16,54 +16,54 @@ import ConcordCore
 /// copied, moved or replayed under another name fails to open, exactly as a modified or
 /// truncated one does: with `authenticationFailed` and a message naming the path.
 ///
-/// Rule: seal each object with the sub-key of its kind (``KeyPurpose/batches``,
+/// Rule: encrypt each object with the sub-key of its kind (``KeyPurpose/batches``,
 /// ``KeyPurpose/manifests``, ``KeyPurpose/snapshots``) and its final remote path; open it
-/// with the same. The nonce is random (192 bits), so sealing the same bytes twice gives
+/// with the same. The nonce is random (192 bits), so encrypting the same bytes twice gives
 /// different objects and nonces never repeat in practice.
-public enum SealedObject {
-    /// The 4 bytes every sealed object starts with: magic `"CNC"` and format version 1.
+public enum EncryptedObject {
+    /// The 4 bytes every encrypted object starts with: magic `"CNC"` and format version 1.
     public static let prefix: [UInt8] = [0x43, 0x4E, 0x43, formatVersion]
-    /// The sealed-object format version this release writes and reads.
+    /// The encrypted-object format version this release writes and reads.
     public static let formatVersion: UInt8 = 1
     /// Bytes before the ciphertext: prefix and nonce.
     public static let headerByteCount = 4 + XChaCha20Poly1305.nonceByteCount
-    /// How many bytes sealing adds to a plaintext: header and tag.
+    /// How many bytes encryption adds to a plaintext: header and tag.
     public static let overheadByteCount = headerByteCount + XChaCha20Poly1305.tagByteCount
 
-    /// Seals `plaintext` for storage at `path`, with a fresh random nonce.
-    public static func seal(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
-        seal(plaintext, path: path, key: key, nonce: Sodium.randomBytes(XChaCha20Poly1305.nonceByteCount))
+    /// Encrypts `plaintext` for storage at `path`, with a fresh random nonce.
+    public static func encrypt(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
+        encrypt(plaintext, path: path, key: key, nonce: Sodium.randomBytes(XChaCha20Poly1305.nonceByteCount))
     }
 
-    /// Seals with a given nonce: for fixtures inside this package only. Never reuse a nonce.
-    package static func seal(_ plaintext: some Collection<UInt8>, path: String, key: SubKey, nonce: [UInt8]) -> [UInt8] {
+    /// Encrypts with a given nonce: for fixtures inside this package only. Never reuse a nonce.
+    package static func encrypt(_ plaintext: some Collection<UInt8>, path: String, key: SubKey, nonce: [UInt8]) -> [UInt8] {
         precondition(nonce.count == XChaCha20Poly1305.nonceByteCount)
         let body = key.secret.withKeyPointer { keyPointer in
             XChaCha20Poly1305.seal(key: keyPointer, nonce: nonce, plaintext: plaintext, ad: associatedData(path: path))
         }
-        var sealed = prefix
-        sealed.reserveCapacity(headerByteCount + body.count)
-        sealed += nonce
-        sealed += body
-        return sealed
+        var encrypted = prefix
+        encrypted.reserveCapacity(headerByteCount + body.count)
+        encrypted += nonce
+        encrypted += body
+        return encrypted
     }
 
     /// Opens an object read from `path`, returning its plaintext.
     ///
     /// - Throws: `authenticationFailed` (naming `path`) when the bytes were modified,
-    ///   truncated, sealed for another path, or under another key — never a crash, and no
+    ///   truncated, encrypted for another path, or under another key — never a crash, and no
     ///   plaintext is returned. `unsupportedVersion` when the magic is right but the format
     ///   version is one this release cannot read.
-    public static func open(_ sealed: some Collection<UInt8>, path: String, key: SubKey) throws(ConcordError) -> [UInt8] {
-        let bytes = Array(sealed)
+    public static func open(_ encrypted: some Collection<UInt8>, path: String, key: SubKey) throws(ConcordError) -> [UInt8] {
+        let bytes = Array(encrypted)
         guard bytes.count >= overheadByteCount else {
-            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it is \(bytes.count) bytes, shorter than any sealed object (\(overheadByteCount)); it was truncated or is not a Concord object; run `concord doctor`")
+            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it is \(bytes.count) bytes, shorter than any encrypted object (\(overheadByteCount)); it was truncated or is not a Concord object; run `concord doctor`")
         }
         guard bytes[0..<3].elementsEqual(prefix[0..<3]) else {
-            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it does not start with a Concord sealed-object header; it was modified or is not a Concord object; run `concord doctor`")
+            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it does not start with a Concord encrypted-object header; it was modified or is not a Concord object; run `concord doctor`")
         }
         guard bytes[3] == formatVersion else {
-            throw ConcordError(.unsupportedVersion, "remote object \(path) uses sealed-object format version \(bytes[3]), which this release cannot read (it reads version \(formatVersion)): upgrade Concord; if no newer client writes to this store, the object was damaged; run `concord doctor`")
+            throw ConcordError(.unsupportedVersion, "remote object \(path) uses encrypted-object format version \(bytes[3]), which this release cannot read (it reads version \(formatVersion)): upgrade Concord; if no newer client writes to this store, the object was damaged; run `concord doctor`")
         }
         let nonce = Array(bytes[4..<headerByteCount])
         let opened = key.secret.withKeyPointer { keyPointer in

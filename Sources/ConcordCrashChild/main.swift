@@ -1,19 +1,7 @@
-// A child process for the store's crash and disk tests (Tests/ConcordStoreTests). Not a
-// product: it runs a store until it is killed or the disk fails, logging progress with
-// unbuffered writes so the parent knows which transaction was interrupted.
-//
-//   ConcordTorture crash STORE LOG SEED STEPS   run a TortureScript, logging "begin k"/"done k"
-//   ConcordTorture full STORE LOG BYTES         write until a file-size limit of BYTES is hit
-//   ConcordTorture tmpfs DIR LOG                in a private mount namespace: fill a 1 MiB tmpfs,
-//                                               remount it read-only, then writable again
-//   ConcordTorture attach STORE LOG COUNT       attach COUNT new files, one record each
-//   ConcordTorture collect STORE LOG COUNT      run local file collection COUNT times
-//   ConcordTorture sync STORE LOG REMOTE NAME FIRST
-//                                               write records NAME-FIRST, NAME-(FIRST+1), …
-//                                               (every third with a file), logging "wrote i"
-//                                               once each write returned, and sync after each
-//                                               (every fifth, compact too) through a folder
-//                                               remote unlocked with the passphrase "torture"
+// ConcordCrashChild: the child process the crash and disk tests start and kill
+// (Tests/ConcordStoreTests/CrashTests.swift, FileSweepRaceTests.swift). Not a product: it
+// runs a store until it is killed or the disk fails, logging progress with unbuffered
+// writes so the parent knows which transaction was interrupted. Its modes are `usage`.
 import ConcordCore
 import ConcordRemote
 import ConcordStore
@@ -24,9 +12,25 @@ import Foundation
 import Glibc
 #endif
 
+let usage = """
+    usage: ConcordCrashChild MODE …
+      crash STORE LOG SEED STEPS    run a CrashScript, logging "begin k"/"done k"
+      full STORE LOG BYTES          write until a file-size limit of BYTES is hit
+      tmpfs DIR LOG                 in a private mount namespace: fill a 1 MiB tmpfs,
+                                    remount it read-only, then writable again
+      attach STORE LOG COUNT        attach COUNT new files, one record each
+      sweep STORE LOG COUNT         sweep the store's unreferenced files COUNT times
+      sync STORE LOG REMOTE NAME FIRST
+                                    write records NAME-FIRST, NAME-(FIRST+1), … (every
+                                    third with a file), logging "wrote i" once each write
+                                    returned, and sync after each (every fifth, compact
+                                    too) through a folder remote unlocked with the
+                                    passphrase "crash-child"
+
+    """
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
-    FileHandle.standardError.write("usage: ConcordTorture crash|full|tmpfs|attach|collect|sync STORE LOG …\n".data(using: .utf8)!)
+    FileHandle.standardError.write(usage.data(using: .utf8)!)
     exit(2)
 }
 let log = open(arguments[3], O_WRONLY | O_CREAT | O_APPEND, 0o644)
@@ -45,13 +49,13 @@ do {
     switch arguments[1] {
     case "crash":
         let seed = UInt64(arguments[4])!
-        let script = TortureScript(seed: seed, count: Int(arguments[5])!)
-        let clock = ManualClock(millis: TortureScript.baseMillis)
+        let script = CrashScript(seed: seed, count: Int(arguments[5])!)
+        let clock = ManualClock(millis: CrashScript.baseMillis)
         let store = try Store(path: arguments[2], configuration: .init(clock: clock))
         say("replica \(store.replicaID)")
         for (index, step) in script.steps.enumerated() {
             let k = index + 1
-            clock.set(TortureScript.now(step: k))
+            clock.set(CrashScript.now(step: k))
             say("begin \(k)")
             switch step {
             case let .set(ref, field, value): try store.set(ref, field, value)
@@ -136,23 +140,23 @@ do {
         say("dump \(try store.canonicalDump().utf8.count) \(try store.records(in: "c").count)")
         say("blobs \(try store.blobs.all().count)")
     case "attach":
-        // Races `collect` in another process on the same store file.
+        // Races `sweep` in another process on the same store file.
         let store = try Store(path: arguments[2])
         for index in 0..<Int(arguments[4])! {
             try store.attachFile(RecordRef(collection: "files", id: "f\(index)"), "content", bytes: Array("attached file \(index) of \(getpid())".utf8))
         }
         say("attached")
-    case "collect":
+    case "sweep":
         let store = try Store(path: arguments[2])
         var deleted = 0
         // A pause between reading the references and deleting, where a write from the
-        // other process would slip in if collection did not hold the write lock.
-        for _ in 0..<Int(arguments[4])! { deleted += try store.collectGarbage(afterScan: { usleep(30_000) }).count }
-        say("collected \(deleted)")
+        // other process would slip in if the sweep did not hold the write lock.
+        for _ in 0..<Int(arguments[4])! { deleted += try store.sweepFiles(afterScan: { usleep(30_000) }).count }
+        say("swept \(deleted)")
     case "sync":
         let store = try Store(path: arguments[2])
         let remote = try FolderRemote(root: arguments[4])
-        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "torture")
+        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "crash-child")
         let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
         say("started")
         let name = arguments[5]
@@ -174,6 +178,7 @@ do {
             index += 1
         }
     default:
+        FileHandle.standardError.write(usage.data(using: .utf8)!)
         fail("unknown mode \(arguments[1])")
     }
 } catch {

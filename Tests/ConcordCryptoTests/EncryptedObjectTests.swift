@@ -3,26 +3,26 @@ import ConcordCore
 import ConcordCrypto
 import Testing
 
-@Suite struct SealedObjectTests {
+@Suite struct EncryptedObjectTests {
     let key = StoreKey.random().subkey(for: .batches)
     let path = "replicas/3f2a9c0d4e5b6a718293a4b5c6d7e8f9/deltas/000000000000002a"
 
     @Test(arguments: [0, 1, 17, 4096, 8192 + 123, 1 << 20, 5 * (1 << 20) + 3])
     func roundTripsAnySize(size: Int) throws {
         let plaintext = seededBytes(size, seed: UInt64(size))
-        let sealed = SealedObject.seal(plaintext, path: path, key: key)
-        #expect(sealed.count == size + SealedObject.overheadByteCount)
-        #expect(Array(sealed.prefix(4)) == SealedObject.prefix)
-        #expect(try SealedObject.open(sealed, path: path, key: key) == plaintext)
+        let sealed = EncryptedObject.encrypt(plaintext, path: path, key: key)
+        #expect(sealed.count == size + EncryptedObject.overheadByteCount)
+        #expect(Array(sealed.prefix(4)) == EncryptedObject.prefix)
+        #expect(try EncryptedObject.open(sealed, path: path, key: key) == plaintext)
     }
 
     @Test func sealingTwiceGivesDifferentObjects() throws {
         let plaintext = Array("same bytes".utf8)
-        let a = SealedObject.seal(plaintext, path: path, key: key)
-        let b = SealedObject.seal(plaintext, path: path, key: key)
+        let a = EncryptedObject.encrypt(plaintext, path: path, key: key)
+        let b = EncryptedObject.encrypt(plaintext, path: path, key: key)
         #expect(a != b, "random nonces must differ")
-        #expect(try SealedObject.open(a, path: path, key: key) == plaintext)
-        #expect(try SealedObject.open(b, path: path, key: key) == plaintext)
+        #expect(try EncryptedObject.open(a, path: path, key: key) == plaintext)
+        #expect(try EncryptedObject.open(b, path: path, key: key) == plaintext)
     }
 
     /// Every single-bit flip of the header, the first 4 KiB of ciphertext and the tag is
@@ -31,8 +31,8 @@ import Testing
     @Test func everySingleBitFlipIsRejected() {
         let seed: UInt64 = 0xC0_4C_0D
         let plaintext = seededBytes(8192 + 123, seed: seed)
-        var sealed = SealedObject.seal(plaintext, path: path, key: key)
-        let offsets = Array(0..<(SealedObject.headerByteCount + 4096)) + Array((sealed.count - 16)..<sealed.count)
+        var sealed = EncryptedObject.encrypt(plaintext, path: path, key: key)
+        let offsets = Array(0..<(EncryptedObject.headerByteCount + 4096)) + Array((sealed.count - 16)..<sealed.count)
         var failures: [String] = []
         var checked = 0
         for offset in offsets {
@@ -41,7 +41,7 @@ import Testing
                 defer { sealed[offset] ^= 1 << bit }
                 checked += 1
                 do {
-                    _ = try SealedObject.open(sealed, path: path, key: key)
+                    _ = try EncryptedObject.open(sealed, path: path, key: key)
                     failures.append("byte \(offset) bit \(bit): opened")
                 } catch {
                     let expected: ConcordError.Code = offset == 3 ? .unsupportedVersion : .authenticationFailed
@@ -54,60 +54,60 @@ import Testing
         #expect(checked == offsets.count * 8)
         #expect(failures.isEmpty, "seed \(seed): \(failures.prefix(10))")
         // The object is intact again after the flips were undone.
-        #expect((try? SealedObject.open(sealed, path: path, key: key)) == plaintext)
+        #expect((try? EncryptedObject.open(sealed, path: path, key: key)) == plaintext)
     }
 
     @Test func movedOrReplayedObjectIsRejected() throws {
-        let sealed = SealedObject.seal(Array("batch 42".utf8), path: path, key: key)
+        let sealed = EncryptedObject.encrypt(Array("batch 42".utf8), path: path, key: key)
         let otherPath = "replicas/3f2a9c0d4e5b6a718293a4b5c6d7e8f9/deltas/000000000000002b"
         let error = expectConcordError(.authenticationFailed) {
-            _ = try SealedObject.open(sealed, path: otherPath, key: key)
+            _ = try EncryptedObject.open(sealed, path: otherPath, key: key)
         }
         #expect(error?.message.contains(otherPath) == true)
         #expect(error?.message.contains("concord doctor") == true)
-        expectConcordError(.authenticationFailed) { _ = try SealedObject.open(sealed, path: "", key: key) }
+        expectConcordError(.authenticationFailed) { _ = try EncryptedObject.open(sealed, path: "", key: key) }
     }
 
     @Test func otherKeysCannotOpen() throws {
-        let sealed = SealedObject.seal(Array("snapshot".utf8), path: path, key: key)
+        let sealed = EncryptedObject.encrypt(Array("snapshot".utf8), path: path, key: key)
         let otherStore = StoreKey.random().subkey(for: .batches)
-        expectConcordError(.authenticationFailed) { _ = try SealedObject.open(sealed, path: path, key: otherStore) }
+        expectConcordError(.authenticationFailed) { _ = try EncryptedObject.open(sealed, path: path, key: otherStore) }
         let storeKey = StoreKey.random()
-        let sealedBatch = SealedObject.seal(Array("x".utf8), path: path, key: storeKey.subkey(for: .batches))
+        let sealedBatch = EncryptedObject.encrypt(Array("x".utf8), path: path, key: storeKey.subkey(for: .batches))
         expectConcordError(.authenticationFailed) {
-            _ = try SealedObject.open(sealedBatch, path: path, key: storeKey.subkey(for: .snapshots))
+            _ = try EncryptedObject.open(sealedBatch, path: path, key: storeKey.subkey(for: .snapshots))
         }
     }
 
     @Test func everyTruncationIsRejected() {
         let plaintext = seededBytes(1000, seed: 7)
-        let sealed = SealedObject.seal(plaintext, path: path, key: key)
+        let sealed = EncryptedObject.encrypt(plaintext, path: path, key: key)
         var failures: [Int] = []
         for length in 0..<sealed.count {
-            let error = concordError { _ = try SealedObject.open(sealed.prefix(length), path: path, key: key) }
+            let error = concordError { _ = try EncryptedObject.open(sealed.prefix(length), path: path, key: key) }
             if error?.code != .authenticationFailed || error?.message.contains(path) != true { failures.append(length) }
         }
         #expect(failures.isEmpty, "truncations not rejected: \(failures.prefix(20))")
-        expectConcordError(.authenticationFailed) { _ = try SealedObject.open(sealed + [0], path: path, key: key) }
-        expectConcordError(.authenticationFailed) { _ = try SealedObject.open([UInt8](), path: path, key: key) }
+        expectConcordError(.authenticationFailed) { _ = try EncryptedObject.open(sealed + [0], path: path, key: key) }
+        expectConcordError(.authenticationFailed) { _ = try EncryptedObject.open([UInt8](), path: path, key: key) }
     }
 
     @Test func emptyPlaintextIsAuthenticatedToo() {
-        var sealed = SealedObject.seal([UInt8](), path: path, key: key)
-        #expect(sealed.count == SealedObject.overheadByteCount)
-        #expect((try? SealedObject.open(sealed, path: path, key: key)) == [])
+        var sealed = EncryptedObject.encrypt([UInt8](), path: path, key: key)
+        #expect(sealed.count == EncryptedObject.overheadByteCount)
+        #expect((try? EncryptedObject.open(sealed, path: path, key: key)) == [])
         sealed[sealed.count - 1] ^= 0x80
-        expectConcordError(.authenticationFailed) { _ = try SealedObject.open(sealed, path: path, key: key) }
+        expectConcordError(.authenticationFailed) { _ = try EncryptedObject.open(sealed, path: path, key: key) }
     }
 
     @Test func unknownFormatVersionIsReportedAsSuch() {
-        var sealed = SealedObject.seal(Array("v1".utf8), path: path, key: key)
+        var sealed = EncryptedObject.encrypt(Array("v1".utf8), path: path, key: key)
         sealed[3] = 2
-        let error = expectConcordError(.unsupportedVersion) { _ = try SealedObject.open(sealed, path: path, key: key) }
+        let error = expectConcordError(.unsupportedVersion) { _ = try EncryptedObject.open(sealed, path: path, key: key) }
         #expect(error?.message.contains("upgrade") == true)
     }
 
-    /// Locks the sealed-object format: sub-key derivation (context "concord1", id 1), the
+    /// Locks the encrypted-object format: sub-key derivation (context "concord1", id 1), the
     /// header layout and the associated data (prefix + path). Recomputed here directly
     /// with libsodium, and pinned as bytes.
     @Test func formatIsFixtureLocked() throws {
@@ -115,7 +115,7 @@ import Testing
         let nonce = (0..<24).map { UInt8(0xA0 + $0) }
         let plaintext = Array("hello, concord".utf8)
         let objectPath = "replicas/00112233445566778899aabbccddeeff/deltas/0000000000000001"
-        let sealed = SealedObject.seal(plaintext, path: objectPath, key: storeKey.subkey(for: .batches), nonce: nonce)
+        let sealed = EncryptedObject.encrypt(plaintext, path: objectPath, key: storeKey.subkey(for: .batches), nonce: nonce)
 
         var subkey = [UInt8](repeating: 0, count: 32)
         let keyBytes = (0..<32).map { UInt8($0) }
@@ -124,7 +124,7 @@ import Testing
         let body = try XChaCha20Poly1305.seal(key: subkey, nonce: nonce, plaintext: plaintext, ad: ad)
         #expect(sealed == [0x43, 0x4E, 0x43, 0x01] + nonce + body)
         #expect(TestHex.encode(sealed) == Self.pinnedFixture, "\(TestHex.encode(sealed))")
-        #expect(try SealedObject.open(TestHex.decode(Self.pinnedFixture), path: objectPath, key: storeKey.subkey(for: .batches)) == plaintext)
+        #expect(try EncryptedObject.open(TestHex.decode(Self.pinnedFixture), path: objectPath, key: storeKey.subkey(for: .batches)) == plaintext)
     }
 
     static let pinnedFixture =
@@ -132,19 +132,19 @@ import Testing
         + "53e7e20d6ae0beb7abbffe2aed22290b7f72070b42eaf9ed791cbf58e470"
 }
 
-@Suite struct DeterministicSealTests {
+@Suite struct DeterministicEncryptionTests {
     @Test func sameInputsGiveSameBytesAndOpenNormally() throws {
         let key = StoreKey.random().subkey(for: .batches)
         let plaintext = Array("a delta".utf8)
-        let once = SealedObject.sealDeterministically(plaintext, path: "replicas/a/deltas/1", key: key)
-        let again = SealedObject.sealDeterministically(plaintext, path: "replicas/a/deltas/1", key: key)
+        let once = EncryptedObject.encryptDeterministically(plaintext, path: "replicas/a/deltas/1", key: key)
+        let again = EncryptedObject.encryptDeterministically(plaintext, path: "replicas/a/deltas/1", key: key)
         #expect(once == again)
-        #expect(try SealedObject.open(once, path: "replicas/a/deltas/1", key: key) == plaintext)
+        #expect(try EncryptedObject.open(once, path: "replicas/a/deltas/1", key: key) == plaintext)
         // Another path or plaintext gives another nonce.
-        let otherPath = SealedObject.sealDeterministically(plaintext, path: "replicas/a/deltas/2", key: key)
-        let otherText = SealedObject.sealDeterministically(Array("b delta".utf8), path: "replicas/a/deltas/1", key: key)
+        let otherPath = EncryptedObject.encryptDeterministically(plaintext, path: "replicas/a/deltas/2", key: key)
+        let otherText = EncryptedObject.encryptDeterministically(Array("b delta".utf8), path: "replicas/a/deltas/1", key: key)
         #expect(Array(once[4..<28]) != Array(otherPath[4..<28]))
         #expect(Array(once[4..<28]) != Array(otherText[4..<28]))
-        #expect(throws: ConcordError.self) { try SealedObject.open(once, path: "replicas/a/deltas/2", key: key) }
+        #expect(throws: ConcordError.self) { try EncryptedObject.open(once, path: "replicas/a/deltas/2", key: key) }
     }
 }

@@ -6,7 +6,7 @@ import ConcordCore
 ///
 /// Every delivery is checked against the definition of delta application: applying a
 /// delta must equal joining its state (docs/ARCHITECTURE.md §2). Violations are returned, not trapped.
-public struct History: Sendable {
+public struct OperationHistory: Sendable {
     public private(set) var replicas: [Replica]
     /// Every delta sealed so far.
     public private(set) var deltas: [Delta] = []
@@ -19,8 +19,8 @@ public struct History: Sendable {
     }
 
     /// Runs `codes` and returns the history.
-    public static func run(_ codes: [Int], replicaCount: Int = 3) -> History {
-        var history = History(replicaCount: replicaCount)
+    public static func run(_ codes: [Int], replicaCount: Int = 3) -> OperationHistory {
+        var history = OperationHistory(replicaCount: replicaCount)
         for code in codes { history.step(code) }
         return history
     }

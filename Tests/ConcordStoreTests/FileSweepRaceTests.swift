@@ -4,20 +4,20 @@ import ConcordTesting
 import Foundation
 import Testing
 
-/// Local file collection and `attachFile` in two processes on one store: no attached file
-/// is ever collected (a collected one would make every later push fail with missingBlob).
-@Suite struct CollectionRaceTests {
-    @Test func collectionRacingAttachesInAnotherProcessNeverDeletesAnAttachedFile() throws {
+/// The local file sweep and `attachFile` in two processes on one store: no attached file
+/// is ever swept (a swept one would make every later push fail with missingBlob).
+@Suite struct FileSweepRaceTests {
+    @Test func sweepRacingAttachesInAnotherProcessNeverDeletesAnAttachedFile() throws {
         let directory = TemporaryDirectory("race")
         let path = directory.file("store.db")
         _ = try Store(path: path)
         let attaches = 2_000
         let attacher = try Child.start(["attach", path, directory.file("attach.log"), String(attaches)])
-        let collector = try Child.start(["collect", path, directory.file("collect.log"), "100"])
+        let sweeper = try Child.start(["sweep", path, directory.file("sweep.log"), "100"])
         attacher.waitUntilExit()
-        collector.waitUntilExit()
+        sweeper.waitUntilExit()
         #expect(Child.lines(directory.file("attach.log")) == ["attached"], "\(Child.lines(directory.file("attach.log")))")
-        #expect(Child.lines(directory.file("collect.log")).first?.hasPrefix("collected") == true, "\(Child.lines(directory.file("collect.log")))")
+        #expect(Child.lines(directory.file("sweep.log")).first?.hasPrefix("swept") == true, "\(Child.lines(directory.file("sweep.log")))")
         let store = try Store(path: path)
         var missing: [String] = []
         for index in 0..<attaches {
@@ -28,7 +28,7 @@ import Testing
             }
             if !store.blobs.contains(file.hash) { missing.append("f\(index)") }
         }
-        #expect(missing.isEmpty, "\(missing.count) attached files were collected: \(missing.prefix(10))")
+        #expect(missing.isEmpty, "\(missing.count) attached files were swept: \(missing.prefix(10))")
         // And a seal (what a push reads) finds every file.
         for hash in try store.referencedFiles() { #expect(store.blobs.contains(hash)) }
     }

@@ -11,7 +11,7 @@ public struct FileVersionRecord: Hashable, Sendable {
     public let supersededAt: UInt64
 }
 
-enum History {
+enum FileHistory {
     /// Keeps every file version that `old` has and `new` lacks.
     static func record(_ db: Database, _ ref: RecordRef, _ field: String, superseded old: [Entry], by new: [Entry], at now: UInt64) throws {
         let kept = Set(new.map(\.dot))
@@ -60,18 +60,18 @@ extension Store {
     /// Forgets history older than the retention window, then deletes blobs that no field
     /// entry and no retained version references. Returns the blobs deleted.
     @discardableResult
-    public func collectGarbage() throws(ConcordError) -> [ContentHash] {
-        try collectGarbage(afterScan: {})
+    public func sweepFiles() throws(ConcordError) -> [ContentHash] {
+        try sweepFiles(afterScan: {})
     }
 
-    /// ``collectGarbage()``, running `afterScan` between reading the references and deleting
+    /// ``sweepFiles()``, running `afterScan` between reading the references and deleting
     /// (a seam for the test that races it against `attachFile` in another process).
     ///
     /// The references are read, and the files deleted, inside one write transaction: a
     /// write — `attachFile` adds its file inside its own write transaction — cannot slip in
     /// between, in this process or another, so a file attached meanwhile is never taken
     /// for garbage.
-    package func collectGarbage(afterScan: () -> Void) throws(ConcordError) -> [ContentHash] {
+    package func sweepFiles(afterScan: () -> Void) throws(ConcordError) -> [ContentHash] {
         let cutoff = historyCutoff()
         return try writeDatabase { db in
             try db.execute(sql: "DELETE FROM concord_history WHERE superseded_at < ?", arguments: [Rows.millis(cutoff)])

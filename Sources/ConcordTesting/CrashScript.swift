@@ -4,7 +4,7 @@ import ConcordCore
 /// attachments, seals, and remote deltas from a peer. A child process runs it against a store and is killed at a
 /// random moment; the test replays it on a core ``Replica`` to know every state the store
 /// may legitimately be in.
-public struct TortureScript: Sendable {
+public struct CrashScript: Sendable {
     /// One step: one store transaction.
     public enum Step: Sendable {
         case set(RecordRef, String, ScalarValue)

@@ -4,8 +4,8 @@ import ConcordCrypto
 import ConcordRemote
 import ConcordStore
 
-/// What ``SyncEngine/collectFiles()`` did.
-public struct CollectionReport: Hashable, Sendable {
+/// What ``SyncEngine/sweepFiles()`` did.
+public struct FileSweepReport: Hashable, Sendable {
     /// Remote files deleted: no batch, snapshot or local version referenced them, and they
     /// were older than the grace period when checked just before deleting.
     public var deletedFiles: [String] = []
@@ -17,7 +17,7 @@ public struct CollectionReport: Hashable, Sendable {
     /// Old unreferenced remote files kept because this replica has not yet seen them
     /// unreferenced for a whole grace period (a listing may have missed a reference).
     public var awaitingFiles = 0
-    /// Why collection stopped before deleting anything, if it did: a batch or snapshot
+    /// Why the sweep stopped before deleting anything, if it did: a batch or snapshot
     /// could not be read, so what it references is unknown.
     public var skipped: String?
     public init() {}
@@ -41,15 +41,15 @@ extension SyncEngine {
     /// references nothing, and stays young until its batch lands (uploads have a deadline,
     /// ``uploadDeadline``). Each file's age is checked again just before it is deleted. A
     /// batch or snapshot that cannot be read stops collection: what it references is
-    /// unknown. Every replica may collect; deleting a file twice is harmless.
+    /// unknown. Every replica may sweep; deleting a file twice is harmless.
     @discardableResult
-    public func collectFiles() async throws(ConcordError) -> CollectionReport {
-        try await collectFiles(standings: try await standings(try await listHeads()))
+    public func sweepFiles() async throws(ConcordError) -> FileSweepReport {
+        try await sweepFiles(standings: try await standings(try await listHeads()))
     }
 
-    /// ``collectFiles()`` with the heads already read.
-    func collectFiles(standings: [ReplicaID: Standing]) async throws(ConcordError) -> CollectionReport {
-        var report = CollectionReport()
+    /// ``sweepFiles()`` with the heads already read.
+    func sweepFiles(standings: [ReplicaID: Standing]) async throws(ConcordError) -> FileSweepReport {
+        var report = FileSweepReport()
         let listed = Self.unique(try await remote.list(prefix: RemoteLayout.blobsPrefix))
         let old = listed.filter { isOld($0, now: clock.millisecondsSinceEpoch()) }
         guard !old.isEmpty else {
@@ -93,7 +93,7 @@ extension SyncEngine {
             try store.setSyncValue(SyncKey.unreferencedPrefix + name, nil)
             report.deletedFiles.append(object.path)
         }
-        // Files that went elsewhere (another replica collected them) are forgotten in time.
+        // Files that went elsewhere (another replica swept them) are forgotten in time.
         let names = Set(listed.compactMap { object -> String? in
             if case let .blob(name)? = RemoteLayout.parse(object.path) { name } else { nil }
         })
@@ -118,7 +118,7 @@ extension SyncEngine {
     /// A listing may miss objects, so it is not trusted alone: every replica that has a
     /// listed object, or whose changes this replica applied, must have a listed, readable
     /// head; the batches a head names after its newest snapshot, that snapshot, and every
-    /// object seen in an earlier collection are fetched even when the listing misses them.
+    /// object seen in an earlier sweep are fetched even when the listing misses them.
     /// Batches and snapshots never change under one name, so what each references is
     /// remembered locally and each is read once.
     func referencedFiles(standings: [ReplicaID: Standing]) async throws(ConcordError) -> Result<Set<String>, ConcordError> {
@@ -127,19 +127,19 @@ extension SyncEngine {
         let listed = Set(Self.unique(try await remote.list(prefix: RemoteLayout.replicasPrefix) + (try await remote.list(prefix: RemoteLayout.snapshotsPrefix)))
             .map(\.path).filter { path in
                 switch RemoteLayout.parse(path) {
-                case .delta?, .snapshot?: true
+                case .batch?, .snapshot?: true
                 default: false
                 }
             })
         var origins = Set(try store.appliedSeqs().keys)
         for path in listed {
             switch RemoteLayout.parse(path) {
-            case let .delta(replica, _)?, let .snapshot(replica, _)?: origins.insert(replica)
+            case let .batch(replica, _)?, let .snapshot(replica, _)?: origins.insert(replica)
             default: break
             }
         }
         for origin in origins.sorted() where origin != store.replicaID && standings[origin] == nil {
-            return .failure(ConcordError(.remote, "the head of replica \(origin) is not listed (a listing missed it, or it was deleted); no file was collected"))
+            return .failure(ConcordError(.remote, "the head of replica \(origin) is not listed (a listing missed it, or it was deleted); no file was swept"))
         }
         // What must be there whatever the listing says.
         var wanted = listed.union(cached.keys)
@@ -151,10 +151,10 @@ extension SyncEngine {
             } else if let head = standing.head {
                 snapshot = head.snapshot ?? 0
             } else {
-                return .failure(ConcordError(.remote, "the head of replica \(replica) cannot be read; no file was collected — `concord doctor` reports it"))
+                return .failure(ConcordError(.remote, "the head of replica \(replica) cannot be read; no file was swept — `concord doctor` reports it"))
             }
             if snapshot > 0 { wanted.insert(RemoteLayout.snapshot(replica, seq: snapshot)) }
-            if seq > snapshot { for batch in (snapshot + 1)...seq { wanted.insert(RemoteLayout.delta(replica, seq: batch)) } }
+            if seq > snapshot { for batch in (snapshot + 1)...seq { wanted.insert(RemoteLayout.batch(replica, seq: batch)) } }
         }
         var present: Set<String> = []
         for path in wanted.sorted() {
@@ -168,14 +168,14 @@ extension SyncEngine {
             guard let sealed = try await objects.fetch(path) else { continue }  // not there (deleted, or never written)
             let hashes: Set<ContentHash>
             do throws(ConcordError) {
-                if case .delta? = RemoteLayout.parse(path) {
+                if case .batch? = RemoteLayout.parse(path) {
                     hashes = Self.files(in: try objects.openBatch(sealed, at: path))
                 } else {
                     let snapshot = try objects.openSnapshot(sealed, at: path)
                     hashes = Self.files(in: snapshot.state)
                 }
             } catch {
-                return .failure(ConcordError(error.code, "\(path) could not be read (\(error.message)); no file was collected — `concord doctor` reports it"))
+                return .failure(ConcordError(error.code, "\(path) could not be read (\(error.message)); no file was swept — `concord doctor` reports it"))
             }
             let keyed = hashes.map { BlobName.keyedName(for: $0, key: keys.blobNames) }.sorted()
             names.formUnion(keyed)

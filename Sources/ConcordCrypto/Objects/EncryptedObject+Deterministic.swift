@@ -1,17 +1,17 @@
 import CSodium
 import ConcordCore
 
-extension SealedObject {
-    /// Seals `plaintext` for `path` with a nonce derived from the key, the path and the
-    /// plaintext (a synthetic nonce, as in SIV): sealing the same plaintext for the same path
+extension EncryptedObject {
+    /// Encrypts `plaintext` for `path` with a nonce derived from the key, the path and the
+    /// plaintext (a synthetic nonce, as in SIV): encrypting the same plaintext for the same path
     /// gives the same bytes. Push uses it so that a retry after a crash uploads identical
     /// bytes (docs/ARCHITECTURE.md §4).
     ///
-    /// What it reveals beyond `seal(_:path:key:)`: only whether two objects at the *same*
+    /// What it reveals beyond `encrypt(_:path:key:)`: only whether two objects at the *same*
     /// path have the same plaintext — and the store never writes different plaintexts to one
     /// path. Different plaintexts get different nonces (a 192-bit keyed BLAKE2b), so no
     /// nonce is reused with different plaintexts.
-    public static func sealDeterministically(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
+    public static func encryptDeterministically(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
         Sodium.ensureInitialized()
         let message = Array("concord synthetic nonce v1".utf8) + [0] + Array(path.utf8) + [0] + Array(plaintext)
         var nonce = [UInt8](repeating: 0, count: XChaCha20Poly1305.nonceByteCount)
@@ -20,6 +20,6 @@ extension SealedObject {
                 _ = crypto_generichash(&nonce, nonce.count, bytes, UInt64(count), keyPointer, SubKey.byteCount)
             }
         }
-        return seal(plaintext, path: path, key: key, nonce: nonce)
+        return encrypt(plaintext, path: path, key: key, nonce: nonce)
     }
 }
