@@ -40,8 +40,6 @@ enum Entry {
         let code: String
         let message: String
         switch error {
-        case let error as CLIError:
-            (status, code, message) = (ExitStatus.failure, error.code, error.message)
         case let error as ConcordError:
             (status, code, message) = (ExitStatus.failure, error.code.name, error.message)
         case let error as ExitCode:

@@ -34,7 +34,7 @@ package enum BlobTransfer {
             do {
                 return Array(try input.read(upToCount: BlobStream.chunkByteCount) ?? Data())
             } catch {
-                throw ConcordError(.storage, "could not read a local file for upload: \(error)")
+                throw ConcordError(.storage, "could not read a local file for upload: \(error)", cause: error)
             }
         }
 
@@ -69,7 +69,7 @@ package enum BlobTransfer {
         do {
             found = try await remote.getStream(path) { (chunk: [UInt8]) throws(ConcordError) in
                 do { try output.write(contentsOf: chunk) } catch {
-                    throw ConcordError(.storage, "could not write \(temporary): \(error)")
+                    throw ConcordError(.storage, "could not write \(temporary): \(error)", cause: error)
                 }
             }
             try? output.close()
@@ -94,14 +94,14 @@ package enum BlobTransfer {
             self.input = input
             let header: [UInt8]
             do { header = Array(try input.read(upToCount: BlobStream.headerByteCount) ?? Data()) } catch {
-                throw ConcordError(.storage, "could not read a downloaded file: \(error)")
+                throw ConcordError(.storage, "could not read a downloaded file: \(error)", cause: error)
             }
             decryptor = try BlobDecryptor(header: header, key: key, name: name)
         }
 
         func read(_ count: Int) throws(ConcordError) -> [UInt8] {
             do { return Array(try input.read(upToCount: count) ?? Data()) } catch {
-                throw ConcordError(.storage, "could not read a downloaded file: \(error)")
+                throw ConcordError(.storage, "could not read a downloaded file: \(error)", cause: error)
             }
         }
 

@@ -56,7 +56,7 @@ public struct Head: Codable, Hashable, Sendable {
         do {
             return try JSONDecoder().decode(Head.self, from: Data(bytes))
         } catch {
-            throw ConcordError(.malformed, "remote manifest \(path) does not parse: \(error); run `concord doctor`")
+            throw ConcordError(.malformed, "remote manifest \(path) does not parse: \(error); run `concord doctor`", cause: error)
         }
     }
 }

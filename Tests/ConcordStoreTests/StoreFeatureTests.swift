@@ -173,6 +173,30 @@ struct Game: StoredRecord, Equatable {
         let mode = try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
     }
+
+    /// A failure underneath (SQLite's, the file system's) is kept whole as the error's
+    /// cause, not only flattened into its message.
+    @Test func anErrorKeepsTheErrorUnderneathAsItsCause() throws {
+        let path = directory.file("not-a-store.db")
+        try Data(repeating: 0x5a, count: 8192).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try Store(path: path)
+            Issue.record("a file that is not a database opened as a store")
+        } catch {
+            #expect(error.code == .corrupt, "\(error)")
+            let sqlite = try #require(error.cause as? DatabaseError, "cause: \(String(describing: error.cause))")
+            #expect(sqlite.resultCode == .SQLITE_NOTADB)
+        }
+        let blobs = BlobStore(directory: directory.file("file-in-the-way"))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: directory.file("file-in-the-way")))
+        do {
+            _ = try blobs.add(bytes: Array("content".utf8))
+            Issue.record("a blob was written under a plain file")
+        } catch {
+            #expect(error.code == .storage, "\(error)")
+            #expect(error.cause is POSIXError, "cause: \(String(describing: error.cause))")
+        }
+    }
 }
 
 @Suite struct ObservationTests {

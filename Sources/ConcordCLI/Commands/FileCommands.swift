@@ -18,7 +18,7 @@ struct Attach: ParsableCommand {
         let source = Paths.absolute(path)
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: source, isDirectory: &isFolder), !isFolder.boolValue else {
-            throw CLIError("noFile", "no file at \(source): give the path of a file to attach")
+            throw ConcordError(.noFile, "no file at \(source): give the path of a file to attach")
         }
         let store = try options.openStore()
         let file = try store.attachFile(ref, field, path: source, mediaType: mediaType)
@@ -49,23 +49,23 @@ struct Export: ParsableCommand {
             let forkVersions = try store.rawRecord(ref)?.fileVersions(field).map(\.file) ?? []
             let superseded = try store.versions(ref, field).map(\.file)
             guard let found = (forkVersions + superseded).first(where: { $0.hash == hash }) else {
-                throw CLIError("notFound", "\(ref) \(field) has no version \(hash.hex): `concord conflicts` and `concord versions \(collection) \(id) \(field)` list them")
+                throw ConcordError(.notFound, "\(ref) \(field) has no version \(hash.hex): `concord conflicts` and `concord versions \(collection) \(id) \(field)` list them")
             }
             file = found
         } else {
             guard let fields = try store.record(ref) else {
-                throw CLIError("notFound", "no record \(ref) in \(store.path)")
+                throw ConcordError(.notFound, "no record \(ref) in \(store.path)")
             }
             guard let value = fields.first(where: { $0.name == field })?.value else {
-                throw CLIError("notFound", "\(ref) has no field \(field)")
+                throw ConcordError(.notFound, "\(ref) has no field \(field)")
             }
             guard case let .file(current) = value else {
-                throw CLIError("notAFile", "\(ref) \(field) is not a file field (it holds \(Format.value(value)))")
+                throw ConcordError(.notAFile, "\(ref) \(field) is not a file field (it holds \(Format.value(value)))")
             }
             file = current
         }
         guard store.blobs.contains(file.hash) else {
-            throw CLIError("missingBlob", "the content \(file.hash.hex) is not in this replica's blob directory yet: run `concord sync` to fetch it")
+            throw ConcordError(.missingBlob, "the content \(file.hash.hex) is not in this replica's blob directory yet: run `concord sync` to fetch it")
         }
         let destination = Paths.absolute(out)
         try store.blobs.export(file.hash, to: destination)
@@ -133,16 +133,16 @@ struct Resolve: ParsableCommand {
         } else if let file, let field {
             let source = Paths.absolute(file)
             guard FileManager.default.fileExists(atPath: source) else {
-                throw CLIError("noFile", "no file at \(source): give the merged content's path")
+                throw ConcordError(.noFile, "no file at \(source): give the merged content's path")
             }
             let written = try store.attachFile(ref, field, path: source)
             what = "wrote \(source) to \(ref) \(field): \(Format.file(written))"
         } else if keepRecord {
-            guard try store.record(ref) != nil else { throw CLIError("notFound", "no record \(ref) in \(store.path)") }
+            guard try store.record(ref) != nil else { throw ConcordError(.notFound, "no record \(ref) in \(store.path)") }
             try store.keepRecord(ref)
             what = "kept \(ref)"
         } else {
-            guard try store.record(ref) != nil else { throw CLIError("notFound", "no record \(ref) in \(store.path)") }
+            guard try store.record(ref) != nil else { throw ConcordError(.notFound, "no record \(ref) in \(store.path)") }
             try store.delete(ref)
             what = "deleted \(ref)"
         }
@@ -206,7 +206,7 @@ struct Restore: ParsableCommand {
         let store = try options.openStore()
         let hash = try contentHash(hash)
         guard store.blobs.contains(hash) else {
-            throw CLIError("missingBlob", "version \(hash.hex) is listed but its content is no longer in this replica's blob directory; it cannot be restored here")
+            throw ConcordError(.missingBlob, "version \(hash.hex) is listed but its content is no longer in this replica's blob directory; it cannot be restored here")
         }
         try store.restore(ref, field, hash: hash)
         let fields = try store.record(ref) ?? []

@@ -132,14 +132,12 @@ struct ReplicasForget: AsyncParsableCommand {
         let infos = try await connection.engine.replicas()
         let matches = infos.filter { $0.id.description == replica.lowercased() || $0.deviceName == replica }
         guard matches.count == 1, let target = matches.first else {
-            throw CLIError(
-                "notFound",
-                matches.isEmpty
+            throw ConcordError(.notFound, matches.isEmpty
                     ? "the remote knows no replica \(replica): `concord replicas` lists them"
                     : "\(matches.count) replicas are named \(replica): give the id (`concord replicas` lists them)")
         }
         guard target.id != store.replicaID else {
-            throw CLIError("invalidOperation", "\(replica) is this replica: forget it from another device")
+            throw ConcordError(.invalidOperation, "\(replica) is this replica: forget it from another device")
         }
         let info = try await connection.engine.forget(target.id)
         let who = info.deviceName.map { "\"\($0)\" (\(info.id))" } ?? info.id.description

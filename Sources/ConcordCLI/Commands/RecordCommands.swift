@@ -13,11 +13,11 @@ struct Init: ParsableCommand {
     func run() throws {
         let path = options.storePath
         guard !FileManager.default.fileExists(atPath: path) else {
-            throw CLIError("exists", "a store already exists at \(path): use it, or choose another path with --store")
+            throw ConcordError(.exists, "a store already exists at \(path): use it, or choose another path with --store")
         }
         let folder = (path as NSString).deletingLastPathComponent
         guard FileManager.default.fileExists(atPath: folder) else {
-            throw CLIError("noFolder", "the folder \(folder) does not exist: create it first, or choose another --store path")
+            throw ConcordError(.noFolder, "the folder \(folder) does not exist: create it first, or choose another --store path")
         }
         let store = try Store(path: path)
         let deviceName = name ?? ProcessInfo.processInfo.hostName
@@ -76,7 +76,7 @@ struct Get: ParsableCommand {
         let ref = try recordRef(collection, id)
         let store = try options.openStore()
         guard let fields = try store.record(ref) else {
-            throw CLIError("notFound", "no record \(ref) in \(store.path): `concord list \(collection)` lists the records")
+            throw ConcordError(.notFound, "no record \(ref) in \(store.path): `concord list \(collection)` lists the records")
         }
         options.emit(.record(ref, fields), Format.record(ref, fields))
     }
@@ -109,7 +109,7 @@ struct Delete: ParsableCommand {
         let ref = try recordRef(collection, id)
         let store = try options.openStore()
         guard try store.record(ref) != nil else {
-            throw CLIError("notFound", "no record \(ref) in \(store.path): nothing was deleted")
+            throw ConcordError(.notFound, "no record \(ref) in \(store.path): nothing was deleted")
         }
         try store.delete(ref)
         options.emit(.object([("collection", .string(collection)), ("id", .string(id)), ("deleted", .bool(true))]), "deleted \(ref)")
@@ -151,7 +151,7 @@ struct Remove: ParsableCommand {
         let ref = try recordRef(collection, id)
         let store = try options.openStore()
         guard try store.record(ref) != nil else {
-            throw CLIError("notFound", "no record \(ref) in \(store.path): nothing was removed")
+            throw ConcordError(.notFound, "no record \(ref) in \(store.path): nothing was removed")
         }
         try store.remove(ref, field, try ValueParser.scalar(value, field: field))
         let fields = try store.record(ref) ?? []

@@ -100,9 +100,7 @@ struct RemoteSet: AsyncParsableCommand {
             created = true
         }
         if let recorded = try SyncEngine.remoteStoreID(in: store), recorded != storeID.hex {
-            throw CLIError(
-                "storeMismatch",
-                "this replica already synced with remote store \(recorded), but \(location.display) holds store \(storeID.hex): a replica belongs to one store — create a new replica with `concord init --store NEW.db` and set its remote")
+            throw ConcordError(.storeMismatch, "this replica already synced with remote store \(recorded), but \(location.display) holds store \(storeID.hex): a replica belongs to one store — create a new replica with `concord init --store NEW.db` and set its remote")
         }
         try store.setSyncValue(CLIConfig.remote, location.url)
         try store.setSyncValue(CLIConfig.keyFile, keyFile)
@@ -132,7 +130,7 @@ struct RemotePassphrase: AsyncParsableCommand {
 
     func run() async throws {
         let store = try options.openStore()
-        guard let location = try RemoteLocation.configured(in: store) else { throw CLIError.noRemote }
+        guard let location = try RemoteLocation.configured(in: store) else { throw ConcordError.noRemote }
         let remote = try await location.open()
         let manifest = try await RemoteConnection.readManifest(remote, location: location)
         let credential = try RemoteConnection.credential(for: manifest, location: location, store: store, options: options)

@@ -193,8 +193,6 @@ struct Status: AsyncParsableCommand {
         if location != nil, !offline {
             do {
                 replicas = try await RemoteConnection.open(store, options: options).engine.replicas()
-            } catch let error as CLIError {
-                remoteError = "not contacted: \(error.message)"
             } catch let error as ConcordError {
                 remoteError = "not contacted: \(error.message)"
             }

@@ -100,7 +100,7 @@ final class DemoRun {
         do {
             try FileManager.default.createDirectory(atPath: given == nil ? base + "/remote" : base, withIntermediateDirectories: true)
         } catch {
-            throw CLIError("demo", "could not create the demo folder \(base): \(error.localizedDescription); check $TMPDIR")
+            throw ConcordError(.demo, "could not create the demo folder \(base): \(error.localizedDescription); check $TMPDIR", cause: error)
         }
     }
 
@@ -183,7 +183,7 @@ final class DemoRun {
         say("  saves/slot1 is still there with all its fields: the tablet's delete was concurrent with two saves, so nothing was lost.")
         let conflicts = try laptop.store.conflicts()
         for device in devices {
-            guard try device.store.conflicts() == conflicts else { throw CLIError("demo", "the replicas list different conflicts") }
+            guard try device.store.conflicts() == conflicts else { throw ConcordError(.demo, "the replicas list different conflicts") }
         }
         outcome.conflictsFound = conflicts.count
         say("\nOpen conflicts, identical on every replica (`concord conflicts`):")
@@ -193,7 +193,7 @@ final class DemoRun {
             for line in Format.conflict(conflict, names: names).split(separator: "\n") { say("  \(line)") }
         }
         guard conflicts.contains(where: { $0.kind == .fileFork }), conflicts.contains(where: { $0.kind == .deleteUpdate }) else {
-            throw CLIError("demo", "the demo expected a file fork and a delete/update conflict; found \(conflicts)")
+            throw ConcordError(.demo, "the demo expected a file fork and a delete/update conflict; found \(conflicts)")
         }
         _ = dump
 
@@ -205,7 +205,7 @@ final class DemoRun {
         for device in devices { try await sync(device) }
         _ = try showDumps("after resolving")
         for device in devices {
-            guard try device.store.conflicts().isEmpty else { throw CLIError("demo", "\(device.name) still has conflicts after resolving") }
+            guard try device.store.conflicts().isEmpty else { throw ConcordError(.demo, "\(device.name) still has conflicts after resolving") }
         }
         let exported = folder + "/slot1-from-phone.txt"
         try phone.store.blobs.export(forestFile.hash, to: exported)
@@ -244,7 +244,7 @@ final class DemoRun {
                 if name == "phone" {
                     do {
                         _ = try await SyncEngine.unlock(remote, passphrase: "hunter2")
-                        throw CLIError("demo", "a wrong passphrase unlocked the remote")
+                        throw ConcordError(.demo, "a wrong passphrase unlocked the remote")
                     } catch let error as ConcordError {
                         say("  \(pad(name)) tries the passphrase \"hunter2\": refused — \(error.message.prefix(60))…")
                     }
@@ -264,7 +264,7 @@ final class DemoRun {
 
     func sync(_ device: DemoDevice) async throws {
         let report = try await device.engine.sync()
-        guard report.rejected.isEmpty else { throw CLIError("demo", "\(device.name) rejected objects: \(report.rejected)") }
+        guard report.rejected.isEmpty else { throw ConcordError(.demo, "\(device.name) rejected objects: \(report.rejected)") }
         act(device, "concord sync → \(Sync.counts(report))")
     }
 
@@ -273,7 +273,7 @@ final class DemoRun {
         let dumps = try devices.map { try $0.store.canonicalDump() }
         say("\nCanonical dumps \(moment) (`concord dump`):")
         for (device, dump) in zip(devices, dumps) { say("  \(pad(device.name)) \(dump)") }
-        guard Set(dumps).count == 1 else { throw CLIError("demo", "the replicas diverged \(moment)") }
+        guard Set(dumps).count == 1 else { throw ConcordError(.demo, "the replicas diverged \(moment)") }
         say("  ✓ the three dumps are byte-identical (\(dumps[0].utf8.count) bytes)")
         return dumps[0]
     }
@@ -287,7 +287,7 @@ final class DemoRun {
         var files: [(path: String, bytes: [UInt8])] = []
         for (path, bytes) in try await remoteContents() {
             for needle in needles where Self.contains(bytes, needle) || Self.contains(Array(path.utf8), needle) {
-                throw CLIError("demo", "the remote object \(path) contains plaintext (\(String(decoding: needle, as: UTF8.self).prefix(20)))")
+                throw ConcordError(.demo, "the remote object \(path) contains plaintext (\(String(decoding: needle, as: UTF8.self).prefix(20)))")
             }
             files.append((path, bytes))
         }
@@ -328,7 +328,7 @@ final class DemoRun {
             return contents
         }
         guard let walker = FileManager.default.enumerator(atPath: remoteFolder) else {
-            throw CLIError("demo", "could not read \(remoteFolder)")
+            throw ConcordError(.demo, "could not read \(remoteFolder)")
         }
         var contents: [(String, [UInt8])] = []
         while let path = walker.nextObject() as? String {

@@ -23,7 +23,7 @@ struct GlobalOptions: ParsableArguments {
     /// Opens the existing store; fails naming the path when there is none.
     func openStore() throws -> Store {
         let path = storePath
-        guard FileManager.default.fileExists(atPath: path) else { throw CLIError.noStore(path) }
+        guard FileManager.default.fileExists(atPath: path) else { throw ConcordError.noStore(path) }
         return try Store(path: path)
     }
 

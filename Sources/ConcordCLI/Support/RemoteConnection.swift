@@ -204,10 +204,10 @@ enum RemoteLocation: Hashable {
                 var isFolder: ObjCBool = false
                 let exists = FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder)
                 if exists && !isFolder.boolValue {
-                    throw CLIError("notAFolder", "\(folder) is a file, not a folder: give the remote's folder")
+                    throw ConcordError(.notAFolder, "\(folder) is a file, not a folder: give the remote's folder")
                 }
                 if !exists && !create {
-                    throw CLIError("noFolder", "the remote folder \(folder) does not exist: check the path and that its drive is mounted, or pass --create to create it")
+                    throw ConcordError(.noFolder, "the remote folder \(folder) does not exist: check the path and that its drive is mounted, or pass --create to create it")
                 }
             }
             return try FolderRemote(root: folder, createIfMissing: create)
@@ -218,7 +218,7 @@ enum RemoteLocation: Hashable {
             let remote = try WebDAVRemote(url: url, user: user, password: password)
             if checkRoot, try await !remote.rootExists() {
                 guard create else {
-                    throw CLIError("noFolder", "the WebDAV folder \(url) does not exist: check the URL, or pass --create to create it")
+                    throw ConcordError(.noFolder, "the WebDAV folder \(url) does not exist: check the URL, or pass --create to create it")
                 }
                 try await remote.createRoot()
             }
@@ -227,7 +227,7 @@ enum RemoteLocation: Hashable {
             let remote = try S3Remote(bucket: bucket, prefix: prefix, endpoint: endpoint, region: region, credentials: try .fromEnvironment())
             if checkRoot, try await !remote.bucketExists() {
                 guard create else {
-                    throw CLIError("noBucket", "the bucket \(bucket) does not exist at \(remote.endpoint) (region \(region)): check its name, the endpoint and the region, or pass --create to create it")
+                    throw ConcordError(.noBucket, "the bucket \(bucket) does not exist at \(remote.endpoint) (region \(region)): check its name, the endpoint and the region, or pass --create to create it")
                 }
                 try await remote.createBucket()
             }
@@ -288,7 +288,7 @@ struct RemoteConnection {
     /// Connects `store` to its configured remote: opens it (a folder must exist), reads
     /// `concord.json`, and unlocks the key with the key file or the passphrase.
     static func open(_ store: Store, options: GlobalOptions) async throws -> RemoteConnection {
-        guard let location = try RemoteLocation.configured(in: store) else { throw CLIError.noRemote }
+        guard let location = try RemoteLocation.configured(in: store) else { throw ConcordError.noRemote }
         let remote = try await location.open()
         let manifest = try await readManifest(remote, location: location)
         // Before any passphrase: a concord.json of another store (re-created, or swapped in)
@@ -318,9 +318,9 @@ struct RemoteConnection {
         guard let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) else {
             // A WebDAV collection that is gone reads as "no concord.json": say which it is.
             if let webDAV = remote as? WebDAVRemote, try await !webDAV.rootExists() {
-                throw CLIError("noFolder", "the WebDAV folder \(location.display) does not exist (deleted, or the URL changed): check the URL; nothing local was lost")
+                throw ConcordError(.noFolder, "the WebDAV folder \(location.display) does not exist (deleted, or the URL changed): check the URL; nothing local was lost")
             }
-            throw CLIError("noRemoteStore", "\(location.display) holds no Concord store (no concord.json): run `concord remote set \(location.url)` to create one there")
+            throw ConcordError(.noRemoteStore, "\(location.display) holds no Concord store (no concord.json): run `concord remote set \(location.url)` to create one there")
         }
         return try StoreManifest(json: bytes)
     }
@@ -331,7 +331,7 @@ struct RemoteConnection {
             return .key(try Secrets.key(file: path), file: path)
         }
         guard manifest.kdf != .keyFile else {
-            throw CLIError("needKeyFile", "the remote store at \(location.display) is unlocked with a key file, not a passphrase: pass --key-file FILE")
+            throw ConcordError(.needKeyFile, "the remote store at \(location.display) is unlocked with a key file, not a passphrase: pass --key-file FILE")
         }
         return .passphrase(try Secrets.passphrase(for: "the remote store at \(location.display)"))
     }
@@ -344,7 +344,7 @@ struct RemoteConnection {
             do {
                 try manifest.verify(key)
             } catch {
-                throw CLIError("wrongKey", "the key file \(file) does not unlock this remote store (\(manifest.storeID)): pass the key file written when the store was created")
+                throw ConcordError(.wrongKey, "the key file \(file) does not unlock this remote store (\(manifest.storeID)): pass the key file written when the store was created")
             }
             return key
         }

@@ -31,13 +31,13 @@ enum Secrets {
         if let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty { return value }
         guard isatty(STDIN_FILENO) == 1 else {
             let keyFileHint = variable == passphraseVariable ? ", pass --key-file FILE" : ""
-            throw CLIError("noPassphrase", "no \(label.lowercased()) for \(what): set $\(variable)\(keyFileHint), or run on a terminal to be prompted")
+            throw ConcordError(.noPassphrase, "no \(label.lowercased()) for \(what): set $\(variable)\(keyFileHint), or run on a terminal to be prompted")
         }
         let first = try prompt("\(label) for \(what): ")
-        guard !first.isEmpty else { throw CLIError("noPassphrase", "the passphrase is empty: an empty passphrase protects nothing") }
+        guard !first.isEmpty else { throw ConcordError(.noPassphrase, "the passphrase is empty: an empty passphrase protects nothing") }
         if confirm {
             let second = try prompt("Repeat the passphrase: ")
-            guard first == second else { throw CLIError("noPassphrase", "the two passphrases differ; nothing was changed — run the command again") }
+            guard first == second else { throw ConcordError(.noPassphrase, "the two passphrases differ; nothing was changed — run the command again") }
         }
         return first
     }
@@ -66,7 +66,7 @@ enum Secrets {
             FileHandle.standardError.write(Data("\n".utf8))
         }
         guard let line = readLine(strippingNewline: true) else {
-            throw CLIError("noPassphrase", "no passphrase was typed (end of input)")
+            throw ConcordError(.noPassphrase, "no passphrase was typed (end of input)")
         }
         return line
     }
@@ -82,14 +82,14 @@ enum Secrets {
         let absolute = Paths.absolute(path)
         let descriptor = open(absolute, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard descriptor >= 0 else {
-            throw CLIError("keyFile", "could not create key file \(absolute): \(String(cString: strerror(errno))); choose a path in a folder you can write")
+            throw ConcordError(.keyFile, "could not create key file \(absolute): \(String(cString: strerror(errno))); choose a path in a folder you can write")
         }
         defer { close(descriptor) }
         let bytes = key.keyFileContents
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == bytes.count, fsync(descriptor) == 0 else {
             unlink(absolute)
-            throw CLIError("keyFile", "could not write key file \(absolute): \(String(cString: strerror(errno)))")
+            throw ConcordError(.keyFile, "could not write key file \(absolute): \(String(cString: strerror(errno)))")
         }
         return key
     }
@@ -104,7 +104,7 @@ enum Secrets {
         case "sensitive": return .sensitive
         case "minimum", "min": return .minimum
         case let other:
-            throw CLIError("badEnvironment", "$\(limitsVariable) is '\(other)'; use interactive (the default), moderate, sensitive or minimum (tests only)")
+            throw ConcordError(.badEnvironment, "$\(limitsVariable) is '\(other)'; use interactive (the default), moderate, sensitive or minimum (tests only)")
         }
     }
 }

@@ -28,11 +28,26 @@ public struct ConcordError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public let code: Code
     public let message: String
+    /// The error underneath, when this one reports another's failure: a SQLite error, a
+    /// file-system error, a decoding error. Kept whole for a program to inspect; the
+    /// message already says in words what it means. Not part of equality.
+    public let cause: (any Error)?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
         self.code = code
         self.message = message
+        self.cause = cause
     }
 
     public var description: String { "\(code): \(message)" }
+
+    /// Two errors are equal when their codes and messages are.
+    public static func == (lhs: ConcordError, rhs: ConcordError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+    }
 }

@@ -78,7 +78,7 @@ extension StoreManifest: Codable {
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
             throw ConcordError(.malformed, "concord.json: \(path.isEmpty ? "the document" : path) has the wrong type; it was modified; run `concord doctor`")
         } catch {
-            throw ConcordError(.malformed, "concord.json is not valid JSON (\(error)); it was modified or truncated; run `concord doctor`")
+            throw ConcordError(.malformed, "concord.json is not valid JSON (\(error)); it was modified or truncated; run `concord doctor`", cause: error)
         }
     }
 }

@@ -211,7 +211,7 @@ public struct BlobStore: Sendable {
         let code = errno
         let reason = String(cString: strerror(code))
         let advice = code == ENOSPC ? "; the disk is full — free space and retry" : code == EROFS || code == EACCES ? "; check permissions" : ""
-        return ConcordError(.storage, "could not \(what): \(reason)\(advice)")
+        return ConcordError(.storage, "could not \(what): \(reason)\(advice)", cause: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
     }
 }
 

@@ -149,14 +149,14 @@ public final class Store: Sendable {
             case .SQLITE_FULL: advice = "the disk is full; free space and retry"
             case .SQLITE_READONLY: advice = "the file or its directory is read-only"
             case .SQLITE_BUSY, .SQLITE_LOCKED: advice = "another process holds the database; retry"
-            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return ConcordError(.corrupt, "could not \(what): not a Concord store or damaged (\(error.message ?? "\(error.resultCode)"))")
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB: return ConcordError(.corrupt, "could not \(what): not a Concord store or damaged (\(error.message ?? "\(error.resultCode)"))", cause: error)
             case .SQLITE_CANTOPEN: advice = "the file cannot be opened; check the path and permissions"
             case .SQLITE_IOERR: advice = "an I/O error occurred (a full or failing disk?)"
             default: advice = "SQLite said: \(error.message ?? "\(error.resultCode)")"
             }
-            return ConcordError(.storage, "could not \(what): \(advice); nothing was changed")
+            return ConcordError(.storage, "could not \(what): \(advice); nothing was changed", cause: error)
         }
-        return ConcordError(.storage, "could not \(what): \(error)")
+        return ConcordError(.storage, "could not \(what): \(error)", cause: error)
     }
 
     // MARK: Clock and context

@@ -10,7 +10,7 @@ enum FieldEncoder {
         } catch let error as ConcordError {
             throw error
         } catch {
-            throw ConcordError(.invalidOperation, "\(T.self) cannot be stored as a record: \(error)")
+            throw ConcordError(.invalidOperation, "\(T.self) cannot be stored as a record: \(error)", cause: error)
         }
         return encoder.fields
     }

@@ -9,7 +9,7 @@ enum FieldDecoder {
         } catch let error as ConcordError {
             throw error
         } catch {
-            throw ConcordError(.invalidOperation, "the record cannot be read as \(T.self): \(error)")
+            throw ConcordError(.invalidOperation, "the record cannot be read as \(T.self): \(error)", cause: error)
         }
     }
 
