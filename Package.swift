@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", exact: "2.0.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
     ],
     targets: [
         // Pure, deterministic merge core: no I/O, no clock reads, no randomness.
@@ -58,7 +59,10 @@ let package = Package(
             dependencies: ["CSodium", "ConcordCore", "ConcordRemote", "ConcordHTTP", .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         // Seal, push, pull, bootstrap: replicas converge through a Remote (docs/ARCHITECTURE.md §4–§5).
-        .target(name: "ConcordSync", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote"]),
+        .target(
+            name: "ConcordSync",
+            dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote", .product(name: "Logging", package: "swift-log")]
+        ),
         // Public test kit: seeded generator, manual clock, law checkers, simulator,
         // FaultyRemote and the remote conformance suite.
         .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec", "ConcordRemote"]),
@@ -67,7 +71,10 @@ let package = Package(
         // The `concord` command-line tool.
         .executableTarget(
             name: "ConcordCLI",
-            dependencies: ["Concord", "ConcordRemote", "ConcordSync", "ConcordWebDAV", "ConcordS3", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "Concord", "ConcordRemote", "ConcordSync", "ConcordWebDAV", "ConcordS3",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The real storage servers (Apache, nginx, rclone, moto, Ceph RGW) the tests and the
         // backend benchmarks start on loopback.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Concord
 import Foundation
+import Logging
 
 /// The program's entry point: runs the command and turns every failure into a one-line
 /// message on stderr and an exit code — 0 success, 1 the operation failed, 2 bad usage —
@@ -16,6 +17,15 @@ enum Entry {
             fail(ValidationError("argument \(index) ('\(clip(shown))') is not valid UTF-8; ids, names and values must be UTF-8 text (bytes go in as {\"$bytes\": \"hex\"})"), arguments: [])
         }
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // The library logs through swift-log (`ConcordLogLabel`): with --verbose every entry
+        // goes to stderr, one line each; otherwise nowhere (stdout stays the command's own).
+        let verbose = arguments.prefix { $0 != "--" }.contains("--verbose")
+        LoggingSystem.bootstrap { label in
+            guard verbose else { return SwiftLogNoOpLogHandler() }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .debug
+            return handler
+        }
         do {
             var command = try ConcordCommand.parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ConcordCore
 import ConcordStore
+import Logging
 
 /// Keeps one ``SyncEngine``'s store in sync without being asked: pushes shortly after local
 /// commits, pulls on an interval, and retries failures with exponential backoff.
@@ -285,6 +286,8 @@ public actor AutoSync {
         case .retry: counters.retrySyncs += 1
         }
         changed()
+        let logger = engine.logger(ConcordLogLabel.autoSync)
+        logger.debug("starting a sync", metadata: ["trigger": "\(trigger)"])
         let event: Event
         do {
             let report = try await engine.sync(mode: configuration.mode)
@@ -300,6 +303,9 @@ public actor AutoSync {
             let delay = configuration.backoff.delay(attempt: consecutiveFailures, using: &generator)
             retryDue = scheduler.now() + delay
             counters.failed += 1
+            logger.debug("sync failed; retrying later", metadata: [
+                "error": "\(error)", "retryInMs": "\(delay)", "consecutiveFailures": "\(consecutiveFailures)",
+            ])
             event = .failed(error, retryIn: delay)
         }
         phase = .idle

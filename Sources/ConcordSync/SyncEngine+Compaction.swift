@@ -41,6 +41,13 @@ extension SyncEngine {
     /// ``retention``, or forgotten (``forget(_:)``), are not waited for.
     @discardableResult
     public func compact(batchGracePeriod: UInt64? = nil) async throws(ConcordError) -> CompactionReport {
+        let report = try await compacting(batchGracePeriod: batchGracePeriod)
+        log(report)
+        log(report.files)
+        return report
+    }
+
+    private func compacting(batchGracePeriod: UInt64?) async throws(ConcordError) -> CompactionReport {
         var report = CompactionReport()
         var sync = SyncReport()
         // Only batches sealed before this compaction are deleted by it: the bytes of what it

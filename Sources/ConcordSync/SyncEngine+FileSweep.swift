@@ -44,7 +44,9 @@ extension SyncEngine {
     /// unknown. Every replica may sweep; deleting a file twice is harmless.
     @discardableResult
     public func sweepFiles() async throws(ConcordError) -> FileSweepReport {
-        try await sweepFiles(standings: try await standings(try await listHeads()))
+        let report = try await sweepFiles(standings: try await standings(try await listHeads()))
+        log(report)
+        return report
     }
 
     /// ``sweepFiles()`` with the heads already read.

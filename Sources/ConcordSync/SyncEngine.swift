@@ -180,7 +180,15 @@ public actor SyncEngine {
     /// given other contents, and nothing is lost.
     @discardableResult
     public func sync(mode: SyncMode = .twoWay, progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(ConcordError) -> SyncReport {
-        try await sync(mode: mode, progress: progress, restoredCopy: nil)
+        logger(ConcordLogLabel.sync).debug("sync started", metadata: ["mode": "\(mode)"])
+        do {
+            let report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
+            log(report, mode: mode)
+            return report
+        } catch {
+            logger(ConcordLogLabel.sync).debug("sync failed: \(error.message)", metadata: ["code": "\(error.code)"])
+            throw error
+        }
     }
 
     private func sync(mode: SyncMode, progress: (@Sendable (SyncProgress) -> Void)?, restoredCopy: IdentityChange?) async throws(ConcordError) -> SyncReport {

@@ -14,6 +14,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .long, help: "Print exactly one JSON document on stdout.")
     var json = false
 
+    @Flag(name: .long, help: "Print what the library logs (sync, compaction, file sweep, doctor, automatic sync) on stderr.")
+    var verbose = false
+
     /// The store file's absolute path.
     var storePath: String {
         let given = store ?? ProcessInfo.processInfo.environment["CONCORD_STORE"].flatMap { $0.isEmpty ? nil : $0 } ?? "concord.db"

@@ -27,6 +27,12 @@ extension SyncEngine {
     /// - Throws: `storeMismatch` when this local store synced with another remote store;
     ///   whatever the remote throws when it fails (nothing is reported from a partial run).
     public func doctor(repair: Bool = false) async throws(ConcordError) -> DoctorReport {
+        let report = try await examineRemote(repair: repair)
+        log(report)
+        return report
+    }
+
+    private func examineRemote(repair: Bool) async throws(ConcordError) -> DoctorReport {
         var scan = DoctorScan()
         scan.me = store.replicaID
         if let recorded = try store.syncValue(SyncKey.storeID), recorded != storeID.hex {
