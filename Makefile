@@ -9,7 +9,7 @@ SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
 SOAK_HTTP_SCHEDULES ?= 500
 
-.PHONY: all deps servers build demo test test-swift proofs proofs-extended bench bench-backends soak clean
+.PHONY: all deps servers build demo test test-swift docs proofs proofs-extended bench bench-backends soak clean
 
 all: build
 
@@ -25,8 +25,8 @@ demo: deps
 	$(SWIFT) build --product concord
 	$(SWIFT) run --skip-build concord demo
 
-# Every test, then the proofs.
-test: test-swift proofs
+# Every test, the documentation, then the proofs.
+test: test-swift docs proofs
 
 # Storage servers for the WebDAV and S3 tests (installed only when missing).
 servers:
@@ -37,6 +37,11 @@ servers:
 test-swift: deps servers
 	SWIFT=$(SWIFT) scripts/build-tests.sh
 	$(SWIFT) test --skip-build --parallel
+
+# The DocC documentation of the Concord module: Sources/Concord/Concord.docc and the
+# snippets in Snippets/, compiled and run (scripts/build-docs.sh). Fails on any warning.
+docs: deps
+	SWIFT=$(SWIFT) scripts/build-docs.sh
 
 # Coq proofs and the Spin model (installs coq and spin when missing).
 proofs:

@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", exact: "2.0.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
         .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
+        // `swift package generate-documentation --target Concord` (make docs).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
     targets: [
         // Pure, deterministic merge core: no I/O, no clock reads, no randomness.
