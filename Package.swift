@@ -40,7 +40,10 @@ let package = Package(
         // SQLite persistence through GRDB: values, CRDT metadata, outbox, blobs, history.
         .target(
             name: "ConcordStore",
-            dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "ConcordCore", "ConcordCodec", "ConcordCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         // The Remote contract (put, get, list, delete) and FolderRemote.
         .target(name: "ConcordRemote", dependencies: ["ConcordCore"]),

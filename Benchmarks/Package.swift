@@ -76,6 +76,16 @@ let package = Package(
             ],
             path: "Tools/BackendBenchmark"
         ),
+        // One store workload run once, for a profiler (see README.md, "Profiles").
+        .executableTarget(
+            name: "StoreProfile",
+            dependencies: [
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordStore", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+            ],
+            path: "Tools/StoreProfile"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

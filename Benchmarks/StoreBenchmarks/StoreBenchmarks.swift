@@ -11,8 +11,13 @@ import GRDBSQLite
 /// raw SQLite, 50 = half its throughput).
 ///
 /// Workload: 10,000 records × 10 fields (integers and short strings), 100,000 field writes.
-/// Raw SQLite writes 1,000 rows per transaction; the store writes 1,000 fields per
-/// `write {}` transaction, and applies a remote 100,000-operation delta in one transaction.
+/// Each baseline does exactly the work the store must do, no more: local writes are 1,000
+/// rows per transaction on both sides (the store: 1,000 fields per `write {}`); the remote
+/// delta is applied in one transaction on both sides; a point read uses a prepared statement
+/// kept across reads on both sides.
+///
+/// The files go to `$CONCORD_BENCH_DIR` (default: the temporary folder): run once with
+/// `/dev/shm` (tmpfs, the CPU-bound worst case) and once on the ordinary disk.
 let benchmarks: @Sendable () -> Void = {
     let records = 10_000
     let fields = 10
@@ -26,7 +31,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("local field writes vs raw SQLite upsert", configuration: configuration) { benchmark in
         let directory = Scratch()
         let raw = try RawSQLite(path: directory.file("raw.db"))
-        let rawTime = try time { try raw.upsertRows(records: records, fields: fields, round: 0, merge: false) }
+        let rawTime = try time { try raw.upsertRows(records: records, fields: fields, round: 0, merge: false, rowsPerTransaction: 1_000) }
         let store = try Store(path: directory.file("store.db"))
         let names = (0..<fields).map { "field\($0)" }
         let storeTime = try time {
@@ -50,8 +55,8 @@ let benchmarks: @Sendable () -> Void = {
         let first = Workload.fieldWrites(on: &writer, records: records, fields: fields, round: 0)
         let second = Workload.fieldWrites(on: &writer, records: records, fields: fields, round: 1)
         let raw = try RawSQLite(path: directory.file("raw.db"))
-        try raw.upsertRows(records: records, fields: fields, round: 0, merge: true)
-        let rawTime = try time { try raw.upsertRows(records: records, fields: fields, round: 1, merge: true) }
+        try raw.upsertRows(records: records, fields: fields, round: 0, merge: true, rowsPerTransaction: records * fields)
+        let rawTime = try time { try raw.upsertRows(records: records, fields: fields, round: 1, merge: true, rowsPerTransaction: records * fields) }
         let store = try Store(path: directory.file("store.db"))
         try store.apply(first)
         let storeTime = try time { try store.apply(second) }
@@ -63,7 +68,7 @@ let benchmarks: @Sendable () -> Void = {
         var writer = Replica(id: ReplicaID(high: 0xa, low: 1))
         let delta = Workload.fieldWrites(on: &writer, records: records, fields: fields, round: 0)
         let raw = try RawSQLite(path: directory.file("raw.db"))
-        try raw.upsertRows(records: records, fields: fields, round: 0, merge: false)
+        try raw.upsertRows(records: records, fields: fields, round: 0, merge: false, rowsPerTransaction: records * fields)
         let store = try Store(path: directory.file("store.db"))
         try store.apply(delta)
         let reads = 10_000
@@ -94,7 +99,7 @@ func time(_ body: () throws -> Void) throws -> Double {
 }
 
 final class Scratch {
-    let path = NSTemporaryDirectory() + "concord-bench-\(UInt64.random(in: 0...UInt64.max))"
+    let path = (ProcessInfo.processInfo.environment["CONCORD_BENCH_DIR"] ?? NSTemporaryDirectory()) + "/concord-bench-\(UInt64.random(in: 0...UInt64.max))"
     init() { try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
     deinit { try? FileManager.default.removeItem(atPath: path) }
     func file(_ name: String) -> String { path + "/" + name }
@@ -113,15 +118,21 @@ final class RawSQLite {
             """)
     }
 
-    deinit { sqlite3_close(db) }
+    deinit {
+        sqlite3_finalize(read)
+        sqlite3_close(db)
+    }
+
+    /// The point read's statement, prepared once (as the store caches its statements).
+    private var read: OpaquePointer?
 
     func exec(_ sql: String) throws {
         guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
     }
 
-    /// Upserts records × fields rows, 1,000 per transaction; `merge` uses the LWW upsert
-    /// `ON CONFLICT … DO UPDATE … WHERE excluded.stamp > stamp`.
-    func upsertRows(records: Int, fields: Int, round: Int, merge: Bool) throws {
+    /// Upserts records × fields rows, `rowsPerTransaction` per transaction; `merge` uses the
+    /// LWW upsert `ON CONFLICT … DO UPDATE … WHERE excluded.stamp > stamp`.
+    func upsertRows(records: Int, fields: Int, round: Int, merge: Bool, rowsPerTransaction: Int) throws {
         let sql = merge
             ? "INSERT INTO fields VALUES (?, ?, ?, ?, ?) ON CONFLICT (collection, id, field) DO UPDATE SET value = excluded.value, stamp = excluded.stamp WHERE excluded.stamp > stamp"
             : "INSERT INTO fields VALUES (?, ?, ?, ?, ?) ON CONFLICT (collection, id, field) DO UPDATE SET value = excluded.value, stamp = excluded.stamp"
@@ -147,7 +158,7 @@ final class RawSQLite {
                 guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
                 sqlite3_reset(statement)
                 row += 1
-                if row % 1_000 == 0 {
+                if row % rowsPerTransaction == 0 {
                     try exec("COMMIT")
                     try exec("BEGIN")
                 }
@@ -157,11 +168,11 @@ final class RawSQLite {
     }
 
     func readRecord(id: String) throws {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(db, "SELECT field, value FROM fields WHERE collection = 'items' AND id = ?", -1, &statement, nil) == SQLITE_OK else {
+        if read == nil, sqlite3_prepare_v3(db, "SELECT field, value FROM fields WHERE collection = 'items' AND id = ?", -1, UInt32(SQLITE_PREPARE_PERSISTENT), &read, nil) != SQLITE_OK {
             throw BenchError("prepare")
         }
-        defer { sqlite3_finalize(statement) }
+        let statement = read
+        defer { sqlite3_reset(statement) }
         sqlite3_bind_text(statement, 1, id, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
         var fields: [String: String] = [:]
         while sqlite3_step(statement) == SQLITE_ROW {

@@ -213,6 +213,21 @@ struct Game: StoredRecord, Equatable {
         try store.set(RecordRef(collection: "c", id: "x"), "title", .string("Zelda"))
         let next = try await iterator.next()
         #expect(next == ["Zelda"], "\(String(describing: next))")
+        // An update of a stored field, and a remote delta's fields (each written by the
+        // upserts whose arguments are bound through SQLite's C API), are seen too.
+        try store.set(RecordRef(collection: "c", id: "x"), "title", .string("Link"))
+        let updated = try await iterator.next()
+        #expect(updated == ["Link"], "\(String(describing: updated))")
+        var remote = Replica(id: ReplicaID(high: 9, low: 9))
+        _ = try remote.set(RecordRef(collection: "c", id: "y"), "title", .string("Mario"), now: 1)
+        let first = remote.seal()
+        try store.apply(try #require(first))
+        _ = try remote.set(RecordRef(collection: "c", id: "y"), "title", .string("Luigi"), now: 2)
+        let second = remote.seal()
+        try store.apply(try #require(second))
+        var seen = try await iterator.next()
+        if seen == ["Link", "Mario"] { seen = try await iterator.next() }
+        #expect(seen == ["Link", "Luigi"], "\(String(describing: seen))")
     }
 }
 

@@ -48,8 +48,18 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
     public var bytes: [UInt8] { Hex.bigEndianBytes(high) + Hex.bigEndianBytes(low) }
 
     /// Builds an id from 16 big-endian bytes.
+    @inlinable
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == 16 else { return nil }
+        // Contiguous bytes (an array, `Data`, a buffer — every caller in practice) are read as
+        // two big-endian words; anything else byte by byte.
+        if let words = bytes.withContiguousStorageIfAvailable({ buffer in
+            (UInt64(bigEndian: UnsafeRawBufferPointer(buffer).loadUnaligned(as: UInt64.self)),
+             UInt64(bigEndian: UnsafeRawBufferPointer(buffer).loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }) {
+            self.init(high: words.0, low: words.1)
+            return
+        }
         var high: UInt64 = 0
         var low: UInt64 = 0
         for (index, byte) in bytes.enumerated() {

@@ -45,6 +45,38 @@ enum Rows {
         }
     }
 
+    /// The payload stored in a row's (kind, value, file_size, media_type) columns, found by
+    /// position (the hot read path: no name lookups): `kind` at `kindIndex`, `value` at
+    /// `value`, `file_size` and `media_type` right after it.
+    static func payload(_ row: Row, kind kindIndex: Int, value: Int) throws -> Payload {
+        let kindValue: Int64 = row[kindIndex]
+        switch kindValue {
+        case kindNull: return .scalar(.null)
+        case kindBool: return .scalar(.bool((row[value] as Int64) != 0))
+        case kindInt: return .scalar(.int(row[value]))
+        case kindDouble:
+            let stored: DatabaseValue = row[value]
+            switch stored.storage {
+            case let .blob(bits) where bits.count == 8: return .scalar(.double(Double(bitPattern: bits.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })))
+            case .null: return .scalar(.double(.nan))  // a NaN an earlier release let SQLite store as NULL
+            default: return .scalar(.double(row[value]))
+            }
+        case kindString:
+            let stored: DatabaseValue = row[value]
+            if case let .blob(bytes) = stored.storage { return .scalar(.string(String(decoding: bytes, as: UTF8.self))) }
+            if case let .string(text) = stored.storage { return .scalar(.string(text)) }
+            return .scalar(.string(row[value]))
+        case kindBytes: return .scalar(.bytes([UInt8](row[value] as Data)))
+        case kindFile:
+            guard let hash = ContentHash(bytes: [UInt8](row[value] as Data)) else {
+                throw ConcordError(.corrupt, "a file field stores a hash that is not 32 bytes")
+            }
+            return .file(FileRef(hash: hash, size: UInt64(bitPattern: row[value + 1]), mediaType: row[value + 2]))
+        default:
+            throw ConcordError(.corrupt, "a field row has unknown kind \(kindValue)")
+        }
+    }
+
     /// The payload stored in a row's (kind, value, file_size, media_type) columns.
     static func payload(_ row: Row, kind: String = "kind") throws -> Payload {
         let kindValue: Int64 = row[kind]
@@ -83,6 +115,14 @@ enum Rows {
 
     static func stamp(_ row: Row) throws -> Stamp {
         Stamp(hlc: hlc(stored: row["hlc"]), replica: try replica(row["replica"]))
+    }
+
+    /// The stamp in columns `hlc` and `replica` of `row`, by position (the hot read path:
+    /// no name lookup, and the replica id read in place).
+    static func stamp(_ row: Row, hlc hlcIndex: Int, replica replicaIndex: Int) throws -> Stamp {
+        let replica = try row.withUnsafeData(atIndex: replicaIndex) { data -> ReplicaID? in data.flatMap { ReplicaID(bytes: $0) } }
+        guard let replica else { throw ConcordError(.corrupt, "a replica id is not 16 bytes") }
+        return Stamp(hlc: hlc(stored: row[hlcIndex]), replica: replica)
     }
 
     /// An hlc as stored: stamps are unsigned 64-bit numbers and SQLite's integers signed, so

@@ -51,22 +51,24 @@ enum SlotIO {
             UNION ALL
             SELECT 2, 0, hlc, replica, field, NULL, NULL, NULL, element FROM concord_elements WHERE collection = ?1 AND id = ?2
             """), arguments: [ref.collection, ref.id])
+        // Columns by position: 0 source, 1 kind, 2 hlc, 3 replica, 4 field, 5 value,
+        // 6 file_size, 7 media_type, 8 element.
         var slots: [SlotKey: ConcordCore.Slot] = [:]
         while let row = try rows.next() {
             let key: SlotKey
             let payload: Payload
-            switch row["source"] as Int64 {
+            switch row[0] as Int64 {
             case 0:
-                key = (row["kind"] as Int64) == Rows.slotLiveness ? .liveness : .tombstones
+                key = (row[1] as Int64) == Rows.slotLiveness ? .liveness : .tombstones
                 payload = .marker
             case 1:
-                key = .field(row["field"])
-                payload = try Rows.payload(row)
+                key = .field(row[4])
+                payload = try Rows.payload(row, kind: 1, value: 5)
             default:
-                key = .element(row["field"], try element(row["element"]))
+                key = .element(row[4], try element(row[8]))
                 payload = .marker
             }
-            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try Rows.stamp(row), payload: payload))
+            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try Rows.stamp(row, hlc: 2, replica: 3), payload: payload))
         }
         guard !slots.isEmpty else { return nil }
         for key in slots.keys where slots[key]!.entries.count > 1 { slots[key]!.entries.sort { $0.dot < $1.dot } }

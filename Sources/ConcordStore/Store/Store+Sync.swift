@@ -176,20 +176,24 @@ extension Store {
         }
         // One upsert replaces a single observed scalar with the delta's new one; anything
         // else (concurrent values, files, sets, liveness) takes the per-slot join.
-        let fastUpsert = try db.cachedStatement(sql: """
+        let fastUpsert = BoundStatement(try db.cachedStatement(sql: """
             INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
             VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, \(Rows.cleanSQL))
             ON CONFLICT (collection, id, field) DO UPDATE SET
                 kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7
             WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
               AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), \(Rows.cleanSQL))
-            """)
+            """))
         let origin = delta.origin
+        let originBlob = Rows.replicaBlob(origin)
         let previous = delta.dependencies[origin]
         let now = configuration.clock.millisecondsSinceEpoch()
         var changes: [RecordRef: Set<String>] = [:]
         let seenByOrigin: (Stamp) -> Bool = { $0.hlc <= observed[$0.replica] }
         for change in delta.records {
+            // The fields the fast upsert changed, noted once per record.
+            var upserted: [String] = []
+            defer { if !upserted.isEmpty { changes[change.ref, default: []].formUnion(upserted) } }
             if change.whole {
                 // Shipped whole: every slot it does not carry is empty at the origin.
                 let carried = Set(change.slots.map(\.key))
@@ -208,12 +212,17 @@ extension Store {
                    slot.entries[0].dot.replica == origin, slot.entries[0].dot.hlc > previous,
                    case let .scalar(value) = slot.entries[0].payload {
                     let columns = Rows.columns(.scalar(value))
-                    try fastUpsert.execute(arguments: [
-                        change.ref.collection, change.ref.id, name, columns.kind, columns.value,
-                        Rows.hlc(slot.entries[0].dot.hlc), Rows.replicaBlob(origin),
-                    ])
+                    try fastUpsert.execute { binder in
+                        binder.bind(change.ref.collection, at: 1)
+                        binder.bind(change.ref.id, at: 2)
+                        binder.bind(name, at: 3)
+                        binder.bind(columns.kind, at: 4)
+                        binder.bind(columns.value, at: 5)
+                        binder.bind(Rows.hlc(slot.entries[0].dot.hlc), at: 6)
+                        binder.bind(originBlob, at: 7)
+                    }
                     if db.changesCount == 1 {
-                        changes[change.ref, default: []].insert(name)
+                        upserted.append(name)
                         continue
                     }
                 }
@@ -390,7 +399,7 @@ extension Store {
 
     /// The visible fields of a record, or nil if it is not visible.
     public func record(_ ref: RecordRef) throws(ConcordError) -> [(name: String, value: FieldValue)]? {
-        try read { db in
+        try readStatement { db in
             guard let record = try SlotIO.record(db, ref), record.isVisible else { return nil }
             return record.sortedFields
         }

@@ -126,6 +126,19 @@ public final class Store: Sendable {
         }
     }
 
+    /// A read whose body runs exactly one SQL statement: no transaction around it (one
+    /// statement already reads one consistent snapshot in WAL mode), so a point read costs
+    /// one statement, as it would in plain SQLite.
+    func readStatement<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
+        do {
+            return try database.unsafeRead(body)
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "read \(path)")
+        }
+    }
+
     func writeDatabase<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
         do {
             return try database.write(body)

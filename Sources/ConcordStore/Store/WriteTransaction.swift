@@ -15,22 +15,35 @@ public final class WriteTransaction {
     let now: UInt64
     private var stamp: Stamp?
     /// Records whose liveness this transaction already set to its stamp.
-    private var begun: Set<RecordRef> = []
+    private var begun: Set<RecordRef> = [] { didSet { lastBegun = nil } }
+    /// The record last found in `begun`: a transaction writes a record's fields one after
+    /// another, and this spares hashing its collection and id for each.
+    private var lastBegun: RecordRef?
     /// Records that had no rows when this transaction first wrote them, and still have no
     /// set elements: nothing of theirs needs clearing.
-    private var fresh: Set<RecordRef> = []
-    /// What changed, for change events.
-    private(set) var changed: [RecordRef: Set<String>] = [:]
+    private var fresh: Set<RecordRef> = [] { didSet { lastFresh = nil } }
+    /// Whether the record last asked about is in `fresh` (see `lastBegun`).
+    private var lastFresh: (ref: RecordRef, isFresh: Bool)?
+    /// What changed, for change events: the record written last, with the names it wrote,
+    /// is merged into `changedRecords` when another record is written or the changes are read.
+    private var changedRecords: [RecordRef: Set<String>] = [:]
+    private var lastChanged: (ref: RecordRef, names: [String])?
+
+    /// What changed, for change events: every record written, with the fields written.
+    var changed: [RecordRef: Set<String>] {
+        mergeLastChanged()
+        return changedRecords
+    }
     /// This replica's id as stored (its stamp's replica column).
     private lazy var ownReplica = Rows.replicaBlob(store.replicaID)
     /// The common write, prepared once per transaction.
-    private lazy var registerUpsert: Statement? = try? db.makeStatement(sql: """
+    private lazy var registerUpsert: BoundStatement? = (try? db.makeStatement(sql: """
         INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10)
         ON CONFLICT (collection, id, field) DO UPDATE SET
             kind = ?4, value = ?5, file_size = ?6, media_type = ?7, hlc = ?8, replica = ?9, dirty = ?10
         WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
-        """)
+        """)).map(BoundStatement.init)
 
     init(db: Database, store: Store) {
         self.db = db
@@ -61,7 +74,7 @@ public final class WriteTransaction {
 
     /// Sets one scalar field.
     public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
-        try Self.checkNames(ref, [field])
+        try Self.checkNames(ref, CollectionOfOne(field))
         try run {
             let dot = try beginWrite(ref)
             try apply(.scalar(value), to: field, of: ref, dot: dot)
@@ -119,7 +132,7 @@ public final class WriteTransaction {
 
     /// Adds an element to a set field (rule 3).
     public func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
-        try Self.checkNames(ref, [field])
+        try Self.checkNames(ref, CollectionOfOne(field))
         try run {
             let dot = try beginWrite(ref)
             try clearRegister(field, of: ref)
@@ -130,7 +143,7 @@ public final class WriteTransaction {
 
     /// Removes the adds of an element this replica has seen (rule 3).
     public func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
-        try Self.checkNames(ref, [field])
+        try Self.checkNames(ref, CollectionOfOne(field))
         try run {
             _ = try beginWrite(ref)
             try replace(ref, .element(field, element), with: [])
@@ -157,7 +170,7 @@ public final class WriteTransaction {
     /// leaves a tombstone of its own (rule 4). Fields are kept: a concurrent update brings
     /// the record back whole.
     public func delete(_ ref: RecordRef) throws(ConcordError) {
-        try Self.checkNames(ref, [])
+        try Self.checkNames(ref, EmptyCollection<String>())
         try run {
             let dot = try dot()
             try replace(ref, .liveness, with: [])
@@ -181,9 +194,39 @@ public final class WriteTransaction {
     /// one inside a name would silently make it another name. Refused before anything is
     /// written. (Values keep their NUL bytes: see ``Rows/columns(_:)``.)
     static func checkNames(_ ref: RecordRef, _ fields: some Sequence<String>) throws(ConcordError) {
-        for (what, name) in [("collection", ref.collection), ("record id", ref.id)] + fields.map({ ("field name", $0) }) where name.utf8.contains(0) {
-            throw ConcordError(.invalidOperation, "the \(what) \(name.debugDescription) contains a NUL byte, which names cannot hold; nothing was written — use another \(what)")
+        try checkName(ref.collection, "collection")
+        try checkName(ref.id, "record id")
+        for name in fields { try checkName(name, "field name") }
+    }
+
+    private static func checkName(_ name: String, _ what: String) throws(ConcordError) {
+        guard name.utf8.contains(0) else { return }
+        throw ConcordError(.invalidOperation, "the \(what) \(name.debugDescription) contains a NUL byte, which names cannot hold; nothing was written — use another \(what)")
+    }
+
+    /// Whether `ref` is in `fresh`.
+    private func isFresh(_ ref: RecordRef) -> Bool {
+        if let lastFresh, lastFresh.ref == ref { return lastFresh.isFresh }
+        let answer = fresh.contains(ref)
+        lastFresh = (ref, answer)
+        return answer
+    }
+
+    /// Notes that `names` of `ref` changed (no names: the record itself, its liveness or
+    /// tombstones).
+    private func noteChanged(_ ref: RecordRef, _ names: some Sequence<String>) {
+        if lastChanged?.ref == ref {
+            lastChanged!.names.append(contentsOf: names)
+            return
         }
+        mergeLastChanged()
+        lastChanged = (ref, Array(names))
+    }
+
+    private func mergeLastChanged() {
+        guard let last = lastChanged else { return }
+        changedRecords[last.ref, default: []].formUnion(last.names)
+        lastChanged = nil
     }
 
     private func run<T>(_ body: () throws -> T) throws(ConcordError) -> T {
@@ -198,15 +241,20 @@ public final class WriteTransaction {
 
     private func beginWrite(_ ref: RecordRef) throws -> Stamp {
         let dot = try dot()
-        if begun.contains(ref) { return dot }
+        if lastBegun == ref { return dot }
+        if begun.contains(ref) {
+            lastBegun = ref
+            return dot
+        }
         let (liveness, exists) = try SlotIO.livenessAndExistence(db, ref)
         begun.insert(ref)
+        lastBegun = ref
         if !exists {
             // A new record: nothing to clear, and its liveness is just this write's dot.
             fresh.insert(ref)
             try SlotIO.insertDot(db, ref, kind: Rows.slotLiveness, dot, replica: ownReplica)
             try SlotIO.markOutbox(db, ref, kind: Rows.slotLiveness, field: "", element: Data(), hlc: dot.hlc)
-            changed[ref, default: []].formUnion([])
+            noteChanged(ref, [])
             return dot
         }
         if liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
@@ -235,21 +283,29 @@ public final class WriteTransaction {
     /// Replaces a register with one entry: one upsert when it holds at most one entry and
     /// no file (whose superseded version history must keep).
     private func setRegister(_ ref: RecordRef, _ name: String, _ entry: Entry) throws {
-        changed[ref, default: []].insert(name)
+        noteChanged(ref, CollectionOfOne(name))
         let columns = Rows.columns(entry.payload)
         guard let upsert = registerUpsert else { throw ConcordError(.storage, "could not prepare the field upsert") }
-        try upsert.execute(arguments: [
-            ref.collection, ref.id, name, columns.kind, columns.value, columns.size, columns.type,
-            Rows.hlc(entry.dot.hlc), entry.dot.replica == store.replicaID ? ownReplica : Rows.replicaBlob(entry.dot.replica),
-            Rows.hlc(try dot().hlc),
-        ])
+        let dirty = Rows.hlc(try dot().hlc)
+        try upsert.execute { binder in
+            binder.bind(ref.collection, at: 1)
+            binder.bind(ref.id, at: 2)
+            binder.bind(name, at: 3)
+            binder.bind(columns.kind, at: 4)
+            binder.bind(columns.value, at: 5)
+            binder.bind(columns.size, at: 6)
+            binder.bind(columns.type, at: 7)
+            binder.bind(Rows.hlc(entry.dot.hlc), at: 8)
+            binder.bind(entry.dot.replica == store.replicaID ? ownReplica : Rows.replicaBlob(entry.dot.replica), at: 9)
+            binder.bind(dirty, at: 10)
+        }
         if db.changesCount == 0 {
             try replace(ref, .field(name), with: [entry])
         }
     }
 
     private func clearRegister(_ name: String, of ref: RecordRef) throws {
-        if fresh.contains(ref) { return }
+        if isFresh(ref) { return }
         let exists = try Bool.fetchOne(db, sql: """
             SELECT EXISTS (SELECT 1 FROM concord_fields WHERE collection = ? AND id = ? AND field = ?)
             """, arguments: [ref.collection, ref.id, name]) ?? false
@@ -257,13 +313,13 @@ public final class WriteTransaction {
     }
 
     private func clearElements(_ name: String, of ref: RecordRef) throws {
-        if fresh.contains(ref) { return }
+        if isFresh(ref) { return }
         let removed = try Data.fetchAll(db.cachedStatement(sql: """
             DELETE FROM concord_elements WHERE collection = ? AND id = ? AND field = ? RETURNING element
             """), arguments: [ref.collection, ref.id, name])
         for element in Set(removed) {
             try SlotIO.markOutbox(db, ref, kind: Rows.slotElement, field: name, element: element, hlc: try dot().hlc)
-            changed[ref, default: []].insert(name)
+            noteChanged(ref, CollectionOfOne(name))
         }
     }
 
@@ -282,7 +338,7 @@ public final class WriteTransaction {
         }
         try SlotIO.replace(db, ref, key, with: entries, dirty: try dot().hlc)
         // Liveness and tombstone changes register the record with no field names.
-        changed[ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
+        noteChanged(ref, key.fieldName.map { [$0] } ?? [])
     }
 }
 

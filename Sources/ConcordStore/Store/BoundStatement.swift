@@ -1,0 +1,81 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// A statement whose arguments are bound through SQLite's C API, for the writes that run once
+/// per field: the register upsert of a local write and the LWW upsert of a remote apply.
+/// Building GRDB's `StatementArguments` for each (an array of existential values, then
+/// temporary bindings) cost more than SQLite's own work for the row.
+///
+/// GRDB still executes the statement (`Statement.execute()`), so its transaction bookkeeping,
+/// `changesCount` and observation of changes (`ValueObservation`, transaction observers) see
+/// every row exactly as with `execute(arguments:)`.
+struct BoundStatement {
+    let statement: Statement
+
+    /// `statement`, whose arguments will be bound by ``execute(_:)``. It is marked as bound
+    /// (with NULLs) once, so that `execute()` steps it with the bindings set here instead of
+    /// validating arguments of its own.
+    init(_ statement: Statement) {
+        let count = Int(sqlite3_bind_parameter_count(statement.sqliteStatement))
+        statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: count)))
+        self.statement = statement
+    }
+
+    /// Binds the arguments with `bind`, then executes the statement.
+    func execute(_ bind: (Binder) -> Void) throws {
+        sqlite3_reset(statement.sqliteStatement)  // bindings need a statement that is not running
+        bind(Binder(handle: statement.sqliteStatement))
+        try statement.execute()
+    }
+
+    /// Binds values to parameters by their 1-based index. Text and blobs are copied by SQLite
+    /// (`SQLITE_TRANSIENT`), as GRDB's own bindings do.
+    struct Binder {
+        let handle: SQLiteStatement
+        private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+        func bind(_ value: Int64, at index: Int32) {
+            sqlite3_bind_int64(handle, index, value)
+        }
+
+        func bind(_ text: String, at index: Int32) {
+            var text = text
+            _ = text.withUTF8 { bytes in
+                if let base = bytes.baseAddress, !bytes.isEmpty {
+                    sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), Self.transient)
+                } else {
+                    sqlite3_bind_text(handle, index, "", 0, Self.transient)
+                }
+            }
+        }
+
+        func bind(_ data: Data, at index: Int32) {
+            data.withUnsafeBytes { bindBlob($0, at: index) }
+        }
+
+        func bind(_ bytes: [UInt8], at index: Int32) {
+            bytes.withUnsafeBytes { bindBlob($0, at: index) }
+        }
+
+        /// An empty blob is bound as a zero-length blob, never as NULL.
+        private func bindBlob(_ buffer: UnsafeRawBufferPointer, at index: Int32) {
+            if let base = buffer.baseAddress, !buffer.isEmpty {
+                sqlite3_bind_blob(handle, index, base, Int32(buffer.count), Self.transient)
+            } else {
+                sqlite3_bind_zeroblob(handle, index, 0)
+            }
+        }
+
+        func bind(_ value: DatabaseValue, at index: Int32) {
+            switch value.storage {
+            case .null: sqlite3_bind_null(handle, index)
+            case let .int64(number): sqlite3_bind_int64(handle, index, number)
+            case let .double(number): sqlite3_bind_double(handle, index, number)
+            case let .string(text): bind(text, at: index)
+            case let .blob(data):
+                data.withUnsafeBytes { bindBlob($0, at: index) }
+            }
+        }
+    }
+}
