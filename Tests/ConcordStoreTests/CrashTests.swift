@@ -53,9 +53,12 @@ enum Child {
             let path = directory.file("store.db")
             let log = directory.file("log")
             let child = try Child.start(["crash", path, log, String(seed), "3000"])
-            // Wait until the child is running its script, then kill it a little later.
+            // Wait until the child is running its script, then kill it a little later. Every
+            // tenth kill waits for step 300 first, so that however slow the machine, some
+            // kills land where files were attached and superseded (a history to check).
+            let firstStep = iteration % 10 == 9 ? 300 : 1
             var waited = 0
-            while !Child.lines(log).contains(where: { $0.hasPrefix("begin") }) && waited < 5_000 {
+            while !Child.lines(log).contains(where: { $0.hasPrefix("begin ") && Int($0.dropFirst(6)) ?? 0 >= firstStep }) && waited < 5_000 {
                 usleep(1_000)
                 waited += 1
             }

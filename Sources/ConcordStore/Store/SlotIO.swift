@@ -77,21 +77,15 @@ enum SlotIO {
 
     /// The record's liveness entries, and whether it has any slot at all: what every first
     /// write to a record in a transaction needs to know, in one query.
-    static func livenessAndExistence(_ db: Database, _ ref: RecordRef) throws -> (liveness: [Entry], exists: Bool) {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0
-            UNION ALL
-            SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
-                OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
-                OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
-            """), arguments: [ref.collection, ref.id])
+    static func livenessAndExistence(_ db: Database, _ ref: RecordRef, prepared: Statement? = nil) throws -> (liveness: [Entry], exists: Bool) {
+        let rows = try Row.fetchCursor(prepared ?? db.cachedStatement(sql: livenessAndExistenceSQL), arguments: [ref.collection, ref.id])
         var liveness: [Entry] = []
         var exists = false
         while let row = try rows.next() {
-            if row["hlc"] == nil {
+            if row.hasNull(atIndex: 0) {
                 exists = true
             } else {
-                liveness.append(Entry(dot: try Rows.stamp(row), payload: .marker))
+                liveness.append(Entry(dot: try Rows.stamp(row, hlc: 0, replica: 1), payload: .marker))
             }
         }
         liveness.sort { $0.dot < $1.dot }
@@ -166,16 +160,27 @@ enum SlotIO {
         }
     }
 
+    /// The query of ``livenessAndExistence(_:_:prepared:)``: liveness rows, then one row of
+    /// NULLs if the record has any row at all.
+    static let livenessAndExistenceSQL = """
+        SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0
+        UNION ALL
+        SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
+            OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
+            OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
+        """
+    static let insertDotSQL = "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)"
+    static let markOutboxSQL = """
+        INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)
+        """
+
     static func insertDot(_ db: Database, _ ref: RecordRef, kind: Int64, _ dot: Stamp, replica: Data) throws {
-        try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)")
-            .execute(arguments: [ref.collection, ref.id, kind, Rows.hlc(dot.hlc), replica])
+        try db.cachedStatement(sql: insertDotSQL).execute(arguments: [ref.collection, ref.id, kind, Rows.hlc(dot.hlc), replica])
     }
 
     static func markOutbox(_ db: Database, _ ref: RecordRef, kind: Int64, field: String, element: Data, hlc: UInt64) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)
-            """).execute(arguments: [ref.collection, ref.id, kind, field, element, Rows.hlc(hlc)])
+        try db.cachedStatement(sql: markOutboxSQL).execute(arguments: [ref.collection, ref.id, kind, field, element, Rows.hlc(hlc)])
     }
 
     /// Every slot key of a record.

@@ -45,6 +45,12 @@ public final class WriteTransaction {
         WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
         """)).map(BoundStatement.init)
 
+    /// The statements of a record's first write in a transaction, prepared once per
+    /// transaction (looking them up in GRDB's cache hashes their SQL every time).
+    private lazy var livenessQuery: Statement? = try? db.makeStatement(sql: SlotIO.livenessAndExistenceSQL)
+    private lazy var newRecordDot: BoundStatement? = (try? db.makeStatement(sql: SlotIO.insertDotSQL)).map(BoundStatement.init)
+    private lazy var newRecordOutbox: BoundStatement? = (try? db.makeStatement(sql: SlotIO.markOutboxSQL)).map(BoundStatement.init)
+
     init(db: Database, store: Store) {
         self.db = db
         self.store = store
@@ -246,14 +252,29 @@ public final class WriteTransaction {
             lastBegun = ref
             return dot
         }
-        let (liveness, exists) = try SlotIO.livenessAndExistence(db, ref)
+        let (liveness, exists) = try SlotIO.livenessAndExistence(db, ref, prepared: livenessQuery)
         begun.insert(ref)
         lastBegun = ref
         if !exists {
             // A new record: nothing to clear, and its liveness is just this write's dot.
             fresh.insert(ref)
-            try SlotIO.insertDot(db, ref, kind: Rows.slotLiveness, dot, replica: ownReplica)
-            try SlotIO.markOutbox(db, ref, kind: Rows.slotLiveness, field: "", element: Data(), hlc: dot.hlc)
+            guard let newRecordDot, let newRecordOutbox else { throw ConcordError(.storage, "could not prepare the new record's statements") }
+            let hlc = Rows.hlc(dot.hlc)
+            try newRecordDot.execute { binder in
+                binder.bind(ref.collection, at: 1)
+                binder.bind(ref.id, at: 2)
+                binder.bind(Rows.slotLiveness, at: 3)
+                binder.bind(hlc, at: 4)
+                binder.bind(ownReplica, at: 5)
+            }
+            try newRecordOutbox.execute { binder in
+                binder.bind(ref.collection, at: 1)
+                binder.bind(ref.id, at: 2)
+                binder.bind(Rows.slotLiveness, at: 3)
+                binder.bind("", at: 4)
+                binder.bind(Data(), at: 5)
+                binder.bind(hlc, at: 6)
+            }
             noteChanged(ref, [])
             return dot
         }
