@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Concord's core workloads side by side with Loro and Yrs (`make bench-peers`).
 
-Runs the same five workloads on the three systems in one run and prints one table with the
-ratios. Concord runs in its own Swift executable (PeersConcord, release build); Loro and
-Yrs run through their Python packages (`loro`, `pycrdt`, pinned in requirements.txt). Every
+Runs the same five workloads on the three systems in one run and prints the ratios: one
+table per record layout of the peers (nested, roots), Concord's column the same in each.
+Concord runs in its own Swift executable (PeersConcord, release build); Loro and Yrs run
+through their Python packages (`loro`, `pycrdt`, pinned in requirements.txt). Every
 measurement is a process of its own (this script, re-run as `child`, or PeersConcord), so
 each peak resident set belongs to one system and one workload.
 
 See Benchmarks/README.md, "Peers", for what each workload does on each system.
 
-    peers.py --concord PATH [--repeats 7] [--workdir DIR] [--json FILE]
-    peers.py child loro|yrs prepare DIR
-    peers.py child loro|yrs idle|merge|merge-incremental|snapshot|load-read DIR REPEATS
+    peers.py --concord PATH [--repeats 7] [--layout nested roots] [--workdir DIR] [--json FILE]
+    PEERS_LAYOUT=nested|roots peers.py child loro|yrs prepare DIR
+    PEERS_LAYOUT=nested|roots peers.py child loro|yrs idle|merge|merge-incremental|snapshot|load-read DIR REPEATS
 """
 
 import argparse
@@ -109,8 +110,12 @@ def expected_checksums():
 
 
 # ---------------------------------------------------------------------------------------
-# The peers. Each has the same three replicas and the same writes; a record is a map of its
-# ten fields under its id in one top-level map named "items" (see README).
+# The peers. Each has the same three replicas and the same writes. A record is a map of its
+# ten fields: with PEERS_LAYOUT=nested (the default) a map under its id in one top-level map
+# named "items"; with PEERS_LAYOUT=roots a top-level map of its own named by its id (see
+# README, "Peers").
+
+LAYOUT = os.environ.get("PEERS_LAYOUT", "nested")
 
 
 class Loro:
@@ -130,11 +135,16 @@ class Loro:
             doc.import_(snapshot)
         return doc
 
+    def record(self, doc, r, create=False):
+        if LAYOUT == "roots":
+            return doc.get_map(key(r))
+        items = doc.get_map("items")
+        return items.insert_container(key(r), self.loro.LoroMap()) if create else items.get(key(r)).container
+
     def write(self, doc, records, round_, create):
         """Every field of each of `records`, one commit (Loro's transaction)."""
-        items = doc.get_map("items")
         for r in records:
-            record = items.insert_container(key(r), self.loro.LoroMap()) if create else items.get(key(r)).container
+            record = self.record(doc, r, create)
             for f, name in enumerate(FIELD_NAMES):
                 record.insert(name, value(r, f, round_))
         doc.commit()
@@ -165,9 +175,8 @@ class Loro:
         """Loro decodes an imported snapshot lazily, a container when it is first used. A
         replica that has the base state has it in memory, as Concord's and Yrs's do, so
         every record's map is used once (one field read) before the timer starts."""
-        items = doc.get_map("items")
         for r in range(RECORDS):
-            items.get(key(r)).container.get(FIELD_NAMES[0])
+            self.record(doc, r).get(FIELD_NAMES[0])
 
     def merge(self, base_snapshot, delta):
         doc = self.doc(C, base_snapshot)
@@ -182,12 +191,13 @@ class Loro:
 
     def load_read(self, snapshot):
         def body():
-            doc = self.doc(C, snapshot)
-            return doc.get_deep_value()["items"]
+            return self.read(self.doc(C, snapshot))
         return body
 
     def read(self, doc):
-        return doc.get_deep_value()["items"]
+        """Every value, as Python dicts: the whole document in one call."""
+        value = doc.get_deep_value()
+        return value if LAYOUT == "roots" else value["items"]
 
 
 class Yrs:
@@ -206,19 +216,19 @@ class Yrs:
             doc.apply_update(update)
         return doc
 
-    def items(self, doc):
-        return doc.get("items", type=self.pycrdt.Map)
+    def record(self, doc, r, create=False):
+        if LAYOUT == "roots":
+            return doc.get(key(r), type=self.pycrdt.Map)
+        items = doc.get("items", type=self.pycrdt.Map)
+        if create:
+            items[key(r)] = self.pycrdt.Map()
+        return items[key(r)]
 
     def write(self, doc, records, round_, create):
         """Every field of each of `records`, one transaction."""
-        items = self.items(doc)
         with doc.transaction():
             for r in records:
-                if create:
-                    record = self.pycrdt.Map()
-                    items[key(r)] = record
-                else:
-                    record = items[key(r)]
+                record = self.record(doc, r, create)
                 for f, name in enumerate(FIELD_NAMES):
                     record[name] = value(r, f, round_)
 
@@ -250,14 +260,17 @@ class Yrs:
 
     def load_read(self, snapshot):
         def body():
-            doc = self.doc(C, snapshot)
-            # The whole map as JSON from Rust, parsed by Python's C json module: pycrdt's
-            # fastest full read (Map.to_py walks the map in Python, about 6× slower).
-            return json.loads(str(self.items(doc)))
+            return self.read(self.doc(C, snapshot))
         return body
 
     def read(self, doc):
-        return json.loads(str(self.items(doc)))
+        """Every value, as Python dicts: a map as JSON from Rust, parsed by Python's C json
+        module, pycrdt's fastest whole read (Map.to_py walks the map in Python, about 6×
+        slower). With one root map per record, one such read per root, in one transaction."""
+        if LAYOUT == "roots":
+            with doc.transaction():
+                return {name: json.loads(str(doc.get(name, type=self.pycrdt.Map))) for name in doc.keys()}
+        return json.loads(str(doc.get("items", type=self.pycrdt.Map)))
 
 
 PEERS = {"loro": Loro, "yrs": Yrs}
@@ -351,8 +364,9 @@ def child(system, workload, directory, repeats):
 # prints the table.
 
 
-def run_json(command):
-    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+def run_json(command, layout=None):
+    env = dict(os.environ, PEERS_LAYOUT=layout) if layout else None
+    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=env)
     if completed.returncode != 0:
         raise SystemExit(f"failed ({completed.returncode}): {' '.join(command)}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -369,9 +383,9 @@ def machine():
     memory = "?"
     try:
         with open("/proc/cpuinfo") as f:
-            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
         with open("/proc/meminfo") as f:
-            kib = int(next(l for l in f if l.startswith("MemTotal")).split()[1])
+            kib = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
             memory = f"{kib / 1024 / 1024:.0f} GiB"
     except (OSError, StopIteration, ValueError):
         pass
@@ -412,86 +426,106 @@ def fmt_ratio(a, b):
     return f"{a / b:.2f}" if b else "—"
 
 
+LAYOUTS = {
+    "nested": 'each record a map under its id in one top-level map "items"',
+    "roots": "each record a top-level map named by its id",
+}
+
+
+def table(prepared, results, columns, expected):
+    """One table: Concord beside the two peers measured with one layout."""
+    median = {c: {w: statistics.median(results[c][w]["times"]) for w in WORKLOADS if w != "idle"} for c in columns}
+    size = {c: prepared[c]["sizes"] for c in columns}
+    rss = {c: {w: results[c][w]["peak_rss_kib"] for w in WORKLOADS} for c in columns}
+
+    rows = [  # (label, {column: value}, formatter)
+        ("1. merge a 100k-op delta (decode + apply): time", {c: median[c]["merge"] for c in columns}, fmt_ms),
+        ("1. merge a 100k-op delta: operations/s", {c: OPERATIONS / median[c]["merge"] for c in columns},
+         lambda v: f"{v / 1e6:.2f} M"),
+        ("2. 100k-op delta: size", {c: size[c]["full.delta"] for c in columns}, fmt_bytes),
+        ("2. 100k-op delta: bytes/op", {c: size[c]["full.delta"] / OPERATIONS for c in columns},
+         lambda v: f"{v:.2f}"),
+        ("3. 1% delta (1,000 ops): size", {c: size[c]["incremental.delta"] for c in columns}, fmt_bytes),
+        ("3. 1% delta: merge into the 100k-op state", {c: median[c]["merge-incremental"] for c in columns}, fmt_ms),
+        ("4. snapshot of the 100k-op state: size", {c: size[c]["base.snapshot"] for c in columns}, fmt_bytes),
+        ("4. snapshot of the 100k-op state: export time", {c: median[c]["snapshot"] for c in columns}, fmt_ms),
+        ("4. snapshot after the 100k-op merge (200k writes, 100k live): size",
+         {c: size[c]["merged.snapshot"] for c in columns}, fmt_bytes),
+        ("5. load the snapshot + read every value", {c: median[c]["load-read"] for c in columns}, fmt_ms),
+        ("6. peak RSS: idle process (runtime + library, no data)", {c: rss[c]["idle"] for c in columns}, fmt_mib),
+        ("6. peak RSS: merge a 100k-op delta", {c: rss[c]["merge"] for c in columns}, fmt_mib),
+        ("6. peak RSS: merge the 1% delta", {c: rss[c]["merge-incremental"] for c in columns}, fmt_mib),
+        ("6. peak RSS: export the snapshot", {c: rss[c]["snapshot"] for c in columns}, fmt_mib),
+        ("6. peak RSS: load the snapshot + read every value", {c: rss[c]["load-read"] for c in columns}, fmt_mib),
+    ]
+    print("| workload | Concord | Loro | Yrs | Concord÷Loro | Concord÷Yrs |")
+    print("|---|---|---|---|---|---|")
+    for label, values, formatter in rows:
+        c, lo, y = (values[column] for column in columns)
+        print(f"| {label} | {formatter(c)} | {formatter(lo)} | {formatter(y)} | {fmt_ratio(c, lo)} | "
+              f"{fmt_ratio(c, y)} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concord", required=True, help="the PeersConcord executable (release build)")
     parser.add_argument("--repeats", type=int, default=7, help="timed repetitions per workload (median; ≥5)")
+    parser.add_argument("--layout", nargs="+", choices=list(LAYOUTS), default=list(LAYOUTS),
+                        help="the peers' record layouts, one table each (default: both)")
     parser.add_argument("--workdir", help="where the inputs go (default: a temporary directory)")
     parser.add_argument("--json", help="also write every measurement to this file")
     options = parser.parse_args()
     if options.repeats < 5:
         parser.error("--repeats must be at least 5")
     concord = os.path.abspath(options.concord)
+    # Columns: Concord once, each peer once per layout ("loro/nested", …).
+    runs = [("concord", "concord", None)] + [
+        (f"{peer}/{layout}", peer, layout) for layout in options.layout for peer in PEERS]
 
     with tempfile.TemporaryDirectory(prefix="concord-peers-") as scratch:
         workdir = options.workdir or scratch
+        directory = lambda column: os.path.join(workdir, column.replace("/", "-"))  # noqa: E731
         started = time.strftime("%Y-%m-%d %H:%M %Z")
-        prepared = {s: run_json(command(s, ["prepare", os.path.join(workdir, s)], concord)) for s in SYSTEMS}
-        results = {s: {} for s in SYSTEMS}
+        load_average = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        prepared, results = {}, {column: {} for column, _, _ in runs}
+        for column, system, layout in runs:
+            prepared[column] = run_json(command(system, ["prepare", directory(column)], concord), layout)
+        # Workload by workload, the systems one after the other, so that a slower stretch of a
+        # shared machine falls on all of them.
         for workload in WORKLOADS:
-            for system in SYSTEMS:
-                args = [workload, os.path.join(workdir, system), str(options.repeats)]
-                print(f"  {workload:<18} {system}", file=sys.stderr, flush=True)
-                results[system][workload] = run_json(command(system, args, concord))
+            for column, system, layout in runs:
+                print(f"  {workload:<18} {column}", file=sys.stderr, flush=True)
+                args = [workload, directory(column), str(options.repeats)]
+                results[column][workload] = run_json(command(system, args, concord), layout)
 
     # Every system must have read the same 100,000 values after each workload.
     expected = expected_checksums()
     wanted = {"merge": "merged", "merge-incremental": "incremental", "snapshot": "base", "load-read": "base"}
-    for system in SYSTEMS:
+    for column, _, _ in runs:
         for workload, state in wanted.items():
-            got = results[system][workload]["checksum"]
+            got = results[column][workload]["checksum"]
             if got != expected[state]:
-                raise SystemExit(f"{system} {workload}: read {got}, expected {expected[state]}")
+                raise SystemExit(f"{column} {workload}: read {got}, expected {expected[state]}")
 
-    median = {s: {w: statistics.median(results[s][w]["times"]) for w in WORKLOADS if w != "idle"} for s in SYSTEMS}
-    size = {s: prepared[s]["sizes"] for s in SYSTEMS}
-    for s in SYSTEMS:
-        size[s]["exported.snapshot"] = results[s]["snapshot"]["size"]
-    rss = {s: {w: results[s][w]["peak_rss_kib"] for w in WORKLOADS} for s in SYSTEMS}
-
-    rows = []  # (label, {system: value}, formatter)
-    rows.append(("1. merge a 100k-op delta (decode + apply): time", {s: median[s]["merge"] for s in SYSTEMS}, fmt_ms))
-    rows.append(("1. merge a 100k-op delta: operations/s",
-                 {s: OPERATIONS / median[s]["merge"] for s in SYSTEMS}, lambda v: f"{v / 1e6:.2f} M"))
-    rows.append(("2. 100k-op delta: size", {s: size[s]["full.delta"] for s in SYSTEMS}, fmt_bytes))
-    rows.append(("2. 100k-op delta: bytes/op", {s: size[s]["full.delta"] / OPERATIONS for s in SYSTEMS},
-                 lambda v: f"{v:.2f}"))
-    rows.append(("3. 1% delta (1,000 ops): size", {s: size[s]["incremental.delta"] for s in SYSTEMS}, fmt_bytes))
-    rows.append(("3. 1% delta: merge into the 100k-op state", {s: median[s]["merge-incremental"] for s in SYSTEMS},
-                 fmt_ms))
-    rows.append(("4. snapshot of the 100k-op state: size", {s: size[s]["base.snapshot"] for s in SYSTEMS}, fmt_bytes))
-    rows.append(("4. snapshot of the 100k-op state: export time", {s: median[s]["snapshot"] for s in SYSTEMS}, fmt_ms))
-    rows.append(("4. snapshot after the 100k-op merge (200k writes, 100k live): size",
-                 {s: size[s]["merged.snapshot"] for s in SYSTEMS}, fmt_bytes))
-    rows.append(("5. load the snapshot + read every value", {s: median[s]["load-read"] for s in SYSTEMS}, fmt_ms))
-    rows.append(("6. peak RSS: idle process (runtime + library, no data)", {s: rss[s]["idle"] for s in SYSTEMS},
-                 fmt_mib))
-    rows.append(("6. peak RSS: merge a 100k-op delta", {s: rss[s]["merge"] for s in SYSTEMS}, fmt_mib))
-    rows.append(("6. peak RSS: merge the 1% delta", {s: rss[s]["merge-incremental"] for s in SYSTEMS}, fmt_mib))
-    rows.append(("6. peak RSS: export the snapshot", {s: rss[s]["snapshot"] for s in SYSTEMS}, fmt_mib))
-    rows.append(("6. peak RSS: load the snapshot + read every value", {s: rss[s]["load-read"] for s in SYSTEMS},
-                 fmt_mib))
-
-    versions = [concord_version(concord), prepared["loro"]["version"], prepared["yrs"]["version"]]
+    versions = [concord_version(concord), prepared[runs[1][0]]["version"], prepared[runs[2][0]]["version"]]
     print(f"{' · '.join(versions)} · Python {platform.python_version()}")
-    print(f"{machine()} · {started} · median of {options.repeats} runs after 1 warm-up, one process per system "
-          f"and workload")
-    print()
-    print("| workload | Concord | Loro | Yrs | Concord÷Loro | Concord÷Yrs |")
-    print("|---|---|---|---|---|---|")
-    for label, values, formatter in rows:
-        c, l, y = (values[s] for s in SYSTEMS)
-        print(f"| {label} | {formatter(c)} | {formatter(l)} | {formatter(y)} | {fmt_ratio(c, l)} | {fmt_ratio(c, y)} |")
-    print()
-    loro_extra = prepared["loro"]["extra"]
-    print(f"Loro's shallow snapshot (state without history): {loro_extra['base.shallow-snapshot']:,} B for the "
-          f"100k-op state, {loro_extra['merged.shallow-snapshot']:,} B after the merge.")
-    print(f"Every system read the same {expected['base'][0]:,} values after each workload (checksums checked).")
+    print(f"{machine()} · {started} · load average {load_average}")
+    print(f"Median of {options.repeats} timed runs after 1 warm-up; one process per system, layout and workload. "
+          f"Every system read the same {expected['base'][0]:,} values after each workload (checksums checked).")
+    for layout in options.layout:
+        print()
+        print(f"Loro and Yrs with {LAYOUTS[layout]} (--layout {layout}); Concord is the same run in both tables.")
+        print()
+        table(prepared, results, ["concord", f"loro/{layout}", f"yrs/{layout}"], expected)
+        extra = prepared[f"loro/{layout}"]["extra"]
+        print()
+        print(f"Loro's shallow snapshot (its state without history): {extra['base.shallow-snapshot']:,} B for the "
+              f"100k-op state, {extra['merged.shallow-snapshot']:,} B after the merge.")
 
     if options.json:
         with open(options.json, "w") as f:
-            json.dump({"versions": versions, "machine": machine(), "date": started, "repeats": options.repeats,
-                       "prepared": prepared, "results": results}, f, indent=1)
+            json.dump({"versions": versions, "machine": machine(), "date": started, "load_average": load_average,
+                       "repeats": options.repeats, "prepared": prepared, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":
