@@ -9,7 +9,7 @@ SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
 SOAK_HTTP_SCHEDULES ?= 500
 
-.PHONY: all deps servers build demo test test-swift docs proofs proofs-extended bench bench-backends soak clean
+.PHONY: all deps servers build demo test test-swift docs proofs proofs-extended bench bench-backends bench-peers soak clean
 
 all: build
 
@@ -63,6 +63,25 @@ bench-backends: deps servers
 	cd Benchmarks && $(SWIFT) build -c release --product BackendBenchmark
 	TMPDIR=/dev/shm Benchmarks/.build/release/BackendBenchmark --file-mib $(BENCH_FILE_MIB)
 	TMPDIR=$${TMPDIR:-/tmp} Benchmarks/.build/release/BackendBenchmark --file-mib $(BENCH_FILE_MIB)
+
+# Concord's core workloads beside Loro and Yrs in one run, one process per system and
+# workload, and the ratios (see Benchmarks/README.md, "Peers"). The peers run through their
+# Python packages, pinned in Benchmarks/Peers/requirements.txt and installed into a virtual
+# environment made here (Benchmarks/Peers/.venv, git-ignored); Concord through PeersConcord,
+# a release build. PEERS_REPEATS timed runs per workload (the median is reported).
+PYTHON ?= python3
+PEERS_VENV := Benchmarks/Peers/.venv
+PEERS_REPEATS ?= 7
+bench-peers: deps $(PEERS_VENV)/.installed
+	cd Benchmarks && $(SWIFT) build -c release --product PeersConcord
+	SWIFT=$(SWIFT) $(PEERS_VENV)/bin/python Benchmarks/Peers/peers.py \
+	  --concord Benchmarks/.build/release/PeersConcord --repeats $(PEERS_REPEATS)
+
+$(PEERS_VENV)/.installed: Benchmarks/Peers/requirements.txt
+	@scripts/ensure-packages.sh python3 python3-venv
+	@$(PEERS_VENV)/bin/python -m pip --version >/dev/null 2>&1 || { rm -rf $(PEERS_VENV) && $(PYTHON) -m venv $(PEERS_VENV); }
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r Benchmarks/Peers/requirements.txt
+	@touch $@
 
 # Long convergence runs (release build): SOAK_SCHEDULES simulator schedules, then as many
 # faulty sync schedules through a folder remote, then SOAK_HTTP_SCHEDULES through each

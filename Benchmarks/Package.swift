@@ -86,6 +86,18 @@ let package = Package(
             ],
             path: "Tools/StoreProfile"
         ),
+        // Concord's side of `make bench-peers`: the same in-memory workloads Benchmarks/Peers/peers.py
+        // runs on Loro and Yrs (see README.md, "Peers"). Under Peers/, not directly in
+        // Benchmarks/, so the benchmark plugin does not run it.
+        .executableTarget(
+            name: "PeersConcord",
+            dependencies: [
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordCodec", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+            ],
+            path: "Peers/Concord"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
