@@ -1,15 +1,16 @@
 # Concord — the README's two commands are `make demo` and `make test`.
 SWIFT ?= swift
 SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
-# The real storage servers the HTTP backends' tests start on loopback.
+# The real storage servers the HTTP backends' tests start on loopback, and strace, which
+# the crash enumeration uses to kill the store at each of its I/O calls in turn.
 SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip \
-  ceph-mon ceph-osd radosgw ceph-common
+  ceph-mon ceph-osd radosgw ceph-common strace
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
 SOAK_HTTP_SCHEDULES ?= 500
 
-.PHONY: all deps servers build demo test test-swift docs proofs proofs-extended bench bench-backends bench-peers soak clean
+.PHONY: all deps servers build demo test test-swift docs crash-enum proofs proofs-extended bench bench-backends bench-peers soak clean
 
 all: build
 
@@ -37,6 +38,12 @@ servers:
 test-swift: deps servers
 	SWIFT=$(SWIFT) scripts/build-tests.sh
 	$(SWIFT) test --skip-build --parallel
+
+# The crash enumeration in full: the crash child killed at every I/O call (write, pwrite64,
+# fsync, fdatasync, rename, unlink) of a 60-step workload in turn (make test runs 20 steps).
+crash-enum: deps servers
+	SWIFT=$(SWIFT) scripts/build-tests.sh
+	CONCORD_CRASH_ENUM_STEPS=$${CONCORD_CRASH_ENUM_STEPS:-60} $(SWIFT) test --skip-build --filter CrashEnumerationTests
 
 # The DocC documentation of the Concord module: Sources/Concord/Concord.docc and the
 # snippets in Snippets/, compiled and run (scripts/build-docs.sh). Fails on any warning.

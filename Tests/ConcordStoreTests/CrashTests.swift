@@ -65,58 +65,82 @@ enum Child {
             usleep(UInt32(random.int(0...30_000)))
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()
-            let lines = Child.lines(log)
-            guard let replicaLine = lines.first(where: { $0.hasPrefix("replica ") }),
-                  let replicaID = ReplicaID(hex: replicaLine.dropFirst(8)) else {
-                Issue.record("iteration \(iteration): the child never opened its store: \(lines)")
+            #expect(!Child.lines(log).contains("finished"), "iteration \(iteration): the child finished before the kill")
+            guard let outcome = try Self.checkAfterKill(path: path, log: log, seed: seed, count: 3000, label: "iteration \(iteration)") else {
+                Issue.record("iteration \(iteration): the child never opened its store: \(Child.lines(log))")
                 continue
             }
-            #expect(!lines.contains("finished"), "iteration \(iteration): the child finished before the kill")
-            let done = lines.compactMap { $0.hasPrefix("done ") ? Int($0.dropFirst(5)) : nil }.last ?? 0
-            let begun = lines.compactMap { $0.hasPrefix("begin ") ? Int($0.dropFirst(6)) : nil }.last ?? 0
-            if begun > done { interruptedMidTransaction += 1 }
-
-            let integrity = try DatabaseQueue(path: path).read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
-            #expect(integrity == ["ok"], "iteration \(iteration): \(integrity)")
-
-            let store = try Store(path: path, configuration: .init(clock: ManualClock()))
-            #expect(store.replicaID == replicaID)
-            let script = CrashScript(seed: seed, count: 3000)
-            var matched = false
-            for candidate in Set([done, begun]).sorted() {
-                var replica = Replica(id: replicaID)
-                var sealed: [Delta] = []
-                var applied: [ReplicaID: UInt64] = [:]
-                var superseded: [CrashScript.Superseded] = []
-                try script.replay(&replica, through: candidate, fileRef: Self.fileRef, sealed: &sealed, applied: &applied, superseded: &superseded)
-                // The state, the outbox (no entry lost or duplicated), every sealed delta's
-                // bytes, the applied seqs, the clock and the file history must all be those
-                // of one step: before or after the interrupted one.
-                let storeSealed = try (0..<Int(store.sealedSeq())).map { try store.sealedBatch(seq: UInt64($0 + 1)) }
-                if try store.state() == replica.state, try store.pendingSlots() == replica.outbox,
-                   storeSealed == sealed.map({ Optional(DeltaCodec.encode($0)) }),
-                   try store.appliedSeqs() == applied, try store.clockValue() == replica.clock.latest,
-                   try Self.history(of: store) == Set(superseded) {
-                    matched = true
-                }
-            }
-            #expect(matched, "iteration \(iteration) (seed \(seed)): state, outbox, seals or history after the kill are those of neither step \(done) nor \(begun)")
-            // Every file the state or its history refers to is in the blob directory, whole;
-            // no blob there is half-written under its final name.
-            let referenced = Set(try store.state().fileReferences.map(\.file.hash)).union(try Self.history(of: store).map(\.file.hash))
-            for hash in referenced {
-                #expect(store.blobs.contains(hash), "iteration \(iteration): file \(hash.hex) is referenced but missing")
-            }
-            filesChecked += referenced.count
-            versionsChecked += try Self.history(of: store).count
-            for (hash, bytes) in try Self.blobs(in: store) {
-                #expect(ContentHasher.hash(bytes) == hash, "iteration \(iteration): blob \(hash.hex) holds other bytes")
-            }
+            if outcome.interrupted { interruptedMidTransaction += 1 }
+            filesChecked += outcome.files
+            versionsChecked += outcome.versions
         }
         // A real share of the kills landed inside a step's transaction, not only between.
         #expect(interruptedMidTransaction * 5 >= kills, "only \(interruptedMidTransaction) of \(kills) kills interrupted a step")
         #expect(filesChecked > 0 && versionsChecked > 0, "no kill left a file (\(filesChecked)) or a file version (\(versionsChecked)) to check")
         print("crash test: \(interruptedMidTransaction) of \(kills) kills interrupted a step; \(filesChecked) file references and \(versionsChecked) file versions checked")
+    }
+
+    /// What a check after a kill found: whether the kill interrupted a step, and how many
+    /// file references and file versions it checked.
+    struct KillOutcome {
+        /// Whether the store held exactly the state of the step before or after the kill.
+        let matched: Bool
+        let interrupted: Bool
+        let files: Int
+        let versions: Int
+    }
+
+    /// Checks the store the crash child left at `path` after it was killed running the crash
+    /// script of `seed` and `count` steps: `PRAGMA integrity_check` is ok, the store reopens
+    /// with its replica id, and its state, outbox (no entry lost or doubled), sealed bytes,
+    /// applied seqs, clock and file history are exactly those of the step before or after
+    /// the interrupted one; every file referenced is whole in the blob directory and no blob
+    /// there is half-written under its final name. Records an issue naming `label` for each
+    /// failure; nil when the child never opened its store.
+    static func checkAfterKill(path: String, log: String, seed: UInt64, count: Int, label: String) throws -> KillOutcome? {
+        let lines = Child.lines(log)
+        guard let replicaLine = lines.first(where: { $0.hasPrefix("replica ") }),
+              let replicaID = ReplicaID(hex: replicaLine.dropFirst(8)) else {
+            return nil
+        }
+        let done = lines.compactMap { $0.hasPrefix("done ") ? Int($0.dropFirst(5)) : nil }.last ?? 0
+        let begun = lines.compactMap { $0.hasPrefix("begin ") ? Int($0.dropFirst(6)) : nil }.last ?? 0
+
+        let integrity = try DatabaseQueue(path: path).read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+        #expect(integrity == ["ok"], "\(label): \(integrity)")
+
+        let store = try Store(path: path, configuration: .init(clock: ManualClock()))
+        #expect(store.replicaID == replicaID)
+        let script = CrashScript(seed: seed, count: count)
+        var matched = false
+        for candidate in Set([done, begun]).sorted() {
+            var replica = Replica(id: replicaID)
+            var sealed: [Delta] = []
+            var applied: [ReplicaID: UInt64] = [:]
+            var superseded: [CrashScript.Superseded] = []
+            try script.replay(&replica, through: candidate, fileRef: Self.fileRef, sealed: &sealed, applied: &applied, superseded: &superseded)
+            // The state, the outbox (no entry lost or duplicated), every sealed delta's
+            // bytes, the applied seqs, the clock and the file history must all be those
+            // of one step: before or after the interrupted one.
+            let storeSealed = try (0..<Int(store.sealedSeq())).map { try store.sealedBatch(seq: UInt64($0 + 1)) }
+            if try store.state() == replica.state, try store.pendingSlots() == replica.outbox,
+               storeSealed == sealed.map({ Optional(DeltaCodec.encode($0)) }),
+               try store.appliedSeqs() == applied, try store.clockValue() == replica.clock.latest,
+               try Self.history(of: store) == Set(superseded) {
+                matched = true
+            }
+        }
+        #expect(matched, "\(label) (seed \(seed)): state, outbox, seals or history after the kill are those of neither step \(done) nor \(begun)")
+        // Every file the state or its history refers to is in the blob directory, whole;
+        // no blob there is half-written under its final name.
+        let referenced = Set(try store.state().fileReferences.map(\.file.hash)).union(try Self.history(of: store).map(\.file.hash))
+        for hash in referenced {
+            #expect(store.blobs.contains(hash), "\(label): file \(hash.hex) is referenced but missing")
+        }
+        for (hash, bytes) in try Self.blobs(in: store) {
+            #expect(ContentHasher.hash(bytes) == hash, "\(label): blob \(hash.hex) holds other bytes")
+        }
+        return KillOutcome(matched: matched, interrupted: begun > done, files: referenced.count, versions: try Self.history(of: store).count)
     }
 
     /// The file a crash script's bytes become in a store.
