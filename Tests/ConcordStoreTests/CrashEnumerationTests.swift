@@ -58,6 +58,61 @@ import Testing
         print("crash enumeration: \(steps) steps, \(visited) I/O calls (\(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(recovered) recovered, \(interrupted) inside a step")
     }
 
+    /// Error enumeration: the same workload with `ENOSPC`, then `EIO`, returned by each of its
+    /// writes and syncs in turn (every fifth in `make test`, every one in `make crash-enum`).
+    /// Each fault either is absorbed (the run finishes) or fails the step with a typed,
+    /// one-line error; either way the store then holds exactly the state of the step before
+    /// or after (nothing acknowledged is lost), and once the fault is gone the next write and
+    /// seal succeed.
+    @Test func aFullOrFailingDiskAtEveryWriteAndSyncLosesNothing() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let steps = Int(environment["CONCORD_CRASH_ENUM_STEPS"] ?? "") ?? 20
+        let every = Int(environment["CONCORD_ERROR_ENUM_STRIDE"] ?? "") ?? 5
+        let seed: UInt64 = 5
+        try #require(FileManager.default.isExecutableFile(atPath: Self.strace), "strace is missing: `make test` installs it")
+        let counting = TemporaryDirectory("enum-count")
+        let summary = counting.file("summary")
+        _ = try Self.run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(Self.calls.joined(separator: ","))",
+                          Child.executable, "crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
+        let counts = try Self.callCounts(summary)
+        var visited = 0
+        var failed = 0
+        var recovered = 0
+        for errno in ["ENOSPC", "EIO"] {
+            for call in ["write", "pwrite64", "fsync", "fdatasync"] {
+                for point in stride(from: 1, through: counts[call, default: 0], by: every) {
+                    let directory = TemporaryDirectory("enum-error")
+                    let path = directory.file("store.db")
+                    let log = directory.file("log")
+                    let status = try Self.run(["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(point)",
+                                               Child.executable, "crash", path, log, String(seed), String(steps)])
+                    visited += 1
+                    let label = "\(errno) at \(call) #\(point)"
+                    let lines = Child.lines(log)
+                    if status != 0 {
+                        failed += 1
+                        // A typed error, on one line, naming what could not be done.
+                        let error = lines.last(where: { $0.hasPrefix("error ") }) ?? ""
+                        #expect(error.hasPrefix("error storage: ") || error.hasPrefix("error corrupt: "), "\(label): \(lines.suffix(2))")
+                    } else {
+                        #expect(lines.last == "finished", "\(label): exit 0 without finishing: \(lines.suffix(2))")
+                    }
+                    if let outcome = try CrashTests.checkAfterKill(path: path, log: log, seed: seed, count: steps, label: label), !outcome.matched {
+                        continue
+                    }
+                    // The fault is gone: the next write and seal succeed.
+                    let store = try Store(path: path, configuration: .init(clock: ManualClock(millis: CrashScript.now(step: steps + 1))))
+                    try store.set(RecordRef(collection: "t", id: "after"), "f", .int(1))
+                    #expect(try store.seal() != nil, "\(label)")
+                    recovered += 1
+                }
+            }
+        }
+        #expect(failed > 0, "no injected fault failed a step")
+        #expect(recovered == visited, "\(recovered) of \(visited) faults recovered")
+        print("error enumeration: \(steps) steps, \(visited) faults (ENOSPC and EIO, every \(every) of the writes and syncs), \(failed) failed a step with a typed error, \(recovered) recovered")
+    }
+
     /// Runs strace with `arguments`; returns its exit status.
     static func run(_ arguments: [String]) throws -> Int32 {
         let process = Process()
