@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make fuzz`: builds the libFuzzer targets of Fuzz/ (one binary, concord-fuzz) with the
+# `make fuzz`: builds the libFuzzer targets of Fuzz/ (one binary, ConcordFuzz) with the
 # address sanitizer and coverage instrumentation, then runs every target for FUZZ_SECONDS
 # (default 60) from its seed corpus in Fuzz/Corpus/<target>/. Fails if any target crashes,
 # trips an oracle or the sanitizer, times out on one input (FUZZ_TIMEOUT seconds, default
@@ -53,7 +53,7 @@ for target in $targets; do
   # Swift's backtracer would swallow the crash, and libFuzzer would write no crash file.
   # Leaks in the toolchain's own code are suppressed by name (Fuzz/lsan-suppressions.txt).
   SWIFT_BACKTRACE=enable=no LSAN_OPTIONS="suppressions=$PWD/Fuzz/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
-    "$binary" "$target" \
+    "$binary" "$target" $(SWIFT_BACKTRACE=enable=no "$binary" flags "$target") \
     -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb="$rss_mb" -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" "$seeds" >"$log" 2>&1 || status=$?
   execs=$(sed -n 's/^stat::average_exec_per_sec:[[:space:]]*//p' "$log" | tail -n 1)

@@ -13,9 +13,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
     ],
     targets: [
-        // One binary, every target: `concord-fuzz <target> [libFuzzer flags] [corpus…]`,
-        // `concord-fuzz seeds <folder>` (the seed corpus, from the real encoders),
-        // `concord-fuzz list`.
+        // One binary, every target: `ConcordFuzz <target> [libFuzzer flags] [corpus…]`,
+        // `ConcordFuzz seeds <folder>` (the seed corpus, from the real encoders),
+        // `ConcordFuzz list`.
         .executableTarget(
             name: "ConcordFuzz",
             dependencies: [

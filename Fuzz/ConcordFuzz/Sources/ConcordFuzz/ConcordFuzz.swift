@@ -12,9 +12,10 @@ func LLVMFuzzerRunDriver(
 /// The target the driver's callback runs; set once, before the driver starts.
 nonisolated(unsafe) var selectedTarget: Target?
 
-/// `concord-fuzz <target> [libFuzzer flags] [corpus folders or input files]` runs a target
-/// under libFuzzer; `concord-fuzz seeds <folder>` writes the seed corpus, one folder per
-/// target, from the real encoders; `concord-fuzz list` names the targets.
+/// `ConcordFuzz <target> [libFuzzer flags] [corpus folders or input files]` runs a target
+/// under libFuzzer; `ConcordFuzz seeds <folder>` writes the seed corpus, one folder per
+/// target, from the real encoders; `ConcordFuzz list` names the targets, and
+/// `ConcordFuzz flags TARGET` prints the libFuzzer flags a target needs.
 @main
 enum ConcordFuzz {
     static func main() async {
@@ -22,11 +23,13 @@ enum ConcordFuzz {
         switch arguments.dropFirst().first {
         case "list":
             for target in Target.all { print("\(target.name)\t\(target.summary)") }
+        case "flags" where arguments.count == 3 && Target.named(arguments[2]) != nil:
+            print(Target.named(arguments[2])!.flags.joined(separator: " "))
         case "seeds" where arguments.count == 3:
             do {
                 try await Seeds.write(to: URL(fileURLWithPath: arguments[2]))
             } catch {
-                FileHandle.standardError.write(Data("concord-fuzz: seeds: \(error)\n".utf8))
+                FileHandle.standardError.write(Data("ConcordFuzz: seeds: \(error)\n".utf8))
                 exit(1)
             }
         case let name? where Target.named(name) != nil:
@@ -34,7 +37,7 @@ enum ConcordFuzz {
             var driverArguments = [arguments[0]] + arguments.dropFirst(2)
             exit(runDriver(&driverArguments))
         default:
-            FileHandle.standardError.write(Data("usage: concord-fuzz list | seeds FOLDER | TARGET [libFuzzer flags] [corpus…]\n".utf8))
+            FileHandle.standardError.write(Data("usage: ConcordFuzz list | flags TARGET | seeds FOLDER | TARGET [libFuzzer flags] [corpus…]\n".utf8))
             exit(2)
         }
     }

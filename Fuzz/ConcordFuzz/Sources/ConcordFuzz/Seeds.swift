@@ -1,7 +1,7 @@
 import Concord
 import Foundation
 
-/// The seed corpus (`concord-fuzz seeds FOLDER`, one folder per target), from the real
+/// The seed corpus (`ConcordFuzz seeds FOLDER`, one folder per target), from the real
 /// encoders: two stores edit, sync through a folder remote under the fixed key and write
 /// snapshots; every object the remote then holds is opened and becomes a seed of the
 /// targets that read its kind (resealed at the fixed names, which the targets open them
@@ -9,7 +9,7 @@ import Foundation
 /// corpus as they are (README.md here).
 enum Seeds {
     static func write(to folder: URL) async throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("concord-fuzz-seeds-\(UUID().uuidString)")
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("ConcordFuzz-seeds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         var corpus = Corpus(folder: folder)
