@@ -10,7 +10,7 @@ SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
 SOAK_HTTP_SCHEDULES ?= 500
 
-.PHONY: all deps servers build demo test test-swift docs crash-enum proofs proofs-extended bench bench-backends bench-peers soak clean
+.PHONY: all deps servers build demo test test-swift docs crash-enum proofs proofs-extended bench bench-backends bench-peers soak fuzz clean
 
 all: build
 
@@ -99,6 +99,13 @@ soak: deps servers
 	CONCORD_SYNC_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConcordSyncTests.SyncFuzzTests
 	CONCORD_HTTP_SCHEDULES=$(SOAK_HTTP_SCHEDULES) $(SWIFT) test -c release --filter HTTPSyncFuzzTests
 
+# libFuzzer, address sanitizer on, on every parser of bytes from outside (Fuzz/README.md):
+# FUZZ_SECONDS per target; fails on any crash, sanitizer report, timeout or out-of-memory.
+# Not part of `make test`.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	SWIFT=$(SWIFT) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build Benchmarks/.build Fuzz/.build-fuzz
 	@if [ -f Proofs/Makefile ]; then $(MAKE) -C Proofs clean; fi

@@ -1,0 +1,1 @@
+../../../../../Sources/ConcordCore/Identity/Hex.swift

@@ -1,0 +1,1 @@
+../../../../../Sources/ConcordCLI/Support/ValueParser.swift
