@@ -11,7 +11,11 @@ import Testing
 /// check (`CrashTests.checkAfterKill`): integrity, and exactly the state, outbox, seals,
 /// clock and file history of the step before or after the interrupted one, with every file
 /// whole. `make test` runs 20 steps; `make crash-enum` 60 (`CONCORD_CRASH_ENUM_STEPS`).
-@Suite(.serialized) struct CrashEnumerationTests {
+///
+/// Part of the serialized `CrashTests` suite: these tests wait on child processes for a
+/// minute or more, and two such at once would hold both threads of a 2-core machine's
+/// concurrency pool and starve every async test running beside them.
+extension CrashTests {
     static let calls = ["write", "pwrite64", "fsync", "fdatasync", "rename", "unlink"]
     static let strace = "/usr/bin/strace"
 
@@ -115,14 +119,7 @@ import Testing
 
     /// Runs strace with `arguments`; returns its exit status.
     static func run(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: strace)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try Child.run(strace, arguments)
     }
 
     /// The calls per system call in strace's `-c` summary.

@@ -18,8 +18,8 @@ enum Child {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ConcordCrashChild").path
     }
 
-    /// Starts the child with `arguments`; returns the process.
-    static func start(_ arguments: [String]) throws -> Process {
+    /// Starts the child (or `executable`) with `arguments`; returns the process.
+    static func start(_ arguments: [String], executable: String = Child.executable) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -27,6 +27,13 @@ enum Child {
         process.standardError = FileHandle.nullDevice
         try process.run()
         return process
+    }
+
+    /// Runs `executable` with `arguments` to its end; returns its exit status.
+    static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        let process = try start(arguments, executable: executable)
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 
     static func lines(_ log: String) -> [String] {

@@ -117,35 +117,28 @@ public final class Store: Sendable {
     // MARK: Database access with typed errors
 
     func read<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
-        do {
-            return try database.read(body)
-        } catch let error as ConcordError {
-            throw error
-        } catch {
-            throw Store.storageError(error, doing: "read \(path)")
-        }
+        try typed(doing: "read \(path)") { try database.read(body) }
     }
 
     /// A read whose body runs exactly one SQL statement: no transaction around it (one
     /// statement already reads one consistent snapshot in WAL mode), so a point read costs
     /// one statement, as it would in plain SQLite.
     func readStatement<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
-        do {
-            return try database.unsafeRead(body)
-        } catch let error as ConcordError {
-            throw error
-        } catch {
-            throw Store.storageError(error, doing: "read \(path)")
-        }
+        try typed(doing: "read \(path)") { try database.unsafeRead(body) }
     }
 
     func writeDatabase<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
+        try typed(doing: "write \(path)") { try database.write(body) }
+    }
+
+    /// `access`, with whatever it throws but a `ConcordError` turned into one (``storageError(_:doing:)``).
+    private func typed<T>(doing what: String, _ access: () throws -> T) throws(ConcordError) -> T {
         do {
-            return try database.write(body)
+            return try access()
         } catch let error as ConcordError {
             throw error
         } catch {
-            throw Store.storageError(error, doing: "write \(path)")
+            throw Store.storageError(error, doing: what)
         }
     }
 
