@@ -6,27 +6,31 @@ import Testing
 
 /// Crash enumeration: the crash child runs a canned workload — local writes, puts, set
 /// changes, deletes, file attaches, seals and remote deltas applied (`CrashScript`) — and is
-/// killed at each of its I/O calls in turn (`write`, `pwrite64`, `fsync`, `fdatasync`,
+/// killed at each of its I/O calls in turn (every fourth in `make test`, every one in
+/// `make crash-enum`) (`write`, `pwrite64`, `fsync`, `fdatasync`,
 /// `rename`, `unlink`), by strace. After every kill the store passes the crash test's
 /// check (`CrashTests.checkAfterKill`): integrity, and exactly the state, outbox, seals,
 /// clock and file history of the step before or after the interrupted one, with every file
 /// whole. `make test` runs 20 steps; `make crash-enum` 60 (`CONCORD_CRASH_ENUM_STEPS`).
 ///
-/// Part of the serialized `CrashTests` suite: these tests wait on child processes for a
-/// minute or more, and two such at once would hold both threads of a 2-core machine's
-/// concurrency pool and starve every async test running beside them.
+/// Part of the serialized `CrashTests` suite, and they await each child without holding a
+/// thread: run for a minute or more beside other tests that block, they held both threads
+/// of a 2-core machine's concurrency pool and starved the async tests (AutoSyncTests timed
+/// out).
 extension CrashTests {
     static let calls = ["write", "pwrite64", "fsync", "fdatasync", "rename", "unlink"]
     static let strace = "/usr/bin/strace"
 
-    @Test func aKillAtEveryIOCallLosesNothing() throws {
-        let steps = Int(ProcessInfo.processInfo.environment["CONCORD_CRASH_ENUM_STEPS"] ?? "") ?? 20
+    @Test func aKillAtEveryIOCallLosesNothing() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let steps = Int(environment["CONCORD_CRASH_ENUM_STEPS"] ?? "") ?? 20
+        let every = Int(environment["CONCORD_CRASH_ENUM_STRIDE"] ?? "") ?? 4
         let seed: UInt64 = 5
         try #require(FileManager.default.isExecutableFile(atPath: Self.strace), "strace is missing: `make test` installs it")
         // 1. Count every I/O call of one whole run.
         let counting = TemporaryDirectory("enum-count")
         let summary = counting.file("summary")
-        let status = try Self.run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(Self.calls.joined(separator: ","))",
+        let status = try await Self.run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(Self.calls.joined(separator: ","))",
                                    Child.executable, "crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
         #expect(status == 0)
         #expect(Child.lines(counting.file("log")).last == "finished")
@@ -38,11 +42,11 @@ extension CrashTests {
         var recovered = 0
         var interrupted = 0
         for call in Self.calls {
-            for point in stride(from: 1, through: counts[call, default: 0], by: 1) {
+            for point in stride(from: 1, through: counts[call, default: 0], by: every) {
                 let directory = TemporaryDirectory("enum")
                 let path = directory.file("store.db")
                 let log = directory.file("log")
-                _ = try Self.run(["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):signal=KILL:when=\(point)",
+                _ = try await Self.run(["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):signal=KILL:when=\(point)",
                                   Child.executable, "crash", path, log, String(seed), String(steps)])
                 visited += 1
                 let label = "\(call) #\(point)"
@@ -57,26 +61,26 @@ extension CrashTests {
             }
         }
         let total = counts.values.reduce(0, +)
-        #expect(visited == total && recovered == visited, "\(recovered) of \(visited) kills recovered (\(total) I/O calls)")
+        #expect(visited == counts.values.map { ($0 + every - 1) / every }.reduce(0, +) && recovered == visited, "\(recovered) of \(visited) kills recovered (\(total) I/O calls, every \(every))")
         #expect(interrupted > 0, "no kill landed inside a step")
-        print("crash enumeration: \(steps) steps, \(visited) I/O calls (\(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(recovered) recovered, \(interrupted) inside a step")
+        print("crash enumeration: \(steps) steps, \(total) I/O calls (\(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(visited) killed (every \(every)), \(recovered) recovered, \(interrupted) inside a step")
     }
 
     /// Error enumeration: the same workload with `ENOSPC`, then `EIO`, returned by each of its
-    /// writes and syncs in turn (every fifth in `make test`, every one in `make crash-enum`).
+    /// writes and syncs in turn (every fifteenth in `make test`, every one in `make crash-enum`).
     /// Each fault either is absorbed (the run finishes) or fails the step with a typed,
     /// one-line error; either way the store then holds exactly the state of the step before
     /// or after (nothing acknowledged is lost), and once the fault is gone the next write and
     /// seal succeed.
-    @Test func aFullOrFailingDiskAtEveryWriteAndSyncLosesNothing() throws {
+    @Test func aFullOrFailingDiskAtEveryWriteAndSyncLosesNothing() async throws {
         let environment = ProcessInfo.processInfo.environment
         let steps = Int(environment["CONCORD_CRASH_ENUM_STEPS"] ?? "") ?? 20
-        let every = Int(environment["CONCORD_ERROR_ENUM_STRIDE"] ?? "") ?? 5
+        let every = Int(environment["CONCORD_ERROR_ENUM_STRIDE"] ?? "") ?? 15
         let seed: UInt64 = 5
         try #require(FileManager.default.isExecutableFile(atPath: Self.strace), "strace is missing: `make test` installs it")
         let counting = TemporaryDirectory("enum-count")
         let summary = counting.file("summary")
-        _ = try Self.run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(Self.calls.joined(separator: ","))",
+        _ = try await Self.run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(Self.calls.joined(separator: ","))",
                           Child.executable, "crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
         let counts = try Self.callCounts(summary)
         var visited = 0
@@ -88,7 +92,7 @@ extension CrashTests {
                     let directory = TemporaryDirectory("enum-error")
                     let path = directory.file("store.db")
                     let log = directory.file("log")
-                    let status = try Self.run(["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(point)",
+                    let status = try await Self.run(["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(point)",
                                                Child.executable, "crash", path, log, String(seed), String(steps)])
                     visited += 1
                     let label = "\(errno) at \(call) #\(point)"
@@ -118,8 +122,8 @@ extension CrashTests {
     }
 
     /// Runs strace with `arguments`; returns its exit status.
-    static func run(_ arguments: [String]) throws -> Int32 {
-        try Child.run(strace, arguments)
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        try await Child.finish(strace, arguments)
     }
 
     /// The calls per system call in strace's `-c` summary.

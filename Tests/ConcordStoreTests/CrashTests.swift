@@ -18,8 +18,8 @@ enum Child {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ConcordCrashChild").path
     }
 
-    /// Starts the child (or `executable`) with `arguments`; returns the process.
-    static func start(_ arguments: [String], executable: String = Child.executable) throws -> Process {
+    /// Starts the child with `arguments`; returns the process.
+    static func start(_ arguments: [String]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -29,11 +29,24 @@ enum Child {
         return process
     }
 
-    /// Runs `executable` with `arguments` to its end; returns its exit status.
-    static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
-        let process = try start(arguments, executable: executable)
-        process.waitUntilExit()
-        return process.terminationStatus
+    /// Runs `executable` with `arguments` to its end without holding a thread while it runs
+    /// (tests that run hundreds of children must not starve the concurrency pool); returns
+    /// its exit status.
+    static func finish(_ executable: String, _ arguments: [String]) async throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        return try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
     }
 
     static func lines(_ log: String) -> [String] {
