@@ -26,15 +26,8 @@ extension CrashTests {
         let steps = Int(environment["CONCORD_CRASH_ENUM_STEPS"] ?? "") ?? 20
         let every = Int(environment["CONCORD_CRASH_ENUM_STRIDE"] ?? "") ?? 4
         let seed: UInt64 = 5
-        try #require(FileManager.default.isExecutableFile(atPath: Self.strace), "strace is missing: `make test` installs it")
         // 1. Count every I/O call of one whole run.
-        let counting = TemporaryDirectory("enum-count")
-        let summary = counting.file("summary")
-        let status = try await Self.run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(Self.calls.joined(separator: ","))",
-                                   Child.executable, "crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
-        #expect(status == 0)
-        #expect(Child.lines(counting.file("log")).last == "finished")
-        let counts = try Self.callCounts(summary)
+        let counts = try await Self.countCalls(seed: seed, steps: steps)
         // The workload reaches every kind of call: a file attach renames and fsyncs.
         #expect(Self.calls.allSatisfy { counts[$0, default: 0] > 0 }, "\(counts)")
         // 2. Kill the workload at each of them in turn.
@@ -77,12 +70,7 @@ extension CrashTests {
         let steps = Int(environment["CONCORD_CRASH_ENUM_STEPS"] ?? "") ?? 20
         let every = Int(environment["CONCORD_ERROR_ENUM_STRIDE"] ?? "") ?? 15
         let seed: UInt64 = 5
-        try #require(FileManager.default.isExecutableFile(atPath: Self.strace), "strace is missing: `make test` installs it")
-        let counting = TemporaryDirectory("enum-count")
-        let summary = counting.file("summary")
-        _ = try await Self.run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(Self.calls.joined(separator: ","))",
-                          Child.executable, "crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
-        let counts = try Self.callCounts(summary)
+        let counts = try await Self.countCalls(seed: seed, steps: steps)
         var visited = 0
         var failed = 0
         var recovered = 0
@@ -119,6 +107,19 @@ extension CrashTests {
         #expect(failed > 0, "no injected fault failed a step")
         #expect(recovered == visited, "\(recovered) of \(visited) faults recovered")
         print("error enumeration: \(steps) steps, \(visited) faults (ENOSPC and EIO, every \(every) of the writes and syncs), \(failed) failed a step with a typed error, \(recovered) recovered")
+    }
+
+    /// The I/O calls, per system call, of one whole run of the crash workload of `seed` and
+    /// `steps` (strace's `-c` summary).
+    static func countCalls(seed: UInt64, steps: Int) async throws -> [String: Int] {
+        try #require(FileManager.default.isExecutableFile(atPath: strace), "strace is missing: `make test` installs it")
+        let counting = TemporaryDirectory("enum-count")
+        let summary = counting.file("summary")
+        let status = try await run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(calls.joined(separator: ","))",
+                                    Child.executable, "crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
+        #expect(status == 0)
+        #expect(Child.lines(counting.file("log")).last == "finished")
+        return try callCounts(summary)
     }
 
     /// Runs strace with `arguments`; returns its exit status.
