@@ -265,4 +265,23 @@ import Testing
         // A count larger than the bytes that follow can hold.
         #expect(throws: ConcordError.self) { try SnapshotObjectCodec.decode([0xff, 0xff, 0xff, 0xff] + bytes.dropFirst(4), path: "snapshots/x") }
     }
+
+    /// One encoding per contents: a seq table out of order, or naming a replica twice (the
+    /// later entry would silently win), is refused rather than read.
+    @Test func aSeqTableOutOfOrderOrWithARepeatedReplicaIsMalformed() throws {
+        let bytes = try SnapshotObjectCodec.encode(SnapshotContents(state: StoreState(), appliedSeqs: [Samples.laptop: 1, Samples.phone: 2]))
+        let header = Array(bytes.prefix(4))
+        let laptop = Array(bytes[4..<28])
+        let phone = Array(bytes[28..<52])
+        let state = Array(bytes.dropFirst(52))
+        for table in [phone + laptop, laptop + laptop] {
+            #expect(throws: ConcordError.self) { try SnapshotObjectCodec.decode(header + table + state, path: "snapshots/x") }
+            do {
+                _ = try SnapshotObjectCodec.decode(header + table + state, path: "snapshots/x")
+            } catch {
+                #expect(error.code == .malformed, "\(error)")
+            }
+        }
+        #expect(try SnapshotObjectCodec.decode(bytes, path: "snapshots/x").appliedSeqs == [Samples.laptop: 1, Samples.phone: 2])
+    }
 }

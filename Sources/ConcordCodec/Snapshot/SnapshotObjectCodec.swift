@@ -30,15 +30,22 @@ public enum SnapshotObjectCodec {
     }
 
     /// - Throws: ``ConcordCore/ConcordError/Code/truncated`` when the seq table runs past
-    ///   the end; what ``SnapshotCodec/decode(_:)`` throws for the state.
+    ///   the end; `malformed` when its replicas are not in strictly ascending order (one
+    ///   encoding per contents, as everywhere in the format); what ``SnapshotCodec/decode(_:)``
+    ///   throws for the state.
     public static func decode(_ bytes: [UInt8], path: String) throws(ConcordError) -> SnapshotContents {
         guard bytes.count >= 4 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
         let count = Int(readBigEndian(bytes[0..<4]))
         guard count <= (bytes.count - 4) / 24 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
         var seqs: [ReplicaID: UInt64] = [:]
         var offset = 4
+        var previous: ReplicaID?
         for _ in 0..<count {
             let replica = ReplicaID(bytes: bytes[offset..<offset + 16])!
+            if let previous, replica <= previous {
+                throw ConcordError(.malformed, "snapshot \(path)'s table of applied seqs is not in ascending replica order (\(replica) after \(previous))")
+            }
+            previous = replica
             seqs[replica] = readBigEndian(bytes[offset + 16..<offset + 24])
             offset += 24
         }
