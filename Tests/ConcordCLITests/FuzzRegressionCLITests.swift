@@ -1,3 +1,4 @@
+import ConcordTesting
 import Foundation
 import Testing
 
@@ -6,16 +7,11 @@ import Testing
 /// seed of `Fuzz/Corpus/cli-value/`, whole and cut short, given to `concord put`: stored
 /// (exit 0), or refused with one line and exit 2 — never a crash.
 @Suite struct FuzzRegressionCLITests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
     static func texts(_ folder: String) -> [(name: String, text: String)] {
-        let url = root.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
-        return names.filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted().compactMap { name in
+        FuzzCorpus.files(folder).compactMap { file in
             // An argument is UTF-8 without NUL; other bytes cannot reach the parser.
-            guard let data = try? Data(contentsOf: url.appendingPathComponent(name)), !data.contains(0),
-                  let text = String(validating: Array(data), as: UTF8.self) else { return nil }
-            return (name, text)
+            guard !file.bytes.contains(0), let text = String(validating: file.bytes, as: UTF8.self) else { return nil }
+            return (file.name, text)
         }
     }
 

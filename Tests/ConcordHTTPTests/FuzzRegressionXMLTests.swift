@@ -1,5 +1,6 @@
 import ConcordS3
 import ConcordWebDAV
+import ConcordTesting
 import Foundation
 import Testing
 
@@ -9,15 +10,7 @@ import Testing
 /// rclone and moto — cut anywhere or with a byte changed: the parsers return a value or
 /// nil, and never trap. The seeds themselves parse.
 @Suite struct FuzzRegressionXMLTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static func files(_ folder: String) -> [(name: String, bytes: [UInt8])] {
-        let url = root.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
-        return names.filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted().compactMap { name in
-            (try? Data(contentsOf: url.appendingPathComponent(name))).map { (name, Array($0)) }
-        }
-    }
+    static func files(_ folder: String) -> [(name: String, bytes: [UInt8])] { FuzzCorpus.files(folder) }
 
     /// What the fuzz target does with the bytes; whether the answer parsed.
     @discardableResult

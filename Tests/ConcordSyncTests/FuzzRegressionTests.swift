@@ -3,6 +3,7 @@ import ConcordCore
 import ConcordCrypto
 import ConcordRemote
 @testable import ConcordSync
+import ConcordTesting
 import Foundation
 import Testing
 
@@ -16,7 +17,6 @@ import Testing
 /// Fixed.swift). The CLI's and the XML targets' fixtures are checked in ConcordCLITests
 /// and ConcordHTTPTests.
 @Suite struct FuzzRegressionTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let targets = ["delta", "snapshot", "snapshot-object", "sealed-plaintext", "sealed-raw", "head", "manifest", "blob", "remote-layout"]
 
     // The fuzz targets' fixed key (bytes 0…31) and names.
@@ -25,14 +25,7 @@ import Testing
     static let blobPath = RemoteLayout.blob(keyedName: String(repeating: "ab", count: 32))
     static let damage: [ConcordError.Code] = [.authenticationFailed, .unsupportedVersion, .malformed, .truncated, .limitExceeded, .unreadableObject]
 
-    /// The files of `folder` (relative to the package root), by name; none if it is missing.
-    static func files(_ folder: String) -> [(name: String, bytes: [UInt8])] {
-        let url = root.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
-        return names.filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted().compactMap { name in
-            (try? Data(contentsOf: url.appendingPathComponent(name))).map { (name, Array($0)) }
-        }
-    }
+    static func files(_ folder: String) -> [(name: String, bytes: [UInt8])] { FuzzCorpus.files(folder) }
 
     /// What target `target` reads `bytes` as, as the fuzz target does; true when the bytes
     /// are the canonical encoding of what they decode to (false: they decode, but only as
