@@ -1,10 +1,9 @@
 # Concord — the README's two commands are `make demo` and `make test`.
 SWIFT ?= swift
 SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
-# The real storage servers the HTTP backends' tests start on loopback, and strace, which
-# the crash enumeration uses to kill the store at each of its I/O calls in turn.
+# The real storage servers the HTTP backends' tests start on loopback.
 SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip \
-  ceph-mon ceph-osd radosgw ceph-common strace
+  ceph-mon ceph-osd radosgw ceph-common
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
@@ -40,11 +39,15 @@ test-swift: deps servers
 	$(SWIFT) test --skip-build --parallel
 
 # The crash and error enumeration in full: the crash child killed at every I/O call (write,
-# pwrite64, fsync, fdatasync, rename, unlink) of a 60-step workload in turn, then ENOSPC and
-# EIO returned by each of its writes and syncs (make test: 20 steps, every fourth call and every fifteenth fault).
+# pwrite64, fsync, fdatasync, rename, unlink; renameat, unlinkat) of a 60-step local workload
+# and of four sync workloads (push, pull, snapshot, compaction) in turn, then ENOSPC and EIO
+# returned by each of their writes and syncs (make test: 20 local steps, every fourth call and
+# every fifteenth fault; the sync workloads every third call and every fifth fault).
 crash-enum: deps servers
 	SWIFT=$(SWIFT) scripts/build-tests.sh
-	CONCORD_CRASH_ENUM_STEPS=$${CONCORD_CRASH_ENUM_STEPS:-60} CONCORD_CRASH_ENUM_STRIDE=1 CONCORD_ERROR_ENUM_STRIDE=1 $(SWIFT) test --skip-build --filter 'aKillAtEveryIOCallLosesNothing|aFullOrFailingDiskAtEveryWriteAndSyncLosesNothing'
+	CONCORD_CRASH_ENUM_STEPS=$${CONCORD_CRASH_ENUM_STEPS:-60} CONCORD_CRASH_ENUM_STRIDE=1 CONCORD_ERROR_ENUM_STRIDE=1 \
+	  CONCORD_SYNC_ENUM_STRIDE=1 CONCORD_SYNC_ERROR_STRIDE=1 \
+	  $(SWIFT) test --skip-build --filter 'aKillAtEveryIOCall|aFullOrFailingDiskAtEveryWriteAndSync'
 
 # The DocC documentation of the Concord module: Sources/Concord/Concord.docc and the
 # snippets in Snippets/, compiled and run (scripts/build-docs.sh). Fails on any warning.
@@ -107,5 +110,5 @@ fuzz: deps
 	SWIFT=$(SWIFT) FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 clean:
-	rm -rf .build Benchmarks/.build Fuzz/.build-fuzz
+	rm -rf .build Benchmarks/.build Fuzz/.build-fuzz Fuzz/.build-fuzz-runs
 	@if [ -f Proofs/Makefile ]; then $(MAKE) -C Proofs clean; fi

@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
         // Real storage servers on loopback, for tests and the backend benchmarks.
         .library(name: "ConcordTestServers", targets: ["ConcordTestServers"]),
+        // Loaded with LD_PRELOAD by the crash and error enumeration: fails the Nth I/O call.
+        .library(name: "ConcordFaultInjection", type: .dynamic, targets: ["ConcordFaultInjection"]),
         .executable(name: "concord", targets: ["ConcordCLI"]),
     ],
     dependencies: [
@@ -70,6 +72,7 @@ let package = Package(
         ),
         // Public test kit: seeded generator, manual clock, law checkers, simulator,
         // FaultyRemote and the remote conformance suite.
+        .target(name: "ConcordFaultInjection", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "ConcordTesting", dependencies: ["ConcordCore", "ConcordCodec", "ConcordRemote"]),
         // The umbrella module an app imports.
         .target(name: "Concord", dependencies: ["ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordStore", "ConcordRemote", "ConcordSync"]),

@@ -26,6 +26,12 @@ let usage = """
                                     returned, and sync after each (every fifth, compact
                                     too) through a folder remote unlocked with the
                                     passphrase "crash-child"
+      workload STORE LOG REMOTE NAME
+                                    run one sync workload through a folder remote
+                                    unlocked with the passphrase "crash-child", logging
+                                    "started" and "finished …": push (a push-only sync),
+                                    pull (a pull-only sync), snapshot (writeSnapshot),
+                                    compaction (compact, batch grace period 0)
 
     """
 let arguments = CommandLine.arguments
@@ -35,9 +41,14 @@ guard arguments.count >= 4 else {
 }
 let log = open(arguments[3], O_WRONLY | O_CREAT | O_APPEND, 0o644)
 
+/// Logs a line, unbuffered. Through `writev`, which the crash and error enumeration's fault
+/// library (ConcordFaultInjection) neither counts nor fails: the log is the test's, not the store's.
 func say(_ line: String) {
-    let bytes = Array((line + "\n").utf8)
-    _ = bytes.withUnsafeBytes { write(log, $0.baseAddress, $0.count) }
+    var bytes = Array((line + "\n").utf8)
+    bytes.withUnsafeMutableBytes { buffer in
+        var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+        _ = writev(log, &vector, 1)
+    }
 }
 
 func fail(_ message: String) -> Never {
@@ -176,6 +187,29 @@ do {
             if index % 5 == 0 { try await engine.compact() }
             say("synced \(index)")
             index += 1
+        }
+    case "workload":
+        // The crash and error enumeration of the sync workloads kill it, or fail its disk,
+        // at each of its I/O calls (Tests/ConcordStoreTests/SyncEnumerationTests.swift).
+        let store = try Store(path: arguments[2])
+        let remote = try FolderRemote(root: arguments[4])
+        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "crash-child")
+        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
+        say("started")
+        switch arguments[5] {
+        case "push":
+            let report = try await engine.sync(mode: .pushOnly)
+            say("finished pushed \(report.pushed)")
+        case "pull":
+            let report = try await engine.sync(mode: .pullOnly)
+            say("finished applied \(report.applied)")
+        case "snapshot":
+            say("finished \(try await engine.writeSnapshot())")
+        case "compaction":
+            let report = try await engine.compact(batchGracePeriod: 0)
+            say("finished deleted \(report.deletedBatches.count)")
+        default:
+            fail("unknown workload \(arguments[5])")
         }
     default:
         FileHandle.standardError.write(usage.data(using: .utf8)!)

@@ -299,12 +299,3 @@ public struct HTTPTransport: Sendable {
     }
 }
 
-extension ConcordError.Code {
-    /// The remote refused the credentials (HTTP 401/403: a wrong password or secret, or a
-    /// key without the right permissions). Retrying with the same credentials will not help.
-    public static let remoteAuth = ConcordError.Code("remoteAuth")
-    /// The remote is out of space (HTTP 507, a quota, an upload over the server's size limit).
-    public static let remoteFull = ConcordError.Code("remoteFull")
-    /// The remote's root — a WebDAV collection, an S3 bucket — does not exist.
-    public static let remoteMissing = ConcordError.Code("remoteMissing")
-}

@@ -21,8 +21,8 @@ import NIOHTTP1
 ///   a failed upload is aborted; uploads abandoned by a crash are aborted by
 ///   ``sweepLeftovers(olderThan:now:)`` (run by `concord compact`). Memory stays one part.
 ///   No ETag is trusted: RGW answers a completed upload with an empty one.
-/// - A missing bucket is ``ConcordHTTP/ConcordError/Code/remoteMissing``, a refused key or
-///   secret ``ConcordHTTP/ConcordError/Code/remoteAuth`` — never "an empty store".
+/// - A missing bucket is ``ConcordRemote/ConcordError/Code/remoteMissing``, a refused key or
+///   secret ``ConcordRemote/ConcordError/Code/remoteAuth`` — never "an empty store".
 /// - Retries, timeouts and wording: ``ConcordHTTP/HTTPTransport``.
 public struct S3Remote: LeftoverSweeping {
     public let bucket: String

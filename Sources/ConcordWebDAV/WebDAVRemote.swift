@@ -21,7 +21,7 @@ import Synchronization
 ///   folders are entered and only layout names returned; sub-collections are listed
 ///   concurrently (eight at a time). Hrefs may be absolute URLs or paths, percent-encoded
 ///   or not, with or without a trailing slash: all are accepted.
-/// - **A missing root is an error, never an empty store** (``ConcordHTTP/ConcordError/Code/remoteMissing``).
+/// - **A missing root is an error, never an empty store** (``ConcordRemote/ConcordError/Code/remoteMissing``).
 /// - **Conditional requests are never required**: nginx and rclone ignore them.
 /// - **Streams use constant memory**: a streamed put is sent chunked as `read` produces it,
 ///   a streamed get hands chunks of at most 1 MiB to `write`.
@@ -279,7 +279,7 @@ public struct WebDAVRemote: LeftoverSweeping {
         }
     }
 
-    /// Throws ``ConcordHTTP/ConcordError/Code/remoteMissing`` if the root collection is gone.
+    /// Throws ``ConcordRemote/ConcordError/Code/remoteMissing`` if the root collection is gone.
     func checkRootExists() async throws(ConcordError) {
         let response = try await send("PROPFIND", "", body: Self.propfindBody, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")])
         switch response.status {

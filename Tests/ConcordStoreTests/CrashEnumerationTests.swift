@@ -8,7 +8,8 @@ import Testing
 /// changes, deletes, file attaches, seals and remote deltas applied (`CrashScript`) — and is
 /// killed at each of its I/O calls in turn (every fourth in `make test`, every one in
 /// `make crash-enum`) (`write`, `pwrite64`, `fsync`, `fdatasync`,
-/// `rename`, `unlink`), by strace. After every kill the store passes the crash test's
+/// `rename`, `unlink`), by the fault library `ConcordFaultInjection` (loaded with
+/// `LD_PRELOAD`; it counts the calls of every thread of the process). After every kill the store passes the crash test's
 /// check (`CrashTests.checkAfterKill`): integrity, and exactly the state, outbox, seals,
 /// clock and file history of the step before or after the interrupted one, with every file
 /// whole. `make test` runs 20 steps; `make crash-enum` 60 (`CONCORD_CRASH_ENUM_STEPS`).
@@ -19,7 +20,6 @@ import Testing
 /// out).
 extension CrashTests {
     static let calls = ["write", "pwrite64", "fsync", "fdatasync", "rename", "unlink"]
-    static let strace = "/usr/bin/strace"
 
     @Test func aKillAtEveryIOCallLosesNothing() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -39,8 +39,7 @@ extension CrashTests {
                 let directory = TemporaryDirectory("enum")
                 let path = directory.file("store.db")
                 let log = directory.file("log")
-                _ = try await Self.run(["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):signal=KILL:when=\(point)",
-                                  Child.executable, "crash", path, log, String(seed), String(steps)])
+                _ = try await Self.runChild(["crash", path, log, String(seed), String(steps)], fault: "\(call):\(point):kill")
                 visited += 1
                 let label = "\(call) #\(point)"
                 if let outcome = try CrashTests.checkAfterKill(path: path, log: log, seed: seed, count: steps, label: label) {
@@ -80,8 +79,7 @@ extension CrashTests {
                     let directory = TemporaryDirectory("enum-error")
                     let path = directory.file("store.db")
                     let log = directory.file("log")
-                    let status = try await Self.run(["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(point)",
-                                               Child.executable, "crash", path, log, String(seed), String(steps)])
+                    let status = try await Self.runChild(["crash", path, log, String(seed), String(steps)], fault: "\(call):\(point):\(errno)")
                     visited += 1
                     let label = "\(errno) at \(call) #\(point)"
                     let lines = Child.lines(log)
@@ -109,32 +107,43 @@ extension CrashTests {
         print("error enumeration: \(steps) steps, \(visited) faults (ENOSPC and EIO, every \(every) of the writes and syncs), \(failed) failed a step with a typed error, \(recovered) recovered")
     }
 
-    /// The I/O calls, per system call, of one whole run of the crash workload of `seed` and
-    /// `steps` (strace's `-c` summary).
+    /// The I/O calls, per kind, of one whole run of the crash workload of `seed` and `steps`.
     static func countCalls(seed: UInt64, steps: Int) async throws -> [String: Int] {
-        try #require(FileManager.default.isExecutableFile(atPath: strace), "strace is missing: `make test` installs it")
         let counting = TemporaryDirectory("enum-count")
-        let summary = counting.file("summary")
-        let status = try await run(["-f", "-qq", "-c", "-o", summary, "-e", "trace=\(calls.joined(separator: ","))",
-                                    Child.executable, "crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
+        let (status, counts) = try await countingChild(["crash", counting.file("store.db"), counting.file("log"), String(seed), String(steps)])
         #expect(status == 0)
         #expect(Child.lines(counting.file("log")).last == "finished")
-        return try callCounts(summary)
-    }
-
-    /// Runs strace with `arguments`; returns its exit status.
-    static func run(_ arguments: [String]) async throws -> Int32 {
-        try await Child.finish(strace, arguments)
-    }
-
-    /// The calls per system call in strace's `-c` summary.
-    static func callCounts(_ summary: String) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
-        for line in try String(contentsOfFile: summary, encoding: .utf8).split(separator: "\n") {
-            let columns = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard let name = columns.last.map(String.init), calls.contains(name), columns.count >= 5, let number = Int(columns[3]) else { continue }
-            counts[name] = number
-        }
         return counts
+    }
+
+    /// The fault library, built beside the crash child.
+    static var faultLibrary: String {
+        URL(fileURLWithPath: Child.executable).deletingLastPathComponent().appendingPathComponent("libConcordFaultInjection.so").path
+    }
+
+    /// Runs the crash child with `arguments`, the fault library loaded: `fault` (`CALL:N:ACTION`,
+    /// ACTION `kill`, `ENOSPC` or `EIO`) fails the Nth call of that kind in the whole process;
+    /// `counts` names a file for the calls made. Returns its exit status.
+    static func runChild(_ arguments: [String], fault: String?, counts: String? = nil) async throws -> Int32 {
+        try #require(FileManager.default.fileExists(atPath: faultLibrary), "\(faultLibrary) is missing: `swift build` builds it")
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_PRELOAD"] = faultLibrary
+        environment["CONCORD_FAULT"] = fault
+        environment["CONCORD_FAULT_COUNTS"] = counts
+        return try await Child.finish(Child.executable, arguments, environment: environment)
+    }
+
+    /// Runs the crash child with `arguments` to its end, counting its I/O calls; returns its
+    /// exit status and the calls per kind.
+    static func countingChild(_ arguments: [String]) async throws -> (Int32, [String: Int]) {
+        let counting = TemporaryDirectory("enum-calls")
+        let file = counting.file("counts")
+        let status = try await runChild(arguments, fault: nil, counts: file)
+        var counts: [String: Int] = [:]
+        for line in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n") {
+            let columns = line.split(separator: " ")
+            if columns.count == 2, let number = Int(columns[1]), number > 0 { counts[String(columns[0])] = number }
+        }
+        return (status, counts)
     }
 }

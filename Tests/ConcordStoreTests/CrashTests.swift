@@ -32,10 +32,11 @@ enum Child {
     /// Runs `executable` with `arguments` to its end without holding a thread while it runs
     /// (tests that run hundreds of children must not starve the concurrency pool); returns
     /// its exit status.
-    static func finish(_ executable: String, _ arguments: [String]) async throws -> Int32 {
+    static func finish(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let environment { process.environment = environment }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         return try await withCheckedThrowingContinuation { continuation in

@@ -8,6 +8,15 @@ extension ConcordError.Code {
     /// either replaced the whole object or left the old one, so retrying is always safe.
     public static let remote = ConcordError.Code("remote")
 
+    /// The remote refused the credentials (HTTP 401/403: a wrong password or secret, or a
+    /// key without the right permissions). Retrying with the same credentials will not help.
+    public static let remoteAuth = ConcordError.Code("remoteAuth")
+    /// The remote is out of space: HTTP 507, a quota, an upload over the server's size
+    /// limit, or a store folder whose disk or quota is full. Free space, then sync again.
+    public static let remoteFull = ConcordError.Code("remoteFull")
+    /// The remote's root — a WebDAV collection, an S3 bucket — does not exist.
+    public static let remoteMissing = ConcordError.Code("remoteMissing")
+
     /// A caller passed a path or prefix that is not part of the store layout (docs/ARCHITECTURE.md §4)
     /// or that could escape the store's root (`..`, an absolute path, an empty component).
     /// This is a bug in the caller, not a problem with the storage: nothing was read or

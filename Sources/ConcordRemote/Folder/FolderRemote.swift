@@ -316,7 +316,8 @@ public struct FolderRemote: Remote {
 
     /// A file-system failure on object `path`, with what to do about it.
     func failure(_ action: String, _ path: String, _ error: POSIX.Errno) -> ConcordError {
-        ConcordError(.remote, "could not \(action) remote object \(path) in the store folder \(root): \(error.description); \(Self.advice(error))")
+        // A full disk or quota is the folder's `remoteFull`, as a full server's is.
+        ConcordError(error.code == ENOSPC || error.code == EDQUOT ? .remoteFull : .remote, "could not \(action) remote object \(path) in the store folder \(root): \(error.description); \(Self.advice(error))")
     }
 
     static func advice(_ error: POSIX.Errno) -> String {
