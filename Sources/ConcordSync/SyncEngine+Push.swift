@@ -12,12 +12,14 @@ extension SyncEngine {
     /// its files, the batch, then the head; then deletes this replica's older heads. Each
     /// step re-sends identical bytes after a crash.
     ///
-    /// `listed`: the head names this sync's listing showed. An older head of this replica
-    /// there (a push killed between writing its new head and deleting the old one) is
-    /// deleted even when nothing else is pushed; with no such name, an idle push makes no
-    /// request.
+    /// `listed`: the head names this sync's listing showed, nil when the caller did not
+    /// list. An older head of this replica there (a push killed between writing its new head
+    /// and deleting the old one) is deleted even when nothing else is pushed; with no such
+    /// name, an idle push makes no request, and a push that only rewrote its head at the
+    /// same seq (a replica that applied others' batches) does not list the heads again:
+    /// every head of this replica it did not just write was in that listing.
     func push(
-        into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?, listed: [(replica: ReplicaID, seq: UInt64)] = []
+        into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?, listed: [(replica: ReplicaID, seq: UInt64)]? = nil
     ) async throws(ConcordError) {
         // Bounded batches: a large backlog becomes several deltas, so neither this replica
         // nor any receiver holds more than one batch's worth of changes in memory.
@@ -73,7 +75,10 @@ extension SyncEngine {
         // writes still tells compaction what it has), or when it is getting old: nothing
         // when idle.
         let wrote = try await refreshHead() || report.pushed > 0
-        guard wrote || listed.contains(where: { $0.replica == store.replicaID && $0.seq < pushed }) else { return }
+        let olderListed = listed?.contains(where: { $0.replica == store.replicaID && $0.seq < pushed }) ?? false
+        guard wrote || olderListed else { return }
+        // Every head this sync wrote is at `pushed` unless it pushed a batch; any older one was listed.
+        if listed != nil, report.pushed == 0, !olderListed { return }
         // 4. Older heads of this replica — once its newest is there to take their place.
         let names = try await listHeadNames()
         guard wrote || names.contains(where: { $0.replica == store.replicaID && $0.seq == pushed }) else { return }

@@ -255,4 +255,35 @@ final class PhaseLog: @unchecked Sendable {
         #expect(counter.counts.lists == 3)
         #expect(counter.counts.requests == 3)
     }
+
+    /// A hundred replicas on one remote: an idle sync is still one listing, and a pull of one
+    /// new batch among a hundred replicas' heads costs a fixed handful of requests — never
+    /// one per replica.
+    @Test func aHundredReplicasCostAnIdleSyncOneListingAndANewBatchAHandfulOfRequests() async throws {
+        let fleet = try await Fleet(count: 101) { FaultyRemote(wrapping: $0, seed: 1) }
+        let counter = try #require(fleet.remote as? FaultyRemote)
+        // A hundred writers push one batch each; the observer (the last store) pulls them all.
+        for index in 0..<100 {
+            try fleet.stores[index].set(RecordRef(collection: "c", id: "\(index)"), "v", .int(Int64(index)))
+            try await fleet.engines[index].sync(mode: .pushOnly)
+        }
+        let observer = fleet.engines[100]
+        #expect(try await observer.sync().applied == 100)
+        try await observer.sync()  // it has advertised what it applied
+        counter.resetCounts()
+        let idle = try await observer.sync()
+        #expect(idle.applied == 0 && idle.pushed == 0)
+        #expect(counter.counts.lists == 1 && counter.counts.requests == 1, "\(counter.counts)")
+
+        // One writer pushes one new batch: the observer lists the heads, reads the writer's
+        // new head and that batch, and rewrites its own head to say what it applied.
+        try fleet.stores[42].set(RecordRef(collection: "c", id: "42"), "v", .int(4_242))
+        try await fleet.engines[42].sync(mode: .pushOnly)
+        counter.resetCounts()
+        let pull = try await observer.sync()
+        #expect(pull.applied == 1)
+        #expect(try fleet.stores[100].record(RecordRef(collection: "c", id: "42"))?.first?.value == .scalar(.int(4_242)))
+        #expect(counter.counts.lists == 1 && counter.counts.gets == 2 && counter.counts.puts == 1, "\(counter.counts)")
+        #expect(counter.counts.requests == 4, "\(counter.counts)")
+    }
 }
