@@ -83,5 +83,51 @@ import Testing
         #expect(try store.conflicts() == replica.state.conflicts)
         #expect(try peerStore.canonicalDump() == CanonicalDump.json(of: peer.state))
     }
+
+    /// A new replica's first snapshot is inserted as it stands (`SlotIO.insertAll`) rather
+    /// than diffed against an empty state: the store then holds exactly the snapshot — every
+    /// slot kind, concurrent values, files, tombstones, set elements — and a store that
+    /// already held something joins it as the core does.
+    @Test(arguments: 1...8)
+    func joiningASnapshotIntoAnEmptyStoreHoldsExactlyIt(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        var a = Replica(id: ReplicaID(high: 0xa, low: seed))
+        var b = Replica(id: ReplicaID(high: 0xb, low: seed))
+        let directory = TemporaryDirectory()
+        let fresh = try Store.temporary(directory, "fresh", clock: ManualClock())
+        let holding = try Store.temporary(directory, "holding", clock: ManualClock())
+        let files = try (1...3).map { index in try [fresh, holding].map { try $0.blobs.add(bytes: Array("file \(index)".utf8)) }[0] }
+        var now: UInt64 = 1_767_225_600_000
+        for _ in 0..<120 {
+            now += UInt64(random.int(0...2))
+            let ref = random.pick(Self.refs)
+            let value = ScalarValue.int(Int64(random.int(0...9)))
+            let field = random.pick(["f", "g"])
+            switch random.int(0...7) {
+            case 0, 1: try a.set(ref, field, value, now: now)
+            case 2: try b.set(ref, field, .string("b\(value)"), now: now)  // concurrent with a's
+            case 3: try a.add(ref, "s", value, now: now)
+            case 4: try b.remove(ref, "s", value, now: now)
+            case 5: try random.pick([0, 1]) == 0 ? a.setFile(ref, "file", random.pick(files), now: now) : b.setFile(ref, "file", random.pick(files), now: now)
+            case 6: try b.delete(ref, now: now)
+            default:
+                if let delta = a.seal() { try b.apply(delta) }
+                if let delta = b.seal() { try a.apply(delta) }
+            }
+        }
+        if let delta = b.seal() { try a.apply(delta) }
+        _ = a.seal()
+        let snapshot = try #require(a.snapshot)
+        #expect(try fresh.join(snapshot: snapshot) == .applied)
+        #expect(try fresh.state() == snapshot)
+        #expect(try fresh.canonicalDump() == CanonicalDump.json(of: snapshot))
+        #expect(try fresh.join(snapshot: snapshot) == .alreadyApplied)
+        // A store that held a record of its own joins it through the diff, as the core does.
+        try holding.set(RecordRef(collection: "c", id: "mine"), "f", .int(1))
+        _ = try holding.seal()
+        let before = try holding.state()
+        #expect(try holding.join(snapshot: snapshot) == .applied)
+        #expect(try holding.state() == before.joined(snapshot))
+    }
 }
 

@@ -280,3 +280,99 @@ enum SlotIO {
             """).execute(arguments: [Rows.replicaBlob(replica), Rows.hlc(hlc)])
     }
 }
+
+extension SlotIO {
+    /// Writes `state` into a store whose record tables are empty — a new replica joining its
+    /// first snapshot — and returns, per record, the fields written. The rows are those
+    /// ``replace(_:_:_:with:dirty:)`` writes slot by slot from nothing (dirty 0), but inserted
+    /// straight away: nothing to read, compare or delete first, and the arguments bound
+    /// through SQLite's C API (``BoundStatement``).
+    static func insertAll(_ db: Database, _ state: StoreState) throws -> [RecordRef: Set<String>] {
+        let dots = BoundStatement(try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5)"))
+        let elements = BoundStatement(try db.cachedStatement(sql: """
+            INSERT INTO concord_elements (collection, id, field, element, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            """))
+        let fields = BoundStatement(try db.cachedStatement(sql: """
+            INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            """))
+        let versions = BoundStatement(try db.cachedStatement(sql: """
+            INSERT INTO concord_field_versions (collection, id, field, hlc, replica, kind, value, file_size, media_type)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            """))
+        var replicas: [ReplicaID: Data] = [:]
+        func blob(_ replica: ReplicaID) -> Data {
+            if let known = replicas[replica] { return known }
+            let made = Rows.replicaBlob(replica)
+            replicas[replica] = made
+            return made
+        }
+        let clean = Rows.hlc(0)
+        var changes: [RecordRef: Set<String>] = [:]
+        changes.reserveCapacity(state.records.count)
+        for (ref, record) in state.records {
+            var names: Set<String> = []
+            for (key, slot) in record.slots where !slot.entries.isEmpty {
+                switch key {
+                case .liveness, .tombstones:
+                    let kind = key == .liveness ? Rows.slotLiveness : Rows.slotTombstones
+                    for entry in slot.entries {
+                        try dots.execute { binder in
+                            binder.bind(ref.collection, at: 1)
+                            binder.bind(ref.id, at: 2)
+                            binder.bind(kind, at: 3)
+                            binder.bind(Rows.hlc(entry.dot.hlc), at: 4)
+                            binder.bind(blob(entry.dot.replica), at: 5)
+                        }
+                    }
+                case let .element(name, element):
+                    let encoded = ScalarCodec.encode(element)
+                    for entry in slot.entries {
+                        try elements.execute { binder in
+                            binder.bind(ref.collection, at: 1)
+                            binder.bind(ref.id, at: 2)
+                            binder.bind(name, at: 3)
+                            binder.bind(encoded, at: 4)
+                            binder.bind(Rows.hlc(entry.dot.hlc), at: 5)
+                            binder.bind(blob(entry.dot.replica), at: 6)
+                        }
+                    }
+                    names.insert(name)
+                case let .field(name):
+                    let winner = slot.entries[slot.entries.count - 1]
+                    let columns = Rows.columns(winner.payload)
+                    try fields.execute { binder in
+                        binder.bind(ref.collection, at: 1)
+                        binder.bind(ref.id, at: 2)
+                        binder.bind(name, at: 3)
+                        binder.bind(columns.kind, at: 4)
+                        binder.bind(columns.value, at: 5)
+                        binder.bind(columns.size, at: 6)
+                        binder.bind(columns.type, at: 7)
+                        binder.bind(Rows.hlc(winner.dot.hlc), at: 8)
+                        binder.bind(blob(winner.dot.replica), at: 9)
+                        binder.bind(Int64(slot.entries.count), at: 10)
+                        binder.bind(clean, at: 11)
+                    }
+                    for entry in slot.entries.dropLast() {
+                        let columns = Rows.columns(entry.payload)
+                        try versions.execute { binder in
+                            binder.bind(ref.collection, at: 1)
+                            binder.bind(ref.id, at: 2)
+                            binder.bind(name, at: 3)
+                            binder.bind(Rows.hlc(entry.dot.hlc), at: 4)
+                            binder.bind(blob(entry.dot.replica), at: 5)
+                            binder.bind(columns.kind, at: 6)
+                            binder.bind(columns.value, at: 7)
+                            binder.bind(columns.size, at: 8)
+                            binder.bind(columns.type, at: 9)
+                        }
+                    }
+                    names.insert(name)
+                }
+            }
+            changes[ref] = names
+        }
+        return changes
+    }
+}

@@ -385,8 +385,14 @@ extension Store {
             let entries = snapshot.records.values.flatMap { $0.slots.values.flatMap(\.entries) }
             let missing = missingFiles(in: entries, seen: old.context)
             if !missing.isEmpty { return .heldBack(missingFiles: missing) }
-            let new = old.joined(snapshot)
-            changes = try rewrite(db, from: old, to: new)
+            if old.records.isEmpty, old.context.isEmpty {
+                // A new replica's first snapshot (the bootstrap): the join is the snapshot
+                // itself, inserted row by row without diffing it against nothing.
+                changes = try SlotIO.insertAll(db, snapshot)
+                if let vector = snapshot.context.versionVector { for (replica, hlc) in vector.entries { try SlotIO.setContext(db, replica, hlc) } }
+            } else {
+                changes = try rewrite(db, from: old, to: old.joined(snapshot))
+            }
             for (origin, seq) in appliedSeqs where origin != replicaID { try setAppliedSeq(db, origin, seq) }
             try observe(db, snapshot.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
             return .applied
