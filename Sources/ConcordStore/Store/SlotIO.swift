@@ -285,8 +285,8 @@ extension SlotIO {
     /// Writes `state` into a store whose record tables are empty — a new replica joining its
     /// first snapshot — and returns, per record, the fields written. The rows are those
     /// ``replace(_:_:_:with:dirty:)`` writes slot by slot from nothing (dirty 0), but inserted
-    /// straight away: nothing to read, compare or delete first, and the arguments bound
-    /// through SQLite's C API (``BoundStatement``).
+    /// straight away, in key order: nothing to read, compare or delete first, and the
+    /// arguments bound through SQLite's C API (``BoundStatement``).
     static func insertAll(_ db: Database, _ state: StoreState) throws -> [RecordRef: Set<String>] {
         let dots = BoundStatement(try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5)"))
         let elements = BoundStatement(try db.cachedStatement(sql: """
@@ -310,7 +310,9 @@ extension SlotIO {
         let clean = Rows.hlc(0)
         var changes: [RecordRef: Set<String>] = [:]
         changes.reserveCapacity(state.records.count)
-        for (ref, record) in state.records {
+        // In key order: the tables' keys start with (collection, id), so each insert lands
+        // beside the last instead of on a random page of a table larger than the page cache.
+        for (ref, record) in state.records.sorted(by: { $0.key < $1.key }) {
             var names: Set<String> = []
             for (key, slot) in record.slots where !slot.entries.isEmpty {
                 switch key {
