@@ -9,7 +9,7 @@ SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
 SOAK_HTTP_SCHEDULES ?= 500
 
-.PHONY: all deps servers build demo test test-swift docs crash-enum proofs proofs-extended bench bench-backends bench-peers soak fuzz clean
+.PHONY: all deps servers build demo test test-swift docs crash-enum proofs proofs-extended bench bench-backends bench-peers bench-scale soak fuzz clean
 
 all: build
 
@@ -101,6 +101,12 @@ soak: deps servers
 	CONCORD_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConvergenceTests
 	CONCORD_SYNC_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConcordSyncTests.SyncFuzzTests
 	CONCORD_HTTP_SCHEDULES=$(SOAK_HTTP_SCHEDULES) $(SWIFT) test -c release --filter HTTPSyncFuzzTests
+
+# Bootstrap at scale: a new replica joins a snapshot of SCALE_RECORDS (1,000,000) records
+# × 10 fields, against raw SQLite inserting the same rows; on tmpfs and on disk
+# (scripts/bench-scale.sh, Benchmarks/README.md "Scale").
+bench-scale: deps
+	SWIFT=$(SWIFT) scripts/bench-scale.sh
 
 # libFuzzer, address sanitizer on, on every parser of bytes from outside (Fuzz/README.md):
 # FUZZ_SECONDS per target; fails on any crash, sanitizer report, timeout or out-of-memory.

@@ -76,6 +76,17 @@ let package = Package(
             ],
             path: "Tools/BackendBenchmark"
         ),
+        // Bootstrap at scale: a new replica joins a snapshot of 1,000,000 records, against raw
+        // SQLite inserting the same rows (see README.md, "Scale"); each step its own process.
+        .executableTarget(
+            name: "BootstrapBenchmark",
+            dependencies: [
+                .product(name: "Concord", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "Tools/BootstrapBenchmark"
+        ),
         // One store workload run once, for a profiler (see README.md, "Profiles").
         .executableTarget(
             name: "StoreProfile",

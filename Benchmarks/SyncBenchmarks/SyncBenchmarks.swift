@@ -81,6 +81,45 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.measurement(.custom("requests"), counter.counts.requests)
     }
 
+    // A hundred writers on one remote, each with one batch pushed, and an observer that has
+    // applied them all: its idle sync, then its pull of one new batch among the hundred
+    // replicas' heads (requests are exact; `IdleSyncTests` keeps them as a test).
+    Benchmark("100 replicas: idle sync, then a pull of one new batch",
+              configuration: once.with(metrics: [.wallClock, .custom("idle sync µs"), .custom("idle sync requests"), .custom("pull requests")])) { benchmark in
+        let scratch = Scratch()
+        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
+        let (key, id) = try await SyncEngine.createRemote(folder, passphrase: "bench", limits: .minimum)
+        let counter = FaultyRemote(wrapping: folder, seed: 1)
+        var stores: [Store] = []
+        var engines: [SyncEngine] = []
+        for index in 0...100 {
+            let store = try Store(path: scratch.file("r\(index).db"))
+            stores.append(store)
+            engines.append(SyncEngine(store: store, remote: counter, key: key, storeID: id))
+        }
+        for index in 0..<100 {
+            for record in 0..<100 {
+                try stores[index].set(RecordRef(collection: "c", id: "\(index)-\(record)"), "v", .int(Int64(record)))
+            }
+            try await engines[index].sync(mode: .pushOnly)
+        }
+        let observer = engines[100]
+        for _ in 0..<2 { try await observer.sync() }
+        counter.resetCounts()
+        let idle = try await timeAsync { try await observer.sync() }
+        let idleRequests = counter.counts.requests
+        try stores[42].set(RecordRef(collection: "c", id: "42-new"), "v", .int(1))
+        try await engines[42].sync(mode: .pushOnly)
+        counter.resetCounts()
+        benchmark.startMeasurement()
+        let report = try await observer.sync()
+        benchmark.stopMeasurement()
+        precondition(report.applied == 1, "the new batch was not applied")
+        benchmark.measurement(.custom("idle sync µs"), Int(idle * 1e6))
+        benchmark.measurement(.custom("idle sync requests"), idleRequests)
+        benchmark.measurement(.custom("pull requests"), counter.counts.requests)
+    }
+
     Benchmark("file pipeline vs raw libsodium (256 MiB)",
               configuration: once.with(metrics: [.custom("raw ms"), .custom("concord ms"), .custom("ratio ×100", polarity: .prefersLarger)])) { benchmark in
         let scratch = Scratch()

@@ -1,0 +1,138 @@
+// Bootstrap at scale (see README.md, "Scale"): a new replica joins a snapshot of RECORDS
+// records × 10 fields through a folder remote, against raw SQLite inserting the same rows in
+// one transaction. Each step is its own process, so each peak resident size is its own:
+//
+//   BootstrapBenchmark prepare DIR RECORDS   a store writes the records (1,000 per write {}),
+//                                            pushes them and writes a snapshot to DIR/remote
+//   BootstrapBenchmark join DIR              a fresh store in DIR joins it (a pull-only sync)
+//   BootstrapBenchmark raw DIR RECORDS       raw SQLite inserts the same rows, one transaction
+//
+// `join` and `raw` print one line: `join|raw ms=… peak_rss_mib=… rows=…`. WAL and
+// synchronous = FULL on both sides, as the store. `make bench-scale` runs them on tmpfs and
+// on disk.
+import Concord
+import ConcordTesting
+import Foundation
+import GRDBSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let fields = 10
+let names = (0..<fields).map { "field\($0)" }
+let arguments = CommandLine.arguments
+func usage() -> Never {
+    FileHandle.standardError.write(Data("usage: BootstrapBenchmark prepare DIR RECORDS | join DIR | raw DIR RECORDS\n".utf8))
+    exit(2)
+}
+guard arguments.count >= 3 else { usage() }
+let directory = arguments[2]
+let passphrase = "bench"
+
+/// This process's peak resident set, in MiB.
+func peakResidentMiB() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_maxrss / 1_024
+}
+
+func milliseconds(since start: ContinuousClock.Instant) -> Int {
+    let elapsed = ContinuousClock.now - start
+    return Int(elapsed.components.seconds * 1_000) + Int(elapsed.components.attoseconds / 1_000_000_000_000_000)
+}
+
+func remove(_ path: String) {
+    for suffix in ["", "-wal", "-shm", ".blobs"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+}
+
+switch arguments[1] {
+case "prepare":
+    guard arguments.count == 4, let records = Int(arguments[3]) else { usage() }
+    try? FileManager.default.removeItem(atPath: directory)
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let folder = try FolderRemote(root: directory + "/remote", createIfMissing: true)
+    let (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: passphrase, limits: .minimum)
+    let writer = try Store(path: directory + "/writer.db")
+    let start = ContinuousClock.now
+    for batch in stride(from: 0, to: records, by: 1_000) {
+        try writer.write { tx throws(ConcordError) in
+            for record in batch..<min(records, batch + 1_000) {
+                let ref = RecordRef(collection: "items", id: "item\(record)")
+                for field in 0..<fields { try tx.set(ref, names[field], Workload.value(record: record, field: field, round: 0)) }
+            }
+        }
+    }
+    print("prepare: wrote \(records * fields) fields in \(milliseconds(since: start)) ms")
+    let engine = SyncEngine(store: writer, remote: folder, key: key, storeID: storeID, snapshotEvery: nil)
+    let snapshot = try await engine.writeSnapshot()
+    let size = try await folder.list(prefix: "snapshots/").reduce(UInt64(0)) { $0 + $1.size }
+    print("prepare: \(snapshot), \(size) bytes, in \(milliseconds(since: start)) ms; peak_rss_mib=\(peakResidentMiB())")
+case "join":
+    let folder = try FolderRemote(root: directory + "/remote")
+    let (key, storeID) = try await SyncEngine.unlock(folder, passphrase: passphrase)
+    let path = directory + "/joiner.db"
+    remove(path)
+    defer { remove(path) }
+    let store = try Store(path: path)
+    let engine = SyncEngine(store: store, remote: folder, key: key, storeID: storeID, snapshotEvery: nil)
+    let start = ContinuousClock.now
+    let report = try await engine.sync(mode: .pullOnly)
+    let elapsed = milliseconds(since: start)
+    guard report.bootstrapped != nil else {
+        FileHandle.standardError.write(Data("join: no snapshot joined (\(report.rejected))\n".utf8))
+        exit(1)
+    }
+    let rows = try store.records(in: "items").count
+    print("join ms=\(elapsed) peak_rss_mib=\(peakResidentMiB()) rows=\(rows * fields)")
+case "raw":
+    guard arguments.count == 4, let records = Int(arguments[3]) else { usage() }
+    let path = directory + "/raw.db"
+    remove(path)
+    defer { remove(path) }
+    let start = ContinuousClock.now
+    let rows = rawInsert(path: path, records: records)
+    print("raw ms=\(milliseconds(since: start)) peak_rss_mib=\(peakResidentMiB()) rows=\(rows)")
+default:
+    usage()
+}
+
+/// Raw SQLite, through the C API: the same rows inserted in one transaction, into a table of
+/// (collection, id, field, value, stamp). Returns the rows inserted.
+func rawInsert(path: String, records: Int) -> Int64 {
+    var db: OpaquePointer?
+    func exec(_ sql: String) {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { fatalError(String(cString: sqlite3_errmsg(db))) }
+    }
+    guard sqlite3_open(path, &db) == SQLITE_OK else { fatalError("open \(path)") }
+    defer { sqlite3_close(db) }
+    exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+    exec("""
+        CREATE TABLE fields (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, value ANY,
+            stamp INTEGER NOT NULL, PRIMARY KEY (collection, id, field)) STRICT, WITHOUT ROWID
+        """)
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(db, "INSERT INTO fields VALUES (?, ?, ?, ?, ?)", -1, &statement, nil) == SQLITE_OK else { fatalError("prepare") }
+    defer { sqlite3_finalize(statement) }
+    let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    exec("BEGIN")
+    var row: Int64 = 0
+    for record in 0..<records {
+        let id = "item\(record)"
+        for field in 0..<fields {
+            sqlite3_bind_text(statement, 1, "items", -1, transient)
+            sqlite3_bind_text(statement, 2, id, -1, transient)
+            sqlite3_bind_text(statement, 3, names[field], -1, transient)
+            switch Workload.value(record: record, field: field, round: 0) {
+            case let .int(value): sqlite3_bind_int64(statement, 4, value)
+            case let .string(value): sqlite3_bind_text(statement, 4, value, -1, transient)
+            default: sqlite3_bind_null(statement, 4)
+            }
+            sqlite3_bind_int64(statement, 5, row)
+            guard sqlite3_step(statement) == SQLITE_DONE else { fatalError(String(cString: sqlite3_errmsg(db))) }
+            sqlite3_reset(statement)
+            row += 1
+        }
+    }
+    exec("COMMIT")
+    return row
+}
