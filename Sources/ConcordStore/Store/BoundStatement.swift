@@ -1,3 +1,4 @@
+import ConcordCore
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -65,6 +66,21 @@ struct BoundStatement {
             } else {
                 sqlite3_bind_zeroblob(handle, index, 0)
             }
+        }
+
+        /// Binds a record's collection and id at 1 and 2: every per-record table's key starts so.
+        func bind(_ ref: RecordRef) {
+            bind(ref.collection, at: 1)
+            bind(ref.id, at: 2)
+        }
+
+        /// Binds a payload's `kind`, `value`, `file_size` and `media_type` columns
+        /// (``Rows/columns(_:)``) at `index` and the three after it.
+        func bind(_ columns: (kind: Int64, value: DatabaseValue, size: DatabaseValue, type: DatabaseValue), at index: Int32) {
+            bind(columns.kind, at: index)
+            bind(columns.value, at: index + 1)
+            bind(columns.size, at: index + 2)
+            bind(columns.type, at: index + 3)
         }
 
         func bind(_ value: DatabaseValue, at index: Int32) {

@@ -320,8 +320,7 @@ extension SlotIO {
                     let kind = key == .liveness ? Rows.slotLiveness : Rows.slotTombstones
                     for entry in slot.entries {
                         try dots.execute { binder in
-                            binder.bind(ref.collection, at: 1)
-                            binder.bind(ref.id, at: 2)
+                            binder.bind(ref)
                             binder.bind(kind, at: 3)
                             binder.bind(Rows.hlc(entry.dot.hlc), at: 4)
                             binder.bind(blob(entry.dot.replica), at: 5)
@@ -331,8 +330,7 @@ extension SlotIO {
                     let encoded = ScalarCodec.encode(element)
                     for entry in slot.entries {
                         try elements.execute { binder in
-                            binder.bind(ref.collection, at: 1)
-                            binder.bind(ref.id, at: 2)
+                            binder.bind(ref)
                             binder.bind(name, at: 3)
                             binder.bind(encoded, at: 4)
                             binder.bind(Rows.hlc(entry.dot.hlc), at: 5)
@@ -344,13 +342,9 @@ extension SlotIO {
                     let winner = slot.entries[slot.entries.count - 1]
                     let columns = Rows.columns(winner.payload)
                     try fields.execute { binder in
-                        binder.bind(ref.collection, at: 1)
-                        binder.bind(ref.id, at: 2)
+                        binder.bind(ref)
                         binder.bind(name, at: 3)
-                        binder.bind(columns.kind, at: 4)
-                        binder.bind(columns.value, at: 5)
-                        binder.bind(columns.size, at: 6)
-                        binder.bind(columns.type, at: 7)
+                        binder.bind(columns, at: 4)
                         binder.bind(Rows.hlc(winner.dot.hlc), at: 8)
                         binder.bind(blob(winner.dot.replica), at: 9)
                         binder.bind(Int64(slot.entries.count), at: 10)
@@ -359,15 +353,11 @@ extension SlotIO {
                     for entry in slot.entries.dropLast() {
                         let columns = Rows.columns(entry.payload)
                         try versions.execute { binder in
-                            binder.bind(ref.collection, at: 1)
-                            binder.bind(ref.id, at: 2)
+                            binder.bind(ref)
                             binder.bind(name, at: 3)
                             binder.bind(Rows.hlc(entry.dot.hlc), at: 4)
                             binder.bind(blob(entry.dot.replica), at: 5)
-                            binder.bind(columns.kind, at: 6)
-                            binder.bind(columns.value, at: 7)
-                            binder.bind(columns.size, at: 8)
-                            binder.bind(columns.type, at: 9)
+                            binder.bind(columns, at: 6)
                         }
                     }
                     names.insert(name)

@@ -213,8 +213,7 @@ extension Store {
                    case let .scalar(value) = slot.entries[0].payload {
                     let columns = Rows.columns(.scalar(value))
                     try fastUpsert.execute { binder in
-                        binder.bind(change.ref.collection, at: 1)
-                        binder.bind(change.ref.id, at: 2)
+                        binder.bind(change.ref)
                         binder.bind(name, at: 3)
                         binder.bind(columns.kind, at: 4)
                         binder.bind(columns.value, at: 5)

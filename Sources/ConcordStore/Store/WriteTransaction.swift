@@ -261,15 +261,13 @@ public final class WriteTransaction {
             guard let newRecordDot, let newRecordOutbox else { throw ConcordError(.storage, "could not prepare the new record's statements") }
             let hlc = Rows.hlc(dot.hlc)
             try newRecordDot.execute { binder in
-                binder.bind(ref.collection, at: 1)
-                binder.bind(ref.id, at: 2)
+                binder.bind(ref)
                 binder.bind(Rows.slotLiveness, at: 3)
                 binder.bind(hlc, at: 4)
                 binder.bind(ownReplica, at: 5)
             }
             try newRecordOutbox.execute { binder in
-                binder.bind(ref.collection, at: 1)
-                binder.bind(ref.id, at: 2)
+                binder.bind(ref)
                 binder.bind(Rows.slotLiveness, at: 3)
                 binder.bind("", at: 4)
                 binder.bind(Data(), at: 5)
@@ -309,13 +307,9 @@ public final class WriteTransaction {
         guard let upsert = registerUpsert else { throw ConcordError(.storage, "could not prepare the field upsert") }
         let dirty = Rows.hlc(try dot().hlc)
         try upsert.execute { binder in
-            binder.bind(ref.collection, at: 1)
-            binder.bind(ref.id, at: 2)
+            binder.bind(ref)
             binder.bind(name, at: 3)
-            binder.bind(columns.kind, at: 4)
-            binder.bind(columns.value, at: 5)
-            binder.bind(columns.size, at: 6)
-            binder.bind(columns.type, at: 7)
+            binder.bind(columns, at: 4)
             binder.bind(Rows.hlc(entry.dot.hlc), at: 8)
             binder.bind(entry.dot.replica == store.replicaID ? ownReplica : Rows.replicaBlob(entry.dot.replica), at: 9)
             binder.bind(dirty, at: 10)
