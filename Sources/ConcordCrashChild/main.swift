@@ -51,6 +51,14 @@ func say(_ line: String) {
     }
 }
 
+/// A sync engine for `store` through the folder remote at `folder`, unlocked with the
+/// passphrase the crash tests create it with.
+func engine(_ store: Store, folder: String) async throws -> SyncEngine {
+    let remote = try FolderRemote(root: folder)
+    let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "crash-child")
+    return SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
+}
+
 func fail(_ message: String) -> Never {
     say("error \(message)")
     exit(1)
@@ -166,9 +174,7 @@ do {
         say("swept \(deleted)")
     case "sync":
         let store = try Store(path: arguments[2])
-        let remote = try FolderRemote(root: arguments[4])
-        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "crash-child")
-        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
+        let engine = try await engine(store, folder: arguments[4])
         say("started")
         let name = arguments[5]
         var index = Int(arguments[6])!
@@ -192,9 +198,7 @@ do {
         // The crash and error enumeration of the sync workloads kill it, or fail its disk,
         // at each of its I/O calls (Tests/ConcordStoreTests/SyncEnumerationTests.swift).
         let store = try Store(path: arguments[2])
-        let remote = try FolderRemote(root: arguments[4])
-        let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "crash-child")
-        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
+        let engine = try await engine(store, folder: arguments[4])
         say("started")
         switch arguments[5] {
         case "push":

@@ -86,8 +86,7 @@ extension CrashTests {
                     if status != 0 {
                         failed += 1
                         // A typed error, on one line, naming what could not be done.
-                        let error = lines.last(where: { $0.hasPrefix("error ") }) ?? ""
-                        #expect(error.hasPrefix("error storage: ") || error.hasPrefix("error corrupt: "), "\(label): \(lines.suffix(2))")
+                        #expect(["storage", "corrupt"].contains(Self.errorCode(lines)), "\(label): \(lines.suffix(2))")
                     } else {
                         #expect(lines.last == "finished", "\(label): exit 0 without finishing: \(lines.suffix(2))")
                     }
@@ -114,6 +113,12 @@ extension CrashTests {
         #expect(status == 0)
         #expect(Child.lines(counting.file("log")).last == "finished")
         return counts
+    }
+
+    /// The code of the one-line typed error (`error CODE: message`) the crash child logged
+    /// last, or nil if it logged none.
+    static func errorCode(_ lines: [String]) -> String? {
+        lines.last(where: { $0.hasPrefix("error ") }).map { String($0.dropFirst(6).prefix { $0 != ":" }) }
     }
 
     /// The fault library, built beside the crash child.

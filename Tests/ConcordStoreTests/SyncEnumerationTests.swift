@@ -80,11 +80,10 @@ extension CrashTests {
                             // A full disk is the store's `storage` error or, under the store
                             // folder, the remote's `remoteFull`; a failing one `storage`,
                             // `corrupt` or `remote`.
-                            let error = lines.last(where: { $0.hasPrefix("error ") }) ?? ""
-                            let code = error.dropFirst(6).prefix { $0 != ":" }
+                            let code = Self.errorCode(lines) ?? ""
                             let expected = errno == "ENOSPC" ? ["storage", "remoteFull"] : ["storage", "corrupt", "remote"]
-                            #expect(expected.contains(String(code)), "\(label): \(lines.suffix(2))")
-                            codes[String(code), default: 0] += 1
+                            #expect(expected.contains(code), "\(label): \(lines.suffix(2))")
+                            codes[code, default: 0] += 1
                         } else {
                             #expect(lines.last?.hasPrefix("finished") == true, "\(label): exit 0 without finishing: \(lines.suffix(2))")
                         }
