@@ -110,7 +110,7 @@ let package = Package(
         .testTarget(
             name: "ConcordStoreTests",
             dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordTesting", "ConcordRemote", "ConcordSync",
-                           .product(name: "GRDB", package: "GRDB.swift")]
+                           "ConcordTestServers", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "ConcordRemoteTests",

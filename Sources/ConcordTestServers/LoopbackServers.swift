@@ -119,14 +119,8 @@ public actor LoopbackServers {
             var listen = "listen 127.0.0.1:\(port);"
             if kind == .nginxSelfSigned {
                 let openssl = try which("openssl", package: "openssl")
-                let made = Process()
-                made.executableURL = URL(fileURLWithPath: openssl)
-                made.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                                  "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem"]
-                made.standardOutput = FileHandle.nullDevice
-                made.standardError = FileHandle.nullDevice
-                try made.run()
-                made.waitUntilExit()
+                try Subprocess.run(openssl, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                                             "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem"])
                 listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(directory)/cert.pem; ssl_certificate_key \(directory)/key.pem;"
             }
             let module = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
@@ -211,16 +205,10 @@ public actor LoopbackServers {
             kill -9 -$server 2>/dev/null
             \(folder.map { "rm -rf '\($0)'" } ?? "")
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let watchdog = try Subprocess.start("/bin/sh", ["-c", script], environment: env)
+        Thread.detachNewThread { watchdog.wait() }  // reaped when it ends
     }
 
     static func which(_ name: String, package: String) throws -> String {

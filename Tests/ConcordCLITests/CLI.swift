@@ -1,4 +1,5 @@
 import ConcordCore
+import ConcordTestServers
 import Foundation
 import Testing
 
@@ -53,37 +54,23 @@ struct CLI {
     @discardableResult
     func run(_ arguments: [String], environment: [String: String?] = [:]) throws -> Result {
         #expect(FileManager.default.isExecutableFile(atPath: Self.binary.path), "build the concord product first: \(Self.binary.path)")
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = arguments
-        process.currentDirectoryURL = folder
         var env = ProcessInfo.processInfo.environment
         env["CONCORD_STORE"] = nil
         env["CONCORD_NEW_PASSPHRASE"] = nil
         env["CONCORD_KDF_LIMITS"] = "minimum"
         env["CONCORD_PASSPHRASE"] = passphrase
         for (key, value) in self.environment.merging(environment, uniquingKeysWith: { $1 }) { env[key] = value }
-        process.environment = env
         let id = UUID().uuidString
         let outURL = folder.appendingPathComponent(".out-\(id)")
         let errURL = folder.appendingPathComponent(".err-\(id)")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
         defer {
             try? FileManager.default.removeItem(at: outURL)
             try? FileManager.default.removeItem(at: errURL)
         }
+        let termination = try Subprocess.run(
+            Self.binary.path, arguments, environment: env, directory: folder.path, stdout: .file(outURL.path), stderr: .file(errURL.path))
         return Result(
-            status: process.terminationStatus,
+            status: termination.status,
             stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
             stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }

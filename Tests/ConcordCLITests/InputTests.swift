@@ -1,4 +1,5 @@
 import ConcordCore
+import ConcordTestServers
 import ConcordTesting
 import Foundation
 import Testing
@@ -67,15 +68,12 @@ import Testing
         let cli = try CLI()
         defer { cli.cleanUp() }
         try cli.replicas(["a"])
-        // Through a shell: a Swift Process can only pass valid UTF-8.
+        // Through a shell: Swift strings passed as arguments are always valid UTF-8.
         for arguments in [#"put c "$(printf 'a\377')" n=1"#, #"put c r "$(printf 'n=\376')""#] {
-            let shell = Process()
-            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-            shell.arguments = ["-c", "\"$CONCORD\" \(arguments) --store \"$STORE\" 2>\"$ERR\""]
-            shell.environment = ["CONCORD": CLI.binary.path, "STORE": cli.path("a.db"), "ERR": cli.path("err"), "CONCORD_KDF_LIMITS": "minimum"]
-            try shell.run()
-            shell.waitUntilExit()
-            #expect(shell.terminationStatus == 2, "\(arguments)")
+            let shell = try Subprocess.run(
+                "/bin/sh", ["-c", "\"$CONCORD\" \(arguments) --store \"$STORE\" 2>\"$ERR\""],
+                environment: ["CONCORD": CLI.binary.path, "STORE": cli.path("a.db"), "ERR": cli.path("err"), "CONCORD_KDF_LIMITS": "minimum"])
+            #expect(shell == .exited(2), "\(arguments)")
             let message = try String(contentsOfFile: cli.path("err"), encoding: .utf8)
             #expect(message.contains("not valid UTF-8") && message.split(separator: "\n").count == 1, "\(message)")
         }

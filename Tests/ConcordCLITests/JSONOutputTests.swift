@@ -1,4 +1,5 @@
 import ConcordCore
+import ConcordTestServers
 import Foundation
 import Testing
 
@@ -68,14 +69,8 @@ import Testing
 
         // HASH is BLAKE2b-256 of the content, lowercase hex (checked against b2sum if present).
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/b2sum") {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/b2sum")
-            process.arguments = ["-l", "256", cli.path("bye.txt")]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            try Subprocess.run("/usr/bin/b2sum", ["-l", "256", cli.path("bye.txt")], stdout: .file(cli.path("b2sum.out")))
+            let output = try String(contentsOfFile: cli.path("b2sum.out"), encoding: .utf8)
             #expect(output.hasPrefix(try #require(file["hash"] as? String)))
         }
 

@@ -4,6 +4,7 @@ import ConcordCrypto
 import ConcordRemote
 import ConcordStore
 import ConcordSync
+import ConcordTestServers
 import ConcordTesting
 import Foundation
 import GRDB
@@ -18,36 +19,16 @@ enum Child {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ConcordCrashChild").path
     }
 
-    /// Starts the child with `arguments`; returns the process.
-    static func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    /// Starts the child with `arguments`.
+    static func start(_ arguments: [String]) throws -> Subprocess {
+        try Subprocess.start(executable, arguments)
     }
 
-    /// Runs `executable` with `arguments` to its end without holding a thread while it runs
-    /// (tests that run hundreds of children must not starve the concurrency pool); returns
-    /// its exit status.
+    /// Runs `executable` with `arguments` to its end without holding a thread of the
+    /// concurrency pool while it runs (tests that run hundreds of children must not starve
+    /// it); returns its exit status, or the number of the signal that ended it.
     static func finish(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        return try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
+        try await Subprocess.start(executable, arguments, environment: environment).finish().status
     }
 
     static func lines(_ log: String) -> [String] {
@@ -84,8 +65,8 @@ enum Child {
                 waited += 1
             }
             usleep(UInt32(random.int(0...30_000)))
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
+            child.kill()
+            child.wait()
             #expect(!Child.lines(log).contains("finished"), "iteration \(iteration): the child finished before the kill")
             guard let outcome = try Self.checkAfterKill(path: path, log: log, seed: seed, count: 3000, label: "iteration \(iteration)") else {
                 Issue.record("iteration \(iteration): the child never opened its store: \(Child.lines(log))")
@@ -211,7 +192,7 @@ enum Child {
         var kills = 0
         var killedInSync = 0
         for round in 0..<rounds {
-            var children: [(name: String, log: String, process: Process)] = []
+            var children: [(name: String, log: String, process: Subprocess)] = []
             for name in names {
                 let log = directory.file("\(name)\(round).log")
                 let next = (acknowledged[name]!.max() ?? -1) + 1
@@ -224,8 +205,8 @@ enum Child {
             }
             for child in children.shuffled(using: &random) {
                 usleep(UInt32(random.int(0...40_000)))
-                kill(child.process.processIdentifier, SIGKILL)
-                child.process.waitUntilExit()
+                child.process.kill()
+                child.process.wait()
                 kills += 1
                 let lines = Child.lines(child.log)
                 #expect(!lines.contains { $0.hasPrefix("error") }, "round \(round) \(child.name): \(lines.suffix(3))")
@@ -273,8 +254,7 @@ enum Child {
         let path = directory.file("store.db")
         let log = directory.file("log")
         _ = try Store(path: path)  // created before the limit applies
-        let child = try Child.start(["full", path, log, String(600_000)])
-        child.waitUntilExit()
+        try Child.start(["full", path, log, String(600_000)]).wait()
         let lines = Child.lines(log)
         let failure = try #require(lines.first { $0.hasPrefix("failed ") }, "\(lines)")
         #expect(failure.hasPrefix("failed storage "), "\(failure)")
@@ -305,11 +285,7 @@ enum Child {
         let mountPoint = directory.file("mnt")
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         let log = directory.file("log")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["--mount", "--propagation", "private", Child.executable, "tmpfs", mountPoint, log]
-        try process.run()
-        process.waitUntilExit()
+        try Subprocess.run("/usr/bin/unshare", ["--mount", "--propagation", "private", Child.executable, "tmpfs", mountPoint, log])
         let lines = Child.lines(log)
         #expect(!lines.contains { $0.hasPrefix("error") }, "\(lines)")
         let full = try #require(lines.first { $0.hasPrefix("full ") }, "\(lines)")

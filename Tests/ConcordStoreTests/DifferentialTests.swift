@@ -108,7 +108,7 @@ import Testing
             case 2: try b.set(ref, field, .string("b\(value)"), now: now)  // concurrent with a's
             case 3: try a.add(ref, "s", value, now: now)
             case 4: try b.remove(ref, "s", value, now: now)
-            case 5: try random.pick([0, 1]) == 0 ? a.setFile(ref, "file", random.pick(files), now: now) : b.setFile(ref, "file", random.pick(files), now: now)
+            case 5: _ = try random.pick([0, 1]) == 0 ? a.setFile(ref, "file", random.pick(files), now: now) : b.setFile(ref, "file", random.pick(files), now: now)
             case 6: try b.delete(ref, now: now)
             default:
                 if let delta = a.seal() { try b.apply(delta) }

@@ -14,8 +14,8 @@ import Testing
         let attaches = 2_000
         let attacher = try Child.start(["attach", path, directory.file("attach.log"), String(attaches)])
         let sweeper = try Child.start(["sweep", path, directory.file("sweep.log"), "100"])
-        attacher.waitUntilExit()
-        sweeper.waitUntilExit()
+        attacher.wait()
+        sweeper.wait()
         #expect(Child.lines(directory.file("attach.log")) == ["attached"], "\(Child.lines(directory.file("attach.log")))")
         #expect(Child.lines(directory.file("sweep.log")).first?.hasPrefix("swept") == true, "\(Child.lines(directory.file("sweep.log")))")
         let store = try Store(path: path)
