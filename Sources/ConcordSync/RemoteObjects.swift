@@ -41,8 +41,14 @@ struct RemoteObjects: Sendable {
     }
 
     /// The snapshot `sealed`, found at `path` (its framing names its writer and seq).
-    func openSnapshot(_ sealed: [UInt8], at path: String) throws(ConcordError) -> SnapshotContents {
-        try SnapshotObjectCodec.decode(try EncryptedObject.open(sealed, path: path, key: keys.snapshots), path: path)
+    func openSnapshot(_ sealed: consuming [UInt8], at path: String) throws(ConcordError) -> SnapshotContents {
+        try SnapshotObjectCodec.decode(try EncryptedObject.open(consuming: sealed, path: path, key: keys.snapshots), path: path)
+    }
+
+    /// The snapshot `sealed`, found at `path`, opened in its own memory and read as far as
+    /// its first record: its records are checked as they are read.
+    func openSnapshotReader(_ sealed: consuming [UInt8], at path: String) throws(ConcordError) -> SnapshotObjectReader {
+        try SnapshotObjectReader(try EncryptedObject.open(consuming: sealed, path: path, key: keys.snapshots), path: path)
     }
 
     /// The head of `replica` at `seq`, from the bytes fetched at its name.

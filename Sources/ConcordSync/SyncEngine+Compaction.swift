@@ -182,14 +182,15 @@ extension SyncEngine {
         }
     }
 
-    /// Fetches, authenticates and decodes the snapshot at `path`; nil when it is not there or
-    /// fails to open (recorded in the report: it is treated as not there). Remembers what
-    /// it covers.
-    func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> SnapshotContents? {
+    /// Fetches and authenticates the snapshot at `path`, and reads it as far as its first
+    /// record (its records are checked as they are read: ``join(_:path:into:)``); nil when it
+    /// is not there or fails to open (recorded in the report: it is treated as not there).
+    /// Remembers what it covers.
+    func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> SnapshotObjectReader? {
         guard let sealed = try await objects.fetch(path) else { return nil }
-        let snapshot: SnapshotContents
+        let snapshot: SnapshotObjectReader
         do {
-            snapshot = try objects.openSnapshot(sealed, at: path)
+            snapshot = try objects.openSnapshotReader(sealed, at: path)
         } catch {
             report.rejected.append("\(path): \(error.message)")
             return nil
@@ -198,26 +199,39 @@ extension SyncEngine {
         return snapshot
     }
 
-    /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet.
+    /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet,
+    /// or if its records turn out malformed (the snapshot is rejected in `report`).
     ///
     /// - Throws: ``ConcordCore/ConcordError/Code/storeRestored`` if the snapshot holds more
     ///   of this replica's batches than the store sealed: it is an older copy of itself,
     ///   and joining would let it seal a batch name that others applied with other contents.
-    func join(_ snapshot: SnapshotContents, path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+    func join(_ snapshot: SnapshotObjectReader, path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
         let sealed = try store.sealedSeq()
         if let own = snapshot.appliedSeqs[store.replicaID], own > sealed {
             throw ConcordError(.storeRestored, "snapshot \(path) holds batch \(own) of this replica, but this store sealed only up to \(sealed): it is an older copy of itself")
         }
-        var result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
+        guard var result = try storeJoin(snapshot, path: path, into: &report) else { return false }
         if case let .heldBack(missing) = result {
             if let absent = try await fetchFiles(missing, into: &report) {
                 report.rejected.append("\(path): not joined yet: its file \(absent.hex) is not on the remote")
                 return false
             }
-            result = try store.join(snapshot: snapshot.state, appliedSeqs: snapshot.appliedSeqs)
+            guard let second = try storeJoin(snapshot, path: path, into: &report) else { return false }
+            result = second
         }
         if case .heldBack = result { return false }
         report.joinedSnapshots.append(path)
         return true
+    }
+
+    /// The store's join of `snapshot`; nil when a record of it is malformed (nothing was
+    /// written, and the snapshot is rejected in `report`).
+    private func storeJoin(_ snapshot: SnapshotObjectReader, path: String, into report: inout SyncReport) throws(ConcordError) -> StoreApplyResult? {
+        do {
+            return try store.join(snapshot: snapshot.records, appliedSeqs: snapshot.appliedSeqs)
+        } catch where Self.isDamage(error) {
+            report.rejected.append("\(path): \(error.message)")
+            return nil
+        }
     }
 }

@@ -284,4 +284,56 @@ import Testing
         }
         #expect(try SnapshotObjectCodec.decode(bytes, path: "snapshots/x").appliedSeqs == [Samples.laptop: 1, Samples.phone: 2])
     }
+
+    /// A snapshot read record by record (`SnapshotReader`, how a new replica joins one):
+    /// the records come in ascending order, each as the whole decode has it; the end of the
+    /// input is checked after the last, so a defect after the records surfaces only then; a
+    /// copy made before reading reads them again.
+    @Test func aReaderYieldsTheRecordsInOrderThenChecksTheEnd() throws {
+        for seed in 1...6 {
+            let state = Simulator(.init(seed: UInt64(seed), steps: 60)).run().finalState
+            let bytes = try SnapshotCodec.encode(state)
+            let start = try SnapshotReader(bytes)
+            #expect(start.context == state.context)
+            #expect(start.recordCount == state.records.count)
+            var reader = start
+            var refs: [RecordRef] = []
+            while let (ref, record) = try reader.next() {
+                refs.append(ref)
+                #expect(state.records[ref] == record)
+            }
+            #expect(refs == state.sortedRecords.map(\.ref))
+            #expect(try reader.next() == nil)
+            #expect(try start.state() == state)
+            try start.check()
+
+            var trailing = try SnapshotReader(bytes + [0])
+            for _ in state.records.keys { #expect(try trailing.next() != nil) }
+            #expect(throws: ConcordError.self) { try trailing.next() }
+            #expect(throws: ConcordError.self) { try SnapshotReader(bytes + [0]).check() }
+        }
+    }
+
+    /// A snapshot inside a snapshot object names its defects as the bare snapshot does,
+    /// counting bytes from the snapshot's own start, for every single-byte change of it.
+    @Test func aDefectInsideAnObjectIsReportedAsInTheBareSnapshot() throws {
+        let state = Samples.replicas().laptop.state
+        let bare = try SnapshotCodec.encode(state)
+        let object = try SnapshotObjectCodec.encode(SnapshotContents(state: state, appliedSeqs: [Samples.laptop: 1]))
+        let header = object.count - bare.count
+        var compared = 0
+        for offset in bare.indices {
+            var mutatedBare = bare
+            mutatedBare[offset] ^= 0x41
+            var mutatedObject = object
+            mutatedObject[header + offset] ^= 0x41
+            var bareError: ConcordError?
+            var objectError: ConcordError?
+            do { _ = try SnapshotCodec.decode(mutatedBare) } catch { bareError = error }
+            do { _ = try SnapshotObjectCodec.decode(mutatedObject, path: "snapshots/x") } catch { objectError = error }
+            #expect(bareError == objectError, "byte \(offset)")
+            if bareError != nil { compared += 1 }
+        }
+        #expect(compared > bare.count / 4, "only \(compared) of \(bare.count) changes were defects")
+    }
 }

@@ -14,6 +14,33 @@ import Testing
         #expect(sealed.count == size + EncryptedObject.overheadByteCount)
         #expect(Array(sealed.prefix(4)) == EncryptedObject.prefix)
         #expect(try EncryptedObject.open(sealed, path: path, key: key) == plaintext)
+        // Opened in its own memory (how a snapshot is opened): the same plaintext.
+        #expect(try EncryptedObject.open(consuming: sealed, path: path, key: key) == plaintext)
+    }
+
+    /// Opening in place fails exactly as opening into new memory does, for every damaged
+    /// header byte, a flip in each of the first 300 ciphertext bytes and the tag, each
+    /// truncation near the end, another path and another key — with the same error.
+    @Test func openingInPlaceFailsExactlyAsOpeningDoes() {
+        let plaintext = seededBytes(4096 + 5, seed: 9)
+        let sealed = EncryptedObject.encrypt(plaintext, path: path, key: key)
+        var damaged: [(bytes: [UInt8], path: String, key: SubKey)] = []
+        for offset in Array(0..<(EncryptedObject.headerByteCount + 300)) + Array((sealed.count - 16)..<sealed.count) {
+            var bytes = sealed
+            bytes[offset] ^= 0x20
+            damaged.append((bytes, path, key))
+        }
+        for cut in 0..<20 { damaged.append((Array(sealed.dropLast(cut + 1)), path, key)) }
+        damaged.append((Array(sealed.prefix(10)), path, key))
+        damaged.append((sealed, path + "0", key))
+        damaged.append((sealed, path, StoreKey.random().subkey(for: .batches)))
+        for (index, (bytes, path, key)) in damaged.enumerated() {
+            var intoNew: ConcordError?
+            var inPlace: ConcordError?
+            do { _ = try EncryptedObject.open(bytes, path: path, key: key) } catch { intoNew = error }
+            do { _ = try EncryptedObject.open(consuming: bytes, path: path, key: key) } catch { inPlace = error }
+            #expect(intoNew != nil && intoNew == inPlace, "case \(index): \(String(describing: intoNew)) vs \(String(describing: inPlace))")
+        }
     }
 
     @Test func sealingTwiceGivesDifferentObjects() throws {

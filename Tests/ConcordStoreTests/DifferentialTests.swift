@@ -87,16 +87,24 @@ import Testing
     /// A new replica's first snapshot is inserted as it stands (`SlotIO.insertAll`) rather
     /// than diffed against an empty state: the store then holds exactly the snapshot — every
     /// slot kind, concurrent values, files, tombstones, set elements — and a store that
-    /// already held something joins it as the core does.
+    /// already held something joins it as the core does. Joined as it is read (a
+    /// `SnapshotReader` over its encoding), it gives the same stores and the same change
+    /// events; without its files it is held back naming exactly the missing ones, with
+    /// nothing written.
     @Test(arguments: 1...8)
-    func joiningASnapshotIntoAnEmptyStoreHoldsExactlyIt(seed: UInt64) throws {
+    func joiningASnapshotIntoAnEmptyStoreHoldsExactlyIt(seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed)
         var a = Replica(id: ReplicaID(high: 0xa, low: seed))
         var b = Replica(id: ReplicaID(high: 0xb, low: seed))
         let directory = TemporaryDirectory()
         let fresh = try Store.temporary(directory, "fresh", clock: ManualClock())
         let holding = try Store.temporary(directory, "holding", clock: ManualClock())
-        let files = try (1...3).map { index in try [fresh, holding].map { try $0.blobs.add(bytes: Array("file \(index)".utf8)) }[0] }
+        let streamed = try Store.temporary(directory, "streamed", clock: ManualClock())
+        let holdingStreamed = try Store.temporary(directory, "holding-streamed", clock: ManualClock())
+        let withoutFiles = try Store.temporary(directory, "without-files", clock: ManualClock())
+        let files = try (1...3).map { index in
+            try [fresh, holding, streamed, holdingStreamed].map { try $0.blobs.add(bytes: Array("file \(index)".utf8)) }[0]
+        }
         var now: UInt64 = 1_767_225_600_000
         for _ in 0..<120 {
             now += UInt64(random.int(0...2))
@@ -118,6 +126,7 @@ import Testing
         if let delta = b.seal() { try a.apply(delta) }
         _ = a.seal()
         let snapshot = try #require(a.snapshot)
+        let freshEvents = fresh.changes()
         #expect(try fresh.join(snapshot: snapshot) == .applied)
         #expect(try fresh.state() == snapshot)
         #expect(try fresh.canonicalDump() == CanonicalDump.json(of: snapshot))
@@ -128,6 +137,30 @@ import Testing
         let before = try holding.state()
         #expect(try holding.join(snapshot: snapshot) == .applied)
         #expect(try holding.state() == before.joined(snapshot))
+
+        // The same, joined as it is read.
+        let reader = try SnapshotReader(try SnapshotCodec.encode(snapshot))
+        let streamedEvents = streamed.changes()
+        #expect(try streamed.join(snapshot: reader) == .applied)
+        #expect(try streamed.state() == snapshot)
+        #expect(try streamed.join(snapshot: reader) == .alreadyApplied)
+        var expected = freshEvents.makeAsyncIterator()
+        var got = streamedEvents.makeAsyncIterator()
+        for _ in snapshot.records.keys {
+            let (one, other) = (await expected.next(), await got.next())
+            #expect(one != nil && one == other)
+        }
+        try holdingStreamed.set(RecordRef(collection: "c", id: "mine"), "f", .int(1))
+        _ = try holdingStreamed.seal()
+        #expect(try holdingStreamed.join(snapshot: reader) == .applied)
+        #expect(try holdingStreamed.canonicalDump() == (try holding.canonicalDump()))
+        let referenced = Set(snapshot.fileReferences.map(\.file.hash))
+        if referenced.isEmpty {
+            #expect(try withoutFiles.join(snapshot: reader) == .applied)
+        } else {
+            #expect(try withoutFiles.join(snapshot: reader) == .heldBack(missingFiles: referenced.sorted()))
+            #expect(try withoutFiles.state() == StoreState())
+        }
     }
 }
 

@@ -197,6 +197,34 @@ final class PhaseLog: @unchecked Sendable {
         let snapshots = try await fleet.remote.list(prefix: "snapshots/")
         #expect(snapshots.count == 2)
     }
+
+    /// A new replica joins its first snapshot as it reads it. A newer snapshot that
+    /// authenticates but holds a defect only after its last record (a stray byte) — found
+    /// once records were read — is passed over with nothing of it written, and the replica
+    /// bootstraps from the older good one.
+    @Test func aSnapshotMalformedAfterItsRecordsIsPassedOverWithNothingWritten() async throws {
+        var fleet = try await Fleet(count: 1)
+        let note = RecordRef(collection: "notes", id: "n")
+        try fleet.stores[0].put(note, ["title": .scalar(.string("kept"))])
+        try await fleet.syncAll()
+        let good = try await fleet.engines[0].writeSnapshot()
+
+        let planted = ReplicaID(high: 0xbad, low: 1)
+        var records = try fleet.stores[0].state().records
+        records[RecordRef(collection: "notes", id: "planted")] = records[note]
+        let state = StoreState(context: try fleet.stores[0].state().context, records: records)
+        let path = RemoteLayout.snapshot(planted, seq: 1)
+        let plaintext = try SnapshotObjectCodec.encode(SnapshotContents(state: state, appliedSeqs: [:])) + [0]
+        fleet.clock.advance(by: 1_000)  // the newest on the remote: tried first
+        try await fleet.remote.put(path, EncryptedObject.encrypt(plaintext, path: path, key: fleet.key.subkey(for: .snapshots)))
+
+        try await fleet.add(name: "newcomer")
+        let report = try await fleet.engines[1].sync()
+        #expect(report.rejected.contains { $0.hasPrefix(path) && $0.contains("after the end of the snapshot") }, "\(report.rejected)")
+        #expect(report.bootstrapped == good)
+        #expect(try fleet.stores[1].record(RecordRef(collection: "notes", id: "planted")) == nil)
+        #expect(try fleet.stores[1].canonicalDump() == fleet.stores[0].canonicalDump())
+    }
 }
 
 @Suite struct CompactionTests {

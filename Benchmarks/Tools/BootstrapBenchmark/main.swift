@@ -6,8 +6,11 @@
 //                                            pushes them and writes a snapshot to DIR/remote
 //   BootstrapBenchmark join DIR              a fresh store in DIR joins it (a pull-only sync)
 //   BootstrapBenchmark raw DIR RECORDS       raw SQLite inserts the same rows, one transaction
+//   BootstrapBenchmark read DIR              the snapshot fetched, opened and every record
+//                                            read and checked, nothing stored (the join's
+//                                            share that is not SQLite's)
 //
-// `join` and `raw` print one line: `join|raw ms=… peak_rss_mib=… rows=…`. WAL and
+// `join`, `raw` and `read` print one line: `join|raw|read ms=… peak_rss_mib=… rows=…`. WAL and
 // synchronous = FULL on both sides, as the store. `make bench-scale` runs them on tmpfs and
 // on disk.
 import Concord
@@ -22,7 +25,7 @@ let fields = 10
 let names = (0..<fields).map { "field\($0)" }
 let arguments = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: BootstrapBenchmark prepare DIR RECORDS | join DIR | raw DIR RECORDS\n".utf8))
+    FileHandle.standardError.write(Data("usage: BootstrapBenchmark prepare DIR RECORDS | join DIR | raw DIR RECORDS | read DIR\n".utf8))
     exit(2)
 }
 guard arguments.count >= 3 else { usage() }
@@ -82,8 +85,22 @@ case "join":
         FileHandle.standardError.write(Data("join: no snapshot joined (\(report.rejected))\n".utf8))
         exit(1)
     }
+    let peak = peakResidentMiB()  // the join's, before the check below reads every record
     let rows = try store.records(in: "items").count
-    print("join ms=\(elapsed) peak_rss_mib=\(peakResidentMiB()) rows=\(rows * fields)")
+    print("join ms=\(elapsed) peak_rss_mib=\(peak) rows=\(rows * fields)")
+case "read":
+    let folder = try FolderRemote(root: directory + "/remote")
+    let (key, _) = try await SyncEngine.unlock(folder, passphrase: passphrase)
+    let start = ContinuousClock.now
+    guard let path = try await folder.list(prefix: "snapshots/").first?.path, let sealed = try await folder.get(path) else {
+        FileHandle.standardError.write(Data("read: no snapshot in \(directory)/remote\n".utf8))
+        exit(1)
+    }
+    let plaintext = try EncryptedObject.open(consuming: sealed, path: path, key: key.subkey(for: .snapshots))
+    var records = try SnapshotObjectReader(plaintext, path: path).records
+    var rows = 0
+    while let (_, record) = try records.next() { rows += record.slots.count }
+    print("read ms=\(milliseconds(since: start)) peak_rss_mib=\(peakResidentMiB()) rows=\(rows)")
 case "raw":
     guard arguments.count == 4, let records = Int(arguments[3]) else { usage() }
     let path = directory + "/raw.db"

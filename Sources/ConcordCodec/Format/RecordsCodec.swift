@@ -97,14 +97,40 @@ enum RecordsCodec {
         from reader: inout ByteReader, replicas: [ReplicaID], names: [String], home: Int?, startHLC: UInt64,
         allowWhole: Bool, usedReplicas: inout [Bool], usedNames: inout [Bool]
     ) throws(ConcordError) -> [EncodedRecord] {
-        // A record takes at least 4 bytes: collection, prefix, suffix length, slot count.
-        let count = try reader.count("record list", minimumSize: 4, limit: FormatLimits.records)
-        var records: [EncodedRecord] = []
-        records.reserveCapacity(count)
-        var previousID: [UInt8] = []
-        var previousRef: RecordRef?
-        var previousHLC = startHLC
-        for _ in 0..<count {
+        var records = try Reader(from: &reader, replicas: replicas, names: names, home: home, startHLC: startHLC, allowWhole: allowWhole)
+        var decoded: [EncodedRecord] = []
+        decoded.reserveCapacity(records.remaining)
+        while let record = try records.next(from: &reader, usedReplicas: &usedReplicas, usedNames: &usedNames) { decoded.append(record) }
+        return decoded
+    }
+
+    /// Reads the record section one record at a time (a snapshot joined as it is read).
+    struct Reader {
+        let replicas: [ReplicaID]
+        let names: [String]
+        let home: Int?
+        let allowWhole: Bool
+        /// Records not read yet.
+        private(set) var remaining: Int
+        private var previousID: [UInt8] = []
+        private var previousRef: RecordRef?
+        private var previousHLC: UInt64
+
+        /// Reads the record count.
+        init(from reader: inout ByteReader, replicas: [ReplicaID], names: [String], home: Int?, startHLC: UInt64, allowWhole: Bool) throws(ConcordError) {
+            // A record takes at least 4 bytes: collection, prefix, suffix length, slot count.
+            remaining = try reader.count("record list", minimumSize: 4, limit: FormatLimits.records)
+            self.replicas = replicas
+            self.names = names
+            self.home = home
+            self.allowWhole = allowWhole
+            previousHLC = startHLC
+        }
+
+        /// The next record; nil after the last.
+        mutating func next(from reader: inout ByteReader, usedReplicas: inout [Bool], usedNames: inout [Bool]) throws(ConcordError) -> EncodedRecord? {
+            guard remaining > 0 else { return nil }
+            remaining -= 1
             let collectionIndex = try index(&reader, "collection name", in: names.count)
             usedNames[collectionIndex] = true
             let shared = try reader.varint("id prefix length")
@@ -214,9 +240,8 @@ enum RecordsCodec {
                 }
                 slots.append((key: key, entries: entries))
             }
-            records.append((ref: ref, slots: slots, whole: whole))
+            return (ref: ref, slots: slots, whole: whole)
         }
-        return records
     }
 
     @inline(__always)

@@ -64,7 +64,7 @@ struct Tables {
             let name = try reader.string("name", limit: FormatLimits.nameBytes)
             let bytes = Array(name.utf8)[...]
             if let previous, !previous.lexicographicallyPrecedes(bytes) {
-                throw ConcordError(.malformed, "\(reader.what) at byte \(start): name table not strictly ascending at \"\(name)\"")
+                throw reader.error(.malformed, "name table not strictly ascending at \"\(name)\"", at: start)
             }
             previous = bytes
             names.append(name)

@@ -38,10 +38,34 @@ public enum SnapshotCodec {
     /// Decodes a snapshot from untrusted bytes, checking that every entry's dot lies in the
     /// context and every payload fits its slot.
     public static func decode(_ bytes: [UInt8]) throws(ConcordError) -> StoreState {
-        var reader = ByteReader(bytes, what: "snapshot")
+        try SnapshotReader(bytes).state()
+    }
+}
+
+/// Reads a snapshot's records one at a time, each checked as ``SnapshotCodec/decode(_:)``
+/// checks it, so that a store can join a snapshot far larger in memory than its encoding
+/// without holding the whole state (a new replica's bootstrap).
+///
+/// The context and the tables are read first; ``next()`` returns the records in ascending
+/// order and, after the last one, checks the end of the input and that every table entry was
+/// used — so a snapshot is valid exactly when reading it to its end throws nothing. A copy of
+/// the reader made before the first ``next()`` reads the records again from the start.
+public struct SnapshotReader: Sendable {
+    /// The snapshot's causal context: every dot its records hold lies in it.
+    public let context: CausalContext
+    private var reader: ByteReader
+    private var records: RecordsCodec.Reader
+    private var usedReplicas: [Bool]
+    private var usedNames: [Bool]
+    private var checkedEnd = false
+
+    /// Reads the header, replica table, context and name table of the snapshot encoding
+    /// that starts at `offset` of `bytes` (``SnapshotObjectReader`` starts after the seqs).
+    init(_ bytes: [UInt8], startingAt offset: Int) throws(ConcordError) {
+        reader = ByteReader(bytes, what: "snapshot", offset: offset)
         try ObjectHeader.read(.snapshot, from: &reader)
         let replicas = try Tables.readReplicas(from: &reader)
-        var usedReplicas = [Bool](repeating: false, count: replicas.count)
+        usedReplicas = [Bool](repeating: false, count: replicas.count)
         let contextCount = try reader.count("context", minimumSize: 3, limit: replicas.count)
         var ranges: [ReplicaID: [ClosedRange<UInt64>]] = [:]
         var previousIndex = -1
@@ -68,38 +92,71 @@ public enum SnapshotCodec {
             }
             ranges[replicas[index]] = list
         }
+        context = CausalContext(ranges: ranges)
         let names = try Tables.readNames(from: &reader)
-        var usedNames = [Bool](repeating: false, count: names.count)
-        let decoded = try RecordsCodec.read(
-            from: &reader, replicas: replicas, names: names, home: replicas.isEmpty ? nil : 0, startHLC: 0, allowWhole: false,
-            usedReplicas: &usedReplicas, usedNames: &usedNames)
-        guard reader.isAtEnd else { throw reader.error(.malformed, "\(reader.remaining) bytes after the end of the snapshot") }
-        try RecordsCodec.checkAllUsed(usedReplicas, "replica table", reader)
-        try RecordsCodec.checkAllUsed(usedNames, "name table", reader)
+        usedNames = [Bool](repeating: false, count: names.count)
+        records = try RecordsCodec.Reader(
+            from: &reader, replicas: replicas, names: names, home: replicas.isEmpty ? nil : 0, startHLC: 0, allowWhole: false)
+    }
 
-        let context = CausalContext(ranges: ranges)
+    /// Reads a snapshot encoding (docs/FORMAT.md §4.4) up to its first record.
+    public init(_ bytes: [UInt8]) throws(ConcordError) {
+        try self.init(bytes, startingAt: 0)
+    }
+
+    /// The whole state: every record left, read into memory.
+    public func state() throws(ConcordError) -> StoreState {
+        var reader = self
         var records: [RecordRef: Record] = [:]
-        records.reserveCapacity(decoded.count)
-        for record in decoded {
-            var slots: [SlotKey: Slot] = [:]
-            slots.reserveCapacity(record.slots.count)
-            for slot in record.slots {
-                guard !slot.entries.isEmpty else {
-                    throw ConcordError(.malformed, "snapshot: record \(record.ref) stores an empty slot \(slot.key)")
-                }
-                for entry in slot.entries {
-                    guard context.contains(entry.dot) else {
-                        throw ConcordError(.malformed, "snapshot: entry \(entry.dot) of \(record.ref) \(slot.key) is outside the snapshot's context")
-                    }
-                    guard slot.key.accepts(entry.payload) else {
-                        throw ConcordError(.malformed, "snapshot: slot \(record.ref) \(slot.key) holds a payload of the wrong kind")
-                    }
-                }
-                slots[slot.key] = Slot(entries: slot.entries)
-            }
-            records[record.ref] = Record(slots: slots)
-        }
+        records.reserveCapacity(reader.recordCount)
+        while let (ref, record) = try reader.next() { records[ref] = record }
         return StoreState(context: context, records: records)
     }
 
+    /// Reads every record left, to check them, keeping none.
+    public func check() throws(ConcordError) {
+        var reader = self
+        while try reader.nextSlots() != nil {}
+    }
+
+    /// How many records are left to read.
+    public var recordCount: Int { records.remaining }
+
+    /// The next record, checked: no empty slot, every entry's dot in the context, every
+    /// payload of its slot's kind. Nil after the last, once the rest of the input is checked.
+    public mutating func next() throws(ConcordError) -> (ref: RecordRef, record: Record)? {
+        guard let (ref, slots) = try nextSlots() else { return nil }
+        var record: [SlotKey: Slot] = [:]
+        record.reserveCapacity(slots.count)
+        for slot in slots { record[slot.key] = Slot(entries: slot.entries) }
+        return (ref, Record(slots: record))
+    }
+
+    /// ``next()``, with the record's slots as they are encoded: in canonical order, each
+    /// with its entries in ascending stamp order (no dictionary built).
+    public mutating func nextSlots() throws(ConcordError) -> (ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])])? {
+        guard let record = try records.next(from: &reader, usedReplicas: &usedReplicas, usedNames: &usedNames) else {
+            if !checkedEnd {
+                guard reader.isAtEnd else { throw reader.error(.malformed, "\(reader.remaining) bytes after the end of the snapshot") }
+                try RecordsCodec.checkAllUsed(usedReplicas, "replica table", reader)
+                try RecordsCodec.checkAllUsed(usedNames, "name table", reader)
+                checkedEnd = true
+            }
+            return nil
+        }
+        for slot in record.slots {
+            guard !slot.entries.isEmpty else {
+                throw ConcordError(.malformed, "snapshot: record \(record.ref) stores an empty slot \(slot.key)")
+            }
+            for entry in slot.entries {
+                guard context.contains(entry.dot) else {
+                    throw ConcordError(.malformed, "snapshot: entry \(entry.dot) of \(record.ref) \(slot.key) is outside the snapshot's context")
+                }
+                guard slot.key.accepts(entry.payload) else {
+                    throw ConcordError(.malformed, "snapshot: slot \(record.ref) \(slot.key) holds a payload of the wrong kind")
+                }
+            }
+        }
+        return (record.ref, record.slots)
+    }
 }

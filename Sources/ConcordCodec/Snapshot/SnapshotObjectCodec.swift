@@ -34,8 +34,33 @@ public enum SnapshotObjectCodec {
     ///   encoding per contents, as everywhere in the format); what ``SnapshotCodec/decode(_:)``
     ///   throws for the state.
     public static func decode(_ bytes: [UInt8], path: String) throws(ConcordError) -> SnapshotContents {
+        let reader = try SnapshotObjectReader(bytes, path: path)
+        return SnapshotContents(state: try reader.records.state(), appliedSeqs: reader.appliedSeqs)
+    }
+
+    static func appendBigEndian(_ value: UInt64, width: Int, to bytes: inout [UInt8]) {
+        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    static func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+}
+
+/// A snapshot object's plaintext read as far as its first record: what it covers, and a
+/// ``SnapshotReader`` for its records, one at a time (a new replica joins a snapshot this way
+/// without holding the whole state in memory).
+public struct SnapshotObjectReader: Sendable {
+    /// Per origin, the seq of the newest batch the snapshot contains.
+    public let appliedSeqs: [ReplicaID: UInt64]
+    /// The snapshot's records, from the first; copy it to read them more than once.
+    public let records: SnapshotReader
+
+    /// - Throws: what ``SnapshotObjectCodec/decode(_:path:)`` throws for the seq table, the
+    ///   header, the context and the tables; the records throw as they are read.
+    public init(_ bytes: [UInt8], path: String) throws(ConcordError) {
         guard bytes.count >= 4 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
-        let count = Int(readBigEndian(bytes[0..<4]))
+        let count = Int(SnapshotObjectCodec.readBigEndian(bytes[0..<4]))
         guard count <= (bytes.count - 4) / 24 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
         var seqs: [ReplicaID: UInt64] = [:]
         var offset = 4
@@ -46,17 +71,10 @@ public enum SnapshotObjectCodec {
                 throw ConcordError(.malformed, "snapshot \(path)'s table of applied seqs is not in ascending replica order (\(replica) after \(previous))")
             }
             previous = replica
-            seqs[replica] = readBigEndian(bytes[offset + 16..<offset + 24])
+            seqs[replica] = SnapshotObjectCodec.readBigEndian(bytes[offset + 16..<offset + 24])
             offset += 24
         }
-        return SnapshotContents(state: try SnapshotCodec.decode(Array(bytes[offset...])), appliedSeqs: seqs)
-    }
-
-    static func appendBigEndian(_ value: UInt64, width: Int, to bytes: inout [UInt8]) {
-        for shift in stride(from: (width - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-    }
-
-    static func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        appliedSeqs = seqs
+        records = try SnapshotReader(bytes, startingAt: offset)
     }
 }

@@ -11,9 +11,13 @@ struct ByteReader {
     /// What the decoder is reading, for error messages ("delta", "snapshot").
     let what: String
 
-    init(_ bytes: [UInt8], what: String) {
+    /// Where the input starts in `bytes`: error messages count from there.
+    private let origin: Int
+
+    init(_ bytes: [UInt8], what: String, offset: Int = 0) {
         self.bytes = bytes
-        self.offset = 0
+        self.offset = offset
+        self.origin = offset
         self.what = what
     }
 
@@ -21,7 +25,12 @@ struct ByteReader {
     var isAtEnd: Bool { offset == bytes.count }
 
     func error(_ code: ConcordError.Code, _ message: String) -> ConcordError {
-        ConcordError(code, "\(what) at byte \(offset): \(message)")
+        error(code, message, at: offset)
+    }
+
+    /// An error about what starts at `position` (an offset into the bytes, as ``offset``).
+    func error(_ code: ConcordError.Code, _ message: String, at position: Int) -> ConcordError {
+        ConcordError(code, "\(what) at byte \(position - origin): \(message)")
     }
 
     mutating func byte(_ field: @autoclosure () -> String) throws(ConcordError) -> UInt8 {

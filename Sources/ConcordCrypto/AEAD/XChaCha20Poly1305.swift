@@ -98,4 +98,21 @@ public enum XChaCha20Poly1305 {
         }
         return status == 0 ? plaintext : nil
     }
+
+    /// Opens ciphertext-and-tag in place (lengths already checked): the plaintext overwrites
+    /// the start of `buffer`'s ciphertext; returns its length, nil when authentication fails
+    /// (and then nothing was written). libsodium checks the tag before it decrypts, and
+    /// decrypts with input and output at the same address.
+    static func openInPlace(key: UnsafePointer<UInt8>, nonce: [UInt8], buffer: UnsafeMutableBufferPointer<UInt8>, ad: [UInt8]) -> Int? {
+        Sodium.ensureInitialized()
+        precondition(nonce.count == nonceByteCount)
+        guard buffer.count >= tagByteCount, let base = buffer.baseAddress else { return nil }
+        var written: UInt64 = 0
+        let status = ad.withNonNullBytes { a, aCount in
+            nonce.withNonNullBytes { n, _ in
+                crypto_aead_xchacha20poly1305_ietf_decrypt(base, &written, nil, base, UInt64(buffer.count), a, UInt64(aCount), n, key)
+            }
+        }
+        return status == 0 ? Int(written) : nil
+    }
 }

@@ -56,6 +56,37 @@ public enum EncryptedObject {
     ///   version is one this release cannot read.
     public static func open(_ encrypted: some Collection<UInt8>, path: String, key: SubKey) throws(ConcordError) -> [UInt8] {
         let bytes = Array(encrypted)
+        try checkHeader(bytes, path: path)
+        let nonce = Array(bytes[4..<headerByteCount])
+        let opened = key.secret.withKeyPointer { keyPointer in
+            XChaCha20Poly1305.open(key: keyPointer, nonce: nonce, ciphertext: bytes[headerByteCount...], ad: associatedData(path: path))
+        }
+        guard let opened else { throw authenticationFailed(path) }
+        return opened
+    }
+
+    /// ``open(_:path:key:)`` in the bytes' own memory: the plaintext takes the place of the
+    /// object, so opening a large object (a snapshot) never holds it twice.
+    public static func open(consuming encrypted: consuming [UInt8], path: String, key: SubKey) throws(ConcordError) -> [UInt8] {
+        var bytes = consume encrypted
+        try checkHeader(bytes, path: path)
+        let nonce = Array(bytes[4..<headerByteCount])
+        let ad = associatedData(path: path)
+        let count = key.secret.withKeyPointer { keyPointer in
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                XChaCha20Poly1305.openInPlace(key: keyPointer, nonce: nonce, buffer: UnsafeMutableBufferPointer(rebasing: buffer[headerByteCount...]), ad: ad)
+            }
+        }
+        guard let count else { throw authenticationFailed(path) }
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            base.update(from: base + headerByteCount, count: count)
+        }
+        bytes.removeLast(bytes.count - count)
+        return bytes
+    }
+
+    private static func checkHeader(_ bytes: [UInt8], path: String) throws(ConcordError) {
         guard bytes.count >= overheadByteCount else {
             throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it is \(bytes.count) bytes, shorter than any encrypted object (\(overheadByteCount)); it was truncated or is not a Concord object; run `concord doctor`")
         }
@@ -65,14 +96,10 @@ public enum EncryptedObject {
         guard bytes[3] == formatVersion else {
             throw ConcordError(.unsupportedVersion, "remote object \(path) uses encrypted-object format version \(bytes[3]), which this release cannot read (it reads version \(formatVersion)): upgrade Concord; if no newer client writes to this store, the object was damaged; run `concord doctor`")
         }
-        let nonce = Array(bytes[4..<headerByteCount])
-        let opened = key.secret.withKeyPointer { keyPointer in
-            XChaCha20Poly1305.open(key: keyPointer, nonce: nonce, ciphertext: bytes[headerByteCount...], ad: associatedData(path: path))
-        }
-        guard let opened else {
-            throw ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it was modified or truncated, or it was written under another name or for another store; run `concord doctor`")
-        }
-        return opened
+    }
+
+    private static func authenticationFailed(_ path: String) -> ConcordError {
+        ConcordError(.authenticationFailed, "remote object \(path) failed authentication: it was modified or truncated, or it was written under another name or for another store; run `concord doctor`")
     }
 
     static func associatedData(path: String) -> [UInt8] {

@@ -1,8 +1,8 @@
 import Synchronization
 
 /// Fans values out to every subscriber, after whatever produced them committed: the store's
-/// change events, the sync engine's progress and AutoSync's events.
-/// Fans values out to every subscriber; ends every stream, present and future, on finish.
+/// change events, the sync engine's progress and AutoSync's events. Ends every stream,
+/// present and future, on finish.
 package final class Broadcaster<Element: Sendable>: Sendable {
     private struct State {
         var next = 0
@@ -33,6 +33,11 @@ package final class Broadcaster<Element: Sendable>: Sendable {
             continuation.finish()
         }
         return stream
+    }
+
+    /// Whether a stream is subscribed now.
+    package var hasSubscribers: Bool {
+        state.withLock { !$0.subscribers.isEmpty }
     }
 
     package func publish(_ value: Element) {

@@ -29,8 +29,47 @@ extension Store {
     }
 
     /// Every change to this store from now on — local writes and applied remote deltas
-    /// alike — one event per changed record, delivered after the change commits.
+    /// alike — one event per changed record, delivered after the change commits. (One
+    /// exception: a new replica's first snapshot, joined as it is read, keeps its events only
+    /// if a stream was subscribed when the join began, so that joining a million records
+    /// holds no million events for nobody; subscribe before the first sync.)
     public func changes() -> AsyncStream<ChangeEvent> {
         events.subscribe()
+    }
+}
+
+/// The changes of one transaction that may touch millions of records (a bootstrap), kept
+/// compactly until they are published: records with the same fields share one set. Nothing
+/// is kept when the store has no subscriber at the start.
+struct ChangeList {
+    private let keeping: Bool
+    private var refs: [RecordRef] = []
+    private var setOfRecord: [Int] = []
+    private var sets: [Set<String>] = []
+    private var indexOfSet: [Set<String>: Int] = [:]
+
+    init(for store: Store) {
+        keeping = store.events.hasSubscribers
+    }
+
+    /// Notes that the record `ref` now holds `slots`: all its fields and elements changed.
+    mutating func append(_ ref: RecordRef, _ slots: [(key: SlotKey, entries: [Entry])]) {
+        guard keeping else { return }
+        let fields = Set(slots.compactMap(\.key.fieldName))
+        let index: Int
+        if let known = indexOfSet[fields] {
+            index = known
+        } else {
+            index = sets.count
+            sets.append(fields)
+            indexOfSet[fields] = index
+        }
+        refs.append(ref)
+        setOfRecord.append(index)
+    }
+
+    /// Publishes one event per record, in the order they were appended.
+    func publish(to store: Store) {
+        for (ref, set) in zip(refs, setOfRecord) { store.events.publish(ChangeEvent(ref: ref, fields: sets[set], origin: .local)) }
     }
 }

@@ -283,42 +283,62 @@ enum SlotIO {
 
 extension SlotIO {
     /// Writes `state` into a store whose record tables are empty — a new replica joining its
-    /// first snapshot — and returns, per record, the fields written. The rows are those
-    /// ``replace(_:_:_:with:dirty:)`` writes slot by slot from nothing (dirty 0), but inserted
-    /// straight away, in key order: nothing to read, compare or delete first, and the
-    /// arguments bound through SQLite's C API (``BoundStatement``).
+    /// first snapshot — and returns, per record, the fields written (``FreshInsert``).
     static func insertAll(_ db: Database, _ state: StoreState) throws -> [RecordRef: Set<String>] {
-        let dots = BoundStatement(try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5)"))
-        let elements = BoundStatement(try db.cachedStatement(sql: """
-            INSERT INTO concord_elements (collection, id, field, element, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-            """))
-        let fields = BoundStatement(try db.cachedStatement(sql: """
-            INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-            """))
-        let versions = BoundStatement(try db.cachedStatement(sql: """
-            INSERT INTO concord_field_versions (collection, id, field, hlc, replica, kind, value, file_size, media_type)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-            """))
-        var replicas: [ReplicaID: Data] = [:]
-        func blob(_ replica: ReplicaID) -> Data {
-            if let known = replicas[replica] { return known }
-            let made = Rows.replicaBlob(replica)
-            replicas[replica] = made
-            return made
-        }
-        let clean = Rows.hlc(0)
+        var insert = try FreshInsert(db)
         var changes: [RecordRef: Set<String>] = [:]
         changes.reserveCapacity(state.records.count)
         // In key order: the tables' keys start with (collection, id), so each insert lands
         // beside the last instead of on a random page of a table larger than the page cache.
         for (ref, record) in state.records.sorted(by: { $0.key < $1.key }) {
-            var names: Set<String> = []
-            for (key, slot) in record.slots where !slot.entries.isEmpty {
+            try insert.insert(ref, record.slots.map { (key: $0.key, entries: $0.value.entries) })
+            changes[ref] = Set(record.slots.keys.compactMap(\.fieldName))
+        }
+        return changes
+    }
+
+    /// Inserts records, one at a time, into a store whose record tables hold none of them.
+    /// The rows are those ``replace(_:_:_:with:dirty:)`` writes slot by slot from nothing
+    /// (dirty 0), but inserted straight away: nothing to read, compare or delete first, and
+    /// the arguments bound through SQLite's C API (``BoundStatement``). Fastest with the
+    /// records in key order.
+    struct FreshInsert {
+        private let dots: BoundStatement
+        private let elements: BoundStatement
+        private let fields: BoundStatement
+        private let versions: BoundStatement
+        private var replicas: [ReplicaID: Data] = [:]
+        private let clean = Rows.hlc(0)
+
+        init(_ db: Database) throws {
+            dots = BoundStatement(try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5)"))
+            elements = BoundStatement(try db.cachedStatement(sql: """
+                INSERT INTO concord_elements (collection, id, field, element, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                """))
+            fields = BoundStatement(try db.cachedStatement(sql: """
+                INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                """))
+            versions = BoundStatement(try db.cachedStatement(sql: """
+                INSERT INTO concord_field_versions (collection, id, field, hlc, replica, kind, value, file_size, media_type)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                """))
+        }
+
+        private mutating func blob(_ replica: ReplicaID) -> Data {
+            if let known = replicas[replica] { return known }
+            let made = Rows.replicaBlob(replica)
+            replicas[replica] = made
+            return made
+        }
+
+        /// Inserts the record `ref` of `slots` (each key once).
+        mutating func insert(_ ref: RecordRef, _ slots: [(key: SlotKey, entries: [Entry])]) throws {
+            for (key, entries) in slots where !entries.isEmpty {
                 switch key {
                 case .liveness, .tombstones:
                     let kind = key == .liveness ? Rows.slotLiveness : Rows.slotTombstones
-                    for entry in slot.entries {
+                    for entry in entries {
                         try dots.execute { binder in
                             binder.bind(ref)
                             binder.bind(kind, at: 3)
@@ -328,7 +348,7 @@ extension SlotIO {
                     }
                 case let .element(name, element):
                     let encoded = ScalarCodec.encode(element)
-                    for entry in slot.entries {
+                    for entry in entries {
                         try elements.execute { binder in
                             binder.bind(ref)
                             binder.bind(name, at: 3)
@@ -337,9 +357,8 @@ extension SlotIO {
                             binder.bind(blob(entry.dot.replica), at: 6)
                         }
                     }
-                    names.insert(name)
                 case let .field(name):
-                    let winner = slot.entries[slot.entries.count - 1]
+                    let winner = entries[entries.count - 1]
                     let columns = Rows.columns(winner.payload)
                     try fields.execute { binder in
                         binder.bind(ref)
@@ -347,10 +366,10 @@ extension SlotIO {
                         binder.bind(columns, at: 4)
                         binder.bind(Rows.hlc(winner.dot.hlc), at: 8)
                         binder.bind(blob(winner.dot.replica), at: 9)
-                        binder.bind(Int64(slot.entries.count), at: 10)
+                        binder.bind(Int64(entries.count), at: 10)
                         binder.bind(clean, at: 11)
                     }
-                    for entry in slot.entries.dropLast() {
+                    for entry in entries.dropLast() {
                         let columns = Rows.columns(entry.payload)
                         try versions.execute { binder in
                             binder.bind(ref)
@@ -360,11 +379,8 @@ extension SlotIO {
                             binder.bind(columns, at: 6)
                         }
                     }
-                    names.insert(name)
                 }
             }
-            changes[ref] = names
         }
-        return changes
     }
 }

@@ -379,25 +379,81 @@ extension Store {
         }
         var changes: [RecordRef: Set<String>] = [:]
         let result: StoreApplyResult = try writeDatabase { db in
-            let old = try SlotIO.state(db)
-            if old.context.union(snapshot.context) == old.context, old.joined(snapshot) == old { return .alreadyApplied }
-            let entries = snapshot.records.values.flatMap { $0.slots.values.flatMap(\.entries) }
-            let missing = missingFiles(in: entries, seen: old.context)
-            if !missing.isEmpty { return .heldBack(missingFiles: missing) }
-            if old.records.isEmpty, old.context.isEmpty {
-                // A new replica's first snapshot (the bootstrap): the join is the snapshot
-                // itself, inserted row by row without diffing it against nothing.
-                changes = try SlotIO.insertAll(db, snapshot)
-                if let vector = snapshot.context.versionVector { for (replica, hlc) in vector.entries { try SlotIO.setContext(db, replica, hlc) } }
-            } else {
-                changes = try rewrite(db, from: old, to: old.joined(snapshot))
-            }
-            for (origin, seq) in appliedSeqs where origin != replicaID { try setAppliedSeq(db, origin, seq) }
-            try observe(db, snapshot.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
-            return .applied
+            try join(db, old: try SlotIO.state(db), snapshot: snapshot, appliedSeqs: appliedSeqs, changes: &changes)
         }
         publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
         return result
+    }
+
+    /// Joins a snapshot as it is read, in one transaction: what ``join(snapshot:appliedSeqs:)``
+    /// does with `reader`'s state, without holding that state in memory when the store holds
+    /// nothing yet — no record, an empty context: a new replica's bootstrap. The records are
+    /// read twice, to find the files they need (`heldBack` when one is missing, with nothing
+    /// written) and then to insert them as they come; memory stays that of one record, beside
+    /// the snapshot's bytes. Any other store reads the whole state and joins it.
+    ///
+    /// - Throws: what the reader throws for a malformed snapshot, before anything is written.
+    @discardableResult
+    public func join(snapshot reader: SnapshotReader, appliedSeqs: [ReplicaID: UInt64] = [:]) throws(ConcordError) -> StoreApplyResult {
+        guard let vector = reader.context.versionVector else {
+            throw ConcordError(.malformed, "only a replica's full state can be joined as a snapshot")
+        }
+        var changes = ChangeList(for: self)
+        var joined: [RecordRef: Set<String>] = [:]
+        let result: StoreApplyResult = try writeDatabase { db in
+            let old = try SlotIO.state(db)
+            guard old.records.isEmpty, old.context.isEmpty else {
+                return try join(db, old: old, snapshot: try reader.state(), appliedSeqs: appliedSeqs, changes: &joined)
+            }
+            if reader.context.isEmpty, reader.recordCount == 0 { return .alreadyApplied }
+            // First pass: every record checked, and the files they need found.
+            var missing: Set<ContentHash> = []
+            var scan = reader
+            while let (_, slots) = try scan.nextSlots() {
+                for (key, entries) in slots {
+                    guard case .field = key else { continue }
+                    for entry in entries {
+                        if case let .file(file) = entry.payload, !blobs.contains(file.hash) { missing.insert(file.hash) }
+                    }
+                }
+            }
+            if !missing.isEmpty { return .heldBack(missingFiles: missing.sorted()) }
+            // Second pass: each record inserted as it is read, in key order.
+            var insert = try SlotIO.FreshInsert(db)
+            var records = reader
+            while let (ref, slots) = try records.nextSlots() {
+                try insert.insert(ref, slots)
+                changes.append(ref, slots)
+            }
+            for (replica, hlc) in vector.entries { try SlotIO.setContext(db, replica, hlc) }
+            for (origin, seq) in appliedSeqs where origin != replicaID { try setAppliedSeq(db, origin, seq) }
+            try observe(db, reader.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
+            return .applied
+        }
+        publishChanges(joined.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        changes.publish(to: self)
+        return result
+    }
+
+    /// Joins `snapshot` into `old`, the store's state, within a write transaction.
+    private func join(
+        _ db: Database, old: StoreState, snapshot: StoreState, appliedSeqs: [ReplicaID: UInt64], changes: inout [RecordRef: Set<String>]
+    ) throws -> StoreApplyResult {
+        if old.context.union(snapshot.context) == old.context, old.joined(snapshot) == old { return .alreadyApplied }
+        let entries = snapshot.records.values.flatMap { $0.slots.values.flatMap(\.entries) }
+        let missing = missingFiles(in: entries, seen: old.context)
+        if !missing.isEmpty { return .heldBack(missingFiles: missing) }
+        if old.records.isEmpty, old.context.isEmpty {
+            // A new replica's first snapshot (the bootstrap): the join is the snapshot
+            // itself, inserted row by row without diffing it against nothing.
+            changes = try SlotIO.insertAll(db, snapshot)
+            if let vector = snapshot.context.versionVector { for (replica, hlc) in vector.entries { try SlotIO.setContext(db, replica, hlc) } }
+        } else {
+            changes = try rewrite(db, from: old, to: old.joined(snapshot))
+        }
+        for (origin, seq) in appliedSeqs where origin != replicaID { try setAppliedSeq(db, origin, seq) }
+        try observe(db, snapshot.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
+        return .applied
     }
 
     // MARK: Reading

@@ -62,7 +62,7 @@ extension SyncEngine {
         if !forgotten.isEmpty {
             // Read back, as every repair is.
             var unused = SyncReport()
-            if let path = try await snapshotUnderANewName(), try await fetchSnapshot(path, into: &unused) != nil {
+            if let path = try await snapshotUnderANewName(), let snapshot = try await fetchSnapshot(path, into: &unused), (try? snapshot.records.check()) != nil {
                 for index in forgotten {
                     scan.report.findings[index].repair = "published again in snapshot \(path) (this replica no longer holds the batch's bytes)"
                     scan.report.findings[index].repaired = true

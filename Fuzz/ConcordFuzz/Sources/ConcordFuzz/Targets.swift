@@ -69,12 +69,22 @@ struct Target: Sendable {
     }
 
     static func snapshotObject(_ bytes: [UInt8]) {
+        // Read as a new replica joins it (record by record, checked to the end): it fails
+        // exactly when the whole decode does, with the same error.
+        var streamed: ConcordError?
+        do throws(ConcordError) {
+            try SnapshotObjectReader(bytes, path: Fixed.snapshotPath).records.check()
+        } catch {
+            streamed = error
+        }
         let contents: SnapshotContents
         do throws(ConcordError) {
             contents = try SnapshotObjectCodec.decode(bytes, path: Fixed.snapshotPath)
         } catch {
+            require(streamed == error, "snapshot object: read record by record it failed with \(String(describing: streamed)), decoded whole with \(error)")
             return requireDamage(error, "snapshot object")
         }
+        require(streamed == nil, "snapshot object: read record by record it failed with \(String(describing: streamed)), decoded whole it did not")
         contents.state._checkInvariants()
         // The state part is canonical (checked by the snapshot target); the seq table is
         // read as a map, so only a round trip through the encoder is checked here.
@@ -110,9 +120,15 @@ struct Target: Sendable {
         var selector: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
 
         /// Opens and decodes `sealed` found at this kind's fixed path, as `RemoteObjects`
-        /// does (`openBatch`, `openSnapshot`, `openHead`).
+        /// does (`openBatch`, `openSnapshot`, `openHead`; a snapshot opened in place). Opened
+        /// in place or into new memory, it gives the same plaintext or the same error.
         func open(_ sealed: [UInt8]) throws(ConcordError) {
-            let plaintext = try EncryptedObject.open(sealed, path: path, key: key)
+            let intoNew: Result<[UInt8], ConcordError>
+            do throws(ConcordError) { intoNew = .success(try EncryptedObject.open(sealed, path: path, key: key)) } catch { intoNew = .failure(error) }
+            let inPlace: Result<[UInt8], ConcordError>
+            do throws(ConcordError) { inPlace = .success(try EncryptedObject.open(consuming: sealed, path: path, key: key)) } catch { inPlace = .failure(error) }
+            require(intoNew == inPlace, "sealed \(self): opened in place it gave \(inPlace), into new memory \(intoNew)")
+            let plaintext = try inPlace.get()
             switch self {
             case .batch: _ = try DeltaCodec.decode(plaintext)
             case .snapshot: _ = try SnapshotObjectCodec.decode(plaintext, path: path)
