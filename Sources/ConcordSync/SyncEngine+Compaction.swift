@@ -183,20 +183,17 @@ extension SyncEngine {
     }
 
     /// Fetches and authenticates the snapshot at `path`, and reads it as far as its first
-    /// record (its records are checked as they are read: ``join(_:path:into:)``); nil when it
-    /// is not there or fails to open (recorded in the report: it is treated as not there).
-    /// Remembers what it covers.
+    /// record; nil when it is not there or fails to open (recorded in the report: it is
+    /// treated as not there). Its records are checked as they are read: what it covers counts
+    /// only once they all read (``coverage(of:into:)``, ``join(_:path:into:)``).
     func fetchSnapshot(_ path: String, into report: inout SyncReport) async throws(ConcordError) -> SnapshotObjectReader? {
         guard let sealed = try await objects.fetch(path) else { return nil }
-        let snapshot: SnapshotObjectReader
         do {
-            snapshot = try objects.openSnapshotReader(sealed, at: path)
+            return try objects.openSnapshotReader(sealed, at: path)
         } catch {
             report.rejected.append("\(path): \(error.message)")
             return nil
         }
-        try rememberCoverage(snapshot.appliedSeqs, of: path)
-        return snapshot
     }
 
     /// Joins a snapshot, fetching the files it holds back. False if a file is not there yet,
@@ -225,10 +222,13 @@ extension SyncEngine {
     }
 
     /// The store's join of `snapshot`; nil when a record of it is malformed (nothing was
-    /// written, and the snapshot is rejected in `report`).
+    /// written, and the snapshot is rejected in `report`). Any answer means every record
+    /// read, so what the snapshot covers is remembered.
     private func storeJoin(_ snapshot: SnapshotObjectReader, path: String, into report: inout SyncReport) throws(ConcordError) -> StoreApplyResult? {
         do {
-            return try store.join(snapshot: snapshot.records, appliedSeqs: snapshot.appliedSeqs)
+            let result = try store.join(snapshot: snapshot.records, appliedSeqs: snapshot.appliedSeqs)
+            try rememberCoverage(snapshot.appliedSeqs, of: path)
+            return result
         } catch where Self.isDamage(error) {
             report.rejected.append("\(path): \(error.message)")
             return nil

@@ -106,11 +106,20 @@ extension SyncEngine {
     }
 
     /// Per origin, the seq of the newest delta the snapshot at `path` contains; nil when it
-    /// is not there or does not open. A name never gets other bytes, so each snapshot is
+    /// is not there, does not open, or a record of it does not read (then no replica could
+    /// join it, so it covers nothing). A name never gets other bytes, so each snapshot is
     /// read once for this and the answer remembered.
     func coverage(of path: String, into report: inout SyncReport) async throws(ConcordError) -> [ReplicaID: UInt64]? {
         if let known = try knownCoverage(of: path) { return known }
-        return try await fetchSnapshot(path, into: &report)?.appliedSeqs
+        guard let snapshot = try await fetchSnapshot(path, into: &report) else { return nil }
+        do {
+            try snapshot.records.check()
+        } catch {
+            report.rejected.append("\(path): \(error.message)")
+            return nil
+        }
+        try rememberCoverage(snapshot.appliedSeqs, of: path)
+        return snapshot.appliedSeqs
     }
 
     /// What the snapshot at `path` covers, if it was read before (``rememberCoverage(_:of:)``).

@@ -198,6 +198,35 @@ final class PhaseLog: @unchecked Sendable {
         #expect(snapshots.count == 2)
     }
 
+    /// A snapshot counts as covering batches only once every record of it reads: an
+    /// authentic snapshot of another replica that claims this replica's batches but holds a
+    /// defect after its records is not shared by compaction, so its batches are not deleted on
+    /// its strength; the replica writes its own, and a newcomer gets every write.
+    @Test func compactionDoesNotShareASnapshotWhoseRecordsAreMalformed() async throws {
+        var fleet = try await Fleet(count: 1)
+        let notes = (0..<3).map { RecordRef(collection: "notes", id: "n\($0)") }
+        for note in notes {
+            try fleet.stores[0].put(note, ["title": .scalar(.string(note.id))])
+            try await fleet.engines[0].sync()
+        }
+        let me = fleet.stores[0].replicaID
+        let pushed = try fleet.stores[0].sealedSeq()
+        let planted = ReplicaID(high: 0xbad, low: 2)
+        let path = RemoteLayout.snapshot(planted, seq: 1)
+        let plaintext = try SnapshotObjectCodec.encode(SnapshotContents(state: try fleet.stores[0].state(), appliedSeqs: [me: pushed])) + [0]
+        try await fleet.remote.put(path, EncryptedObject.encrypt(plaintext, path: path, key: fleet.key.subkey(for: .snapshots)))
+        fleet.clock.advance(by: 10_000)
+
+        let compaction = try await fleet.engines[0].compact(batchGracePeriod: 1)
+        #expect(compaction.sharedSnapshot == nil)
+        #expect(compaction.snapshot != nil)
+        try await fleet.add(name: "newcomer")
+        let report = try await fleet.engines[1].sync()
+        #expect(report.bootstrapped == compaction.snapshot)
+        for note in notes { #expect(try fleet.stores[1].record(note) != nil, "\(note.id) lost") }
+        #expect(try fleet.stores[1].canonicalDump() == fleet.stores[0].canonicalDump())
+    }
+
     /// A new replica joins its first snapshot as it reads it. A newer snapshot that
     /// authenticates but holds a defect only after its last record (a stray byte) — found
     /// once records were read — is passed over with nothing of it written, and the replica

@@ -405,7 +405,10 @@ extension Store {
             guard old.records.isEmpty, old.context.isEmpty else {
                 return try join(db, old: old, snapshot: try reader.state(), appliedSeqs: appliedSeqs, changes: &joined)
             }
-            if reader.context.isEmpty, reader.recordCount == 0 { return .alreadyApplied }
+            if reader.context.isEmpty, reader.recordCount == 0 {
+                try reader.check()
+                return .alreadyApplied
+            }
             // First pass: every record checked, and the files they need found.
             var missing: Set<ContentHash> = []
             var scan = reader
