@@ -18,16 +18,14 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("10 replicas × 10,000 operations converge through a folder",
               configuration: once.with(metrics: [.wallClock, .custom("remote bytes ÷ payload ×100"), .custom("objects written per sync ×100"), .custom("syncs")])) { benchmark in
-        let scratch = Scratch()
-        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
-        let (key, id) = try await SyncEngine.createRemote(folder, passphrase: "bench", limits: .minimum)
-        let counter = FaultyRemote(wrapping: folder, seed: 1)
+        let remote = try await CountedRemote()
+        let (scratch, folder, counter) = (remote.scratch, remote.folder, remote.counter)
         var stores: [Store] = []
         var engines: [SyncEngine] = []
         for index in 0..<10 {
             let store = try Store(path: scratch.file("r\(index).db"))
             stores.append(store)
-            engines.append(SyncEngine(store: store, remote: counter, key: key, storeID: id))
+            engines.append(remote.engine(for: store))
         }
         var payload = 0
         benchmark.startMeasurement()
@@ -60,10 +58,8 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark("idle sync", configuration: once.with(metrics: [.wallClock, .custom("requests")])) { benchmark in
-        let scratch = Scratch()
-        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
-        let (key, id) = try await SyncEngine.createRemote(folder, passphrase: "bench", limits: .minimum)
-        let counter = FaultyRemote(wrapping: folder, seed: 1)
+        let remote = try await CountedRemote()
+        let (scratch, counter) = (remote.scratch, remote.counter)
         var engines: [SyncEngine] = []
         for index in 0..<5 {
             let store = try Store(path: scratch.file("r\(index).db"))
@@ -71,7 +67,7 @@ let benchmarks: @Sendable () -> Void = {
                 try store.set(RecordRef(collection: "c", id: "\(index)-\(batch)"), "v", .int(Int64(batch)))
                 _ = try store.seal()
             }
-            engines.append(SyncEngine(store: store, remote: counter, key: key, storeID: id))
+            engines.append(remote.engine(for: store))
         }
         for _ in 0..<2 { for engine in engines { try await engine.sync() } }
         counter.resetCounts()
@@ -86,16 +82,14 @@ let benchmarks: @Sendable () -> Void = {
     // replicas' heads (requests are exact; `IdleSyncTests` keeps them as a test).
     Benchmark("100 replicas: idle sync, then a pull of one new batch",
               configuration: once.with(metrics: [.wallClock, .custom("idle sync µs"), .custom("idle sync requests"), .custom("pull requests")])) { benchmark in
-        let scratch = Scratch()
-        let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
-        let (key, id) = try await SyncEngine.createRemote(folder, passphrase: "bench", limits: .minimum)
-        let counter = FaultyRemote(wrapping: folder, seed: 1)
+        let remote = try await CountedRemote()
+        let (scratch, counter) = (remote.scratch, remote.counter)
         var stores: [Store] = []
         var engines: [SyncEngine] = []
         for index in 0...100 {
             let store = try Store(path: scratch.file("r\(index).db"))
             stores.append(store)
-            engines.append(SyncEngine(store: store, remote: counter, key: key, storeID: id))
+            engines.append(remote.engine(for: store))
         }
         for index in 0..<100 {
             for record in 0..<100 {
@@ -217,7 +211,7 @@ func timeAsync(_ body: () async throws -> Void) async throws -> Double {
 }
 
 func writeRandomFile(_ path: String, bytes: Int) throws {
-    FileManager.default.createFile(atPath: path, contents: nil)
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
     let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
     var generator = SeededGenerator(seed: 42)
     var chunk = [UInt8](repeating: 0, count: 1 << 20)
@@ -235,7 +229,7 @@ func writeRandomFile(_ path: String, bytes: Int) throws {
 func rawPipeline(source: String, destination: String) throws {
     _ = sodium_init()
     let input = FileHandle(forReadingAtPath: source)!
-    FileManager.default.createFile(atPath: destination, contents: nil)
+    _ = FileManager.default.createFile(atPath: destination, contents: nil)
     let output = FileHandle(forWritingAtPath: destination)!
     let hashState = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
     defer { hashState.deallocate() }
@@ -258,4 +252,25 @@ func rawPipeline(source: String, destination: String) throws {
     crypto_generichash_final(OpaquePointer(hashState), &digest, 32)
     try output.synchronize()
     try output.close()
+}
+
+/// A folder remote in a fresh scratch folder, every request to it counted, and the key and
+/// store id a replica syncs through it with.
+struct CountedRemote {
+    let scratch: Scratch
+    let folder: FolderRemote
+    let counter: FaultyRemote
+    let key: StoreKey
+    let id: StoreID
+
+    init() async throws {
+        scratch = Scratch()
+        folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
+        (key, id) = try await SyncEngine.createRemote(folder, passphrase: "bench", limits: .minimum)
+        counter = FaultyRemote(wrapping: folder, seed: 1)
+    }
+
+    func engine(for store: Store) -> SyncEngine {
+        SyncEngine(store: store, remote: counter, key: key, storeID: id)
+    }
 }
