@@ -75,6 +75,13 @@ import Testing
             }
             #expect(try store.canonicalDump() == CanonicalDump.json(of: replica.state), "seed \(seed) step \(step)")
             #expect(try store.state() == replica.state, "seed \(seed) step \(step): states differ")
+            // A point read (the store's own read connection) reads every record as the core does.
+            for ref in Self.refs {
+                let expected = replica.state.records[ref].flatMap { $0.isVisible ? $0.sortedFields : nil }
+                let read = try store.record(ref)
+                #expect(read?.map(\.name) == expected?.map(\.name) && read?.map(\.value) == expected?.map(\.value),
+                        "seed \(seed) step \(step): \(ref) reads \(String(describing: read)), the core \(String(describing: expected))")
+            }
             sawConcurrentValues = sawConcurrentValues || replica.state.records.values.contains { $0.slots.values.contains { $0.entries.count > 1 } }
         }
         // The run exercised what it claims to: deltas both ways and concurrent entries.

@@ -72,6 +72,30 @@ import Testing
         #expect(try s[1].record(note)?.first { $0.name == "tags" }?.value == .set([.string("x")]))
     }
 
+    /// A name written as a scalar on one replica and as a set on another, concurrently,
+    /// reads as whichever holds the greater stamp, on both replicas, and a point read gives
+    /// what the core reads from the same record (`Record.sortedFields`).
+    @Test(arguments: [false, true])
+    func nameWrittenAsScalarAndSetConcurrentlyReadsAsTheLater(setIsLater: Bool) throws {
+        let (s, clocks) = try stores(2)
+        try s[0].set(note, "title", .string("t"))
+        try sync(s)
+        clocks[setIsLater ? 1 : 0].advance(by: 5)
+        try s[0].set(note, "tags", .string("scalar"))
+        try s[1].add(note, "tags", .string("b"))
+        try s[1].add(note, "tags", .string("a"))
+        try sync(s)
+        try expectConverged(s)
+        for store in s {
+            let raw = try #require(try store.rawRecord(note))
+            #expect(raw.slots[.field("tags")] != nil && raw.slots[.element("tags", .string("a"))] != nil)
+            let read = try #require(try store.record(note))
+            #expect(read.map(\.name) == ["tags", "title"])
+            #expect(read.first?.value == (setIsLater ? .set([.string("a"), .string("b")]) : .scalar(.string("scalar"))))
+            #expect(read.map(\.value) == raw.sortedFields.map(\.value))
+        }
+    }
+
     @Test func rule4DeleteConcurrentWithUpdateKeepsEveryField() throws {
         let (s, _) = try stores(3)
         try s[0].put(note, ["title": .scalar(.string("t")), "body": .scalar(.string("all of me"))])

@@ -16,7 +16,7 @@ guard arguments.count == 3, ["writes", "apply", "read"].contains(arguments[1]) e
 let records = 10_000
 let fields = 10
 let path = arguments[2] + "/profile-\(getpid()).db"
-defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+defer { for suffix in ["", "-wal", "-shm", ".blobs"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
 let store = try Store(path: path)
 let names = (0..<fields).map { "field\($0)" }
 var writer = Replica(id: ReplicaID(high: 0xa, low: 1))

@@ -463,7 +463,15 @@ extension Store {
 
     /// The visible fields of a record, or nil if it is not visible.
     public func record(_ ref: RecordRef) throws(ConcordError) -> [(name: String, value: FieldValue)]? {
-        try readStatement { db in
+        do {
+            if case let .read(fields) = try pointReader.record(ref) { return fields }
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "read \(path)")
+        }
+        // Another thread is reading through the point-read connection: read through the pool.
+        return try readStatement { db in
             guard let record = try SlotIO.record(db, ref), record.isVisible else { return nil }
             return record.sortedFields
         }

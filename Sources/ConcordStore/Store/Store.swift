@@ -48,6 +48,8 @@ public final class Store: Sendable {
     /// The content-addressed files.
     public let blobs: BlobStore
     let database: DatabasePool
+    /// The connection of point reads (``record(_:)``).
+    let pointReader: PointReader
     let configuration: Configuration
     let events: Broadcaster<ChangeEvent>
 
@@ -90,6 +92,7 @@ public final class Store: Sendable {
             }
             throw Store.storageError(error, doing: "open \(path)")
         }
+        pointReader = PointReader(path: path)
         blobs = BlobStore(directory: configuration.blobDirectory ?? path + ".blobs")
         do {
             try blobs.prepare()

@@ -1,0 +1,209 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+import GRDBSQLite
+import Synchronization
+
+/// The store's connection for point reads (``Store/record(_:)``): one SQLite connection of
+/// its own with the read's statement prepared once, driven through SQLite's C API.
+///
+/// A read through the store's `DatabasePool` takes a reader from the pool and runs on its
+/// queue, and GRDB's rows and cursors wrap every column: together more than the read itself
+/// (issue 15's profile: about half of a point read). Here a read is a lock, one statement
+/// and the columns read in place. In WAL mode a statement reads the last committed
+/// transaction whichever connection wrote it, so this connection sees exactly what the
+/// pool's readers see. It is opened read-write (a WAL reader must be able to write the
+/// shared-memory index) with `query_only` set, and never writes.
+///
+/// One read at a time: a read that finds the connection busy (another thread is reading
+/// through it) returns ``Outcome/busy`` and the store reads through its pool instead, so
+/// concurrent readers never wait for each other. If the connection cannot be opened the
+/// store always reads through its pool.
+final class PointReader: Sendable {
+    enum Outcome {
+        case read([(name: String, value: FieldValue)]?)
+        case busy
+    }
+
+    private let connection: Mutex<Connection?>
+
+    init(path: String) {
+        connection = Mutex(Connection(path: path))
+    }
+
+    /// The visible fields of `ref` sorted by name (bytewise), nil if it is not visible: the
+    /// same answer as `SlotIO.record(_:_:)` followed by `Record.sortedFields`.
+    func record(_ ref: RecordRef) throws -> Outcome {
+        let outcome = connection.withLockIfAvailable { connection -> Result<Outcome, any Error> in
+            guard let connection else { return .success(.busy) }
+            return Result { .read(try connection.record(ref)) }
+        }
+        guard let outcome else { return .busy }
+        return try outcome.get()
+    }
+
+    /// An open connection and its prepared statement; closed when dropped.
+    private final class Connection {
+        let handle: OpaquePointer
+        let statement: OpaquePointer
+
+        /// Rows of a record: its register winners (source 0), its set elements' adds
+        /// (source 1), and one row (source 2) if it has a liveness dot. Columns: 0 source,
+        /// 1 field, 2 kind, 3 value or element, 4 file_size, 5 media_type, 6 hlc, 7 replica.
+        static let sql = """
+            SELECT 0, field, kind, value, file_size, media_type, hlc, replica FROM concord_fields WHERE collection = ?1 AND id = ?2
+            UNION ALL
+            SELECT 1, field, NULL, element, NULL, NULL, hlc, replica FROM concord_elements WHERE collection = ?1 AND id = ?2
+            UNION ALL
+            SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE EXISTS (
+                SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0)
+            """
+
+        init?(path: String) {
+            var handle: OpaquePointer?
+            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let handle else {
+                sqlite3_close(handle)
+                return nil
+            }
+            var statement: OpaquePointer?
+            guard sqlite3_busy_timeout(handle, 10_000) == SQLITE_OK,
+                  sqlite3_exec(handle, "PRAGMA query_only = 1", nil, nil, nil) == SQLITE_OK,
+                  sqlite3_prepare_v3(handle, Self.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK,
+                  let statement
+            else {
+                sqlite3_close(handle)
+                return nil
+            }
+            self.handle = handle
+            self.statement = statement
+        }
+
+        deinit {
+            sqlite3_finalize(statement)
+            sqlite3_close(handle)
+        }
+
+        func record(_ ref: RecordRef) throws -> [(name: String, value: FieldValue)]? {
+            defer { sqlite3_reset(statement) }
+            let binder = BoundStatement.Binder(handle: statement)
+            binder.bind(ref)
+            var visible = false
+            // The register winners as the answer will hold them, and their stamps beside
+            // them (needed only against set elements of the same name).
+            var fields: [(name: String, value: FieldValue)] = []
+            var dots: [Stamp] = []
+            var inOrder = true
+            var elements: [(name: String, element: [UInt8], dot: Stamp)] = []
+            while true {
+                let step = sqlite3_step(statement)
+                if step == SQLITE_DONE { break }
+                guard step == SQLITE_ROW else { throw error(step) }
+                switch sqlite3_column_int64(statement, 0) {
+                case 0:
+                    let name = text(1)
+                    let value: FieldValue
+                    switch try payload() {
+                    case let .scalar(scalar): value = .scalar(scalar)
+                    case let .file(file): value = .file(file)
+                    case .marker: continue
+                    }
+                    if inOrder, let last = fields.last, !Bytewise.less(last.name, name) { inOrder = false }
+                    fields.append((name, value))
+                    dots.append(try stamp())
+                case 1:
+                    elements.append((text(1), blob(3), try stamp()))
+                default:
+                    visible = true
+                }
+            }
+            guard visible else { return nil }
+            if elements.isEmpty {
+                if !inOrder { fields.sort { Bytewise.less($0.name, $1.name) } }
+                return fields
+            }
+            return try Self.merge(registers: zip(fields, dots).map { (name: $0.name, dot: $1, value: $0.value) }, elements: elements)
+        }
+
+        /// A record with set elements, read as `Record.sortedFields` reads it: a name
+        /// written both as a register and as a set reads as whichever holds the greater stamp.
+        static func merge(
+            registers: [(name: String, dot: Stamp, value: FieldValue)], elements: [(name: String, element: [UInt8], dot: Stamp)]
+        ) throws -> [(name: String, value: FieldValue)] {
+            var sets: [ExactString: (elements: Set<ScalarValue>, maxDot: Stamp)] = [:]
+            for row in elements {
+                let name = ExactString(row.name)
+                var set = sets[name] ?? (elements: [], maxDot: row.dot)
+                set.elements.insert(try SlotIO.element(Data(row.element)))
+                set.maxDot = max(set.maxDot, row.dot)
+                sets[name] = set
+            }
+            var fields: [ExactString: FieldValue] = [:]
+            for register in registers {
+                let name = ExactString(register.name)
+                if let set = sets[name], set.maxDot >= register.dot { continue }
+                fields[name] = register.value
+            }
+            for (name, set) in sets where fields[name] == nil {
+                fields[name] = .set(set.elements.sorted(by: ScalarValue.canonicalOrder))
+            }
+            return fields.sorted { $0.key < $1.key }.map { (name: $0.key.value, value: $0.value) }
+        }
+
+        // MARK: Columns, read in place
+
+        private func text(_ column: Int32) -> String {
+            guard let base = sqlite3_column_text(statement, column) else { return "" }
+            return String(decoding: UnsafeBufferPointer(start: base, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
+        }
+
+        private func blob(_ column: Int32) -> [UInt8] {
+            bytes(column) { Array($0) }
+        }
+
+        private func bytes<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+            let base = sqlite3_column_blob(statement, column)
+            return body(UnsafeRawBufferPointer(start: base, count: base == nil ? 0 : Int(sqlite3_column_bytes(statement, column))))
+        }
+
+        private func stamp() throws -> Stamp {
+            let replica = bytes(7) { ReplicaID(bytes: $0) }
+            guard let replica else { throw ConcordError(.corrupt, "a replica id is not 16 bytes") }
+            return Stamp(hlc: Rows.hlc(stored: sqlite3_column_int64(statement, 6)), replica: replica)
+        }
+
+        /// The payload in columns 2 (kind) to 5, as ``Rows/payload(_:kind:value:)`` reads it.
+        private func payload() throws -> Payload {
+            let kind = sqlite3_column_int64(statement, 2)
+            let type = sqlite3_column_type(statement, 3)
+            switch kind {
+            case Rows.kindNull: return .scalar(.null)
+            case Rows.kindBool: return .scalar(.bool(sqlite3_column_int64(statement, 3) != 0))
+            case Rows.kindInt: return .scalar(.int(sqlite3_column_int64(statement, 3)))
+            case Rows.kindDouble:
+                switch type {
+                case SQLITE_BLOB where sqlite3_column_bytes(statement, 3) == 8:
+                    return .scalar(.double(Double(bitPattern: bytes(3) { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } })))
+                case SQLITE_NULL: return .scalar(.double(.nan))  // a NaN an earlier release let SQLite store as NULL
+                default: return .scalar(.double(sqlite3_column_double(statement, 3)))
+                }
+            case Rows.kindString:
+                if type == SQLITE_BLOB { return .scalar(.string(bytes(3) { String(decoding: $0, as: UTF8.self) })) }
+                return .scalar(.string(text(3)))
+            case Rows.kindBytes: return .scalar(.bytes(blob(3)))
+            case Rows.kindFile:
+                guard let hash = ContentHash(bytes: blob(3)) else {
+                    throw ConcordError(.corrupt, "a file field stores a hash that is not 32 bytes")
+                }
+                let mediaType = sqlite3_column_type(statement, 5) == SQLITE_NULL ? nil : text(5)
+                return .file(FileRef(hash: hash, size: UInt64(bitPattern: sqlite3_column_int64(statement, 4)), mediaType: mediaType))
+            default:
+                throw ConcordError(.corrupt, "a field row has unknown kind \(kind)")
+            }
+        }
+
+        private func error(_ code: Int32) -> DatabaseError {
+            DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(handle)), sql: Self.sql)
+        }
+    }
+}
