@@ -40,9 +40,18 @@ struct RemoteObjects: Sendable {
         return delta
     }
 
-    /// The snapshot `sealed`, found at `path` (its framing names its writer and seq).
-    func openSnapshot(_ sealed: consuming [UInt8], at path: String) throws(ConcordError) -> SnapshotContents {
-        try SnapshotObjectCodec.decode(try EncryptedObject.open(consuming: sealed, path: path, key: keys.snapshots), path: path)
+    /// What the snapshot `sealed`, found at `path`, covers (per origin, the seq of its newest
+    /// batch in it) and the files its records reference, one per file entry: every record
+    /// read and checked as it streams by, none kept, so that a large snapshot is never held
+    /// as a state.
+    func snapshotFiles(_ sealed: consuming [UInt8], at path: String) throws(ConcordError) -> (appliedSeqs: [ReplicaID: UInt64], files: [FileReference]) {
+        let object = try openSnapshotReader(sealed, at: path)
+        var records = object.records
+        var files: [FileReference] = []
+        while let (_, slots) = try records.nextSlots() {
+            for slot in slots { files += slot.entries.fileReferences }
+        }
+        return (object.appliedSeqs, files)
     }
 
     /// The snapshot `sealed`, found at `path`, opened in its own memory and read as far as
@@ -91,12 +100,6 @@ struct RemoteObjects: Sendable {
         } catch where SyncEngine.isDamage(error) {
             return nil
         }
-    }
-
-    /// The snapshot at `path`; nil when the remote has no such object.
-    func snapshot(at path: String) async throws(ConcordError) -> SnapshotContents? {
-        guard let sealed = try await fetch(path) else { return nil }
-        return try openSnapshot(sealed, at: path)
     }
 
     /// The head of `replica` at `seq`; nil when the remote has no such object.

@@ -173,8 +173,7 @@ extension SyncEngine {
                 if case .batch? = RemoteLayout.parse(path) {
                     hashes = Self.files(in: try objects.openBatch(sealed, at: path))
                 } else {
-                    let snapshot = try objects.openSnapshot(sealed, at: path)
-                    hashes = Self.files(in: snapshot.state)
+                    hashes = Set(try objects.snapshotFiles(sealed, at: path).files.map(\.file.hash))
                 }
             } catch {
                 return .failure(ConcordError(error.code, "\(path) could not be read (\(error.message)); no file was swept — `concord doctor` reports it"))
@@ -193,11 +192,6 @@ extension SyncEngine {
     /// The files a delta references.
     static func files(in delta: Delta) -> Set<ContentHash> {
         Set(delta.fileReferences.map(\.file.hash))
-    }
-
-    /// The files a state references.
-    static func files(in state: StoreState) -> Set<ContentHash> {
-        Set(state.fileReferences.map(\.file.hash))
     }
 
     /// A listing without repeated paths (a listing may repeat entries).

@@ -22,7 +22,7 @@ extension SyncEngine {
     func writeSnapshot(republish: Bool) async throws(ConcordError) -> String? {
         var report = SyncReport()
         try await push(into: &report, progress: nil)
-        let state = try store.exportSnapshot()
+        // The seqs before the state: a state read after them holds at least what they claim.
         var seqs = try store.appliedSeqs()
         let seq = try pushedSeq()
         seqs[store.replicaID] = seq
@@ -36,14 +36,14 @@ extension SyncEngine {
         let named = try snapshotSeq()
         let taken = recorded && named == seq
         if taken, !republish { return path }
-        let plaintext = try SnapshotObjectCodec.encode(SnapshotContents(state: state, appliedSeqs: seqs))
+        // Written as the store reads its records: the state is never held whole.
+        let (plaintext, files) = try store.exportSnapshotObject(appliedSeqs: seqs)
         let sealed = EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.snapshots)
         let digest = ContentHasher.hash(sealed).hex
         if taken, try store.syncValue(SyncKey.snapshotDigest) != digest { return nil }
         // Its files first, as a push does: a snapshot may reference a file whose batches are
         // gone, and a fresh snapshot may be missing from listings for a while; a file just
         // (re-)uploaded is young, so the sweep keeps it until listings show the snapshot.
-        let files = Self.files(in: state)
         var started = try await refreshFiles(files)
         for _ in 0..<2 where clock.millisecondsSinceEpoch() - started > uploadDeadline {
             started = try await refreshFiles(files)

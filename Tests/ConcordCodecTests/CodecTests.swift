@@ -314,6 +314,54 @@ import Testing
         }
     }
 
+    /// A snapshot written record by record (`SnapshotWriter`, how a store writes one without
+    /// holding its state) is the encoding of the state, and the writer refuses with a typed
+    /// error what would not read back: records out of order, too few or too many, a name
+    /// missing from its tables, a name or replica in them that no record uses, an empty record.
+    @Test func aWriterWritesTheEncodingAndRefusesWhatWouldNotReadBack() throws {
+        let state = Simulator(.init(seed: 3, steps: 60)).run().finalState
+        let records = state.sortedRecords
+        try #require(records.count >= 2)
+        var replicas = Set<ReplicaID>()
+        var names = Set<ExactString>()
+        for (ref, record) in records {
+            names.insert(ExactString(ref.collection))
+            for (key, slot) in record.slots {
+                if let name = key.fieldName { names.insert(ExactString(name)) }
+                for entry in slot.entries { replicas.insert(entry.dot.replica) }
+            }
+        }
+        func writer(count: Int? = nil, names chosen: Set<ExactString>? = nil, replicas others: Set<ReplicaID>? = nil) -> SnapshotWriter {
+            SnapshotWriter(context: state.context, replicas: others ?? replicas, names: chosen ?? names, recordCount: count ?? records.count, prefix: [9, 9])
+        }
+        var whole = writer()
+        for (ref, record) in records { try whole.append(ref, record) }
+        #expect(try whole.finish() == [9, 9] + (try SnapshotCodec.encode(state)))
+
+        var swapped = writer()
+        try swapped.append(records[1].ref, records[1].record)
+        #expect(throws: ConcordError.self) { try swapped.append(records[0].ref, records[0].record) }
+        var repeated = writer()
+        try repeated.append(records[0].ref, records[0].record)
+        #expect(throws: ConcordError.self) { try repeated.append(records[0].ref, records[0].record) }
+        var short = writer()
+        try short.append(records[0].ref, records[0].record)
+        #expect(throws: ConcordError.self) { try short.finish() }
+        var over = writer(count: 1)
+        try over.append(records[0].ref, records[0].record)
+        #expect(throws: ConcordError.self) { try over.append(records[1].ref, records[1].record) }
+        var nameless = writer(names: [])
+        #expect(throws: ConcordError.self) { try nameless.append(records[0].ref, records[0].record) }
+        var extraReplica = writer(replicas: replicas.union([ReplicaID(high: .max, low: .max)]))
+        for (ref, record) in records { try extraReplica.append(ref, record) }
+        #expect(throws: ConcordError.self) { try extraReplica.finish() }
+        var unused = writer(names: names.union([ExactString("unused")]))
+        for (ref, record) in records { try unused.append(ref, record) }
+        #expect(throws: ConcordError.self) { try unused.finish() }
+        var empty = writer(count: 1)
+        #expect(throws: ConcordError.self) { try empty.append(RecordRef(collection: "c", id: "x"), Record()) }
+    }
+
     /// A snapshot inside a snapshot object names its defects as the bare snapshot does,
     /// counting bytes from the snapshot's own start, for every single-byte change of it.
     @Test func aDefectInsideAnObjectIsReportedAsInTheBareSnapshot() throws {

@@ -161,6 +161,16 @@ import Testing
         _ = try holdingStreamed.seal()
         #expect(try holdingStreamed.join(snapshot: reader) == .applied)
         #expect(try holdingStreamed.canonicalDump() == (try holding.canonicalDump()))
+        // Written back as a snapshot object as the store reads its records: the same bytes
+        // as the encoding of its whole state, and the files that state references.
+        for store in [fresh, holding] {
+            let seqs: [ReplicaID: UInt64] = [a.id: 5, store.replicaID: 2]
+            let object = try store.exportSnapshotObject(appliedSeqs: seqs)
+            let state = try store.exportSnapshot()
+            #expect(object.plaintext == (try SnapshotObjectCodec.encode(SnapshotContents(state: state, appliedSeqs: seqs))))
+            #expect(object.files == Set(state.fileReferences.map(\.file.hash)))
+        }
+        #expect(try SnapshotObjectCodec.decode(try fresh.exportSnapshotObject(appliedSeqs: [:]).plaintext, path: "s").state == snapshot)
         let referenced = Set(snapshot.fileReferences.map(\.file.hash))
         if referenced.isEmpty {
             #expect(try withoutFiles.join(snapshot: reader) == .applied)
@@ -169,5 +179,36 @@ import Testing
             #expect(try withoutFiles.state() == StoreState())
         }
     }
-}
 
+    /// The store writes a snapshot's records in the format's order — collection, then id,
+    /// by their UTF-8 bytes — which SQLite's BINARY order gives: case, accents precomposed
+    /// and not, ids that are prefixes of others, characters beyond the first plane.
+    @Test func snapshotWrittenAsReadOrdersRecordsByTheirBytes() throws {
+        let directory = TemporaryDirectory()
+        let store = try Store.temporary(directory, "order", clock: ManualClock())
+        let collections = ["c", "C", "\u{e7}", "c\u{327}", "cc"]
+        let ids = ["b", "a", "ab", "B", "", "\u{e9}", "e\u{301}", "z", "\u{3a9}", "\u{1f600}", "a b"]
+        let file = try store.blobs.add(bytes: Array("order".utf8))
+        for (index, collection) in collections.enumerated() {
+            try store.write { tx throws(ConcordError) in
+                for id in ids {
+                    let ref = RecordRef(collection: collection, id: id)
+                    try tx.set(ref, "n\u{e9}", .int(Int64(index)))
+                    try tx.set(ref, "ne\u{301}", .string(id))
+                    try tx.add(ref, "tags", .string(collection))
+                }
+                try tx.setFile(RecordRef(collection: collection, id: "a"), "file", file)
+                try tx.delete(RecordRef(collection: collection, id: "z"))
+            }
+        }
+        _ = try store.seal()
+        let object = try store.exportSnapshotObject(appliedSeqs: [store.replicaID: 1])
+        let state = try store.exportSnapshot()
+        #expect(state.records.count == collections.count * ids.count)
+        #expect(object.plaintext == (try SnapshotObjectCodec.encode(SnapshotContents(state: state, appliedSeqs: [store.replicaID: 1]))))
+        #expect(object.files == [file.hash])
+        // With unsealed changes there is no snapshot to write.
+        try store.set(RecordRef(collection: "c", id: "a"), "late", .null)
+        #expect(throws: ConcordError.self) { try store.exportSnapshotObject(appliedSeqs: [:]) }
+    }
+}

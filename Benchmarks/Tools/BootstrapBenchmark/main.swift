@@ -4,13 +4,15 @@
 //
 //   BootstrapBenchmark prepare DIR RECORDS   a store writes the records (1,000 per write {}),
 //                                            pushes them and writes a snapshot to DIR/remote
+//   BootstrapBenchmark snapshot DIR          the writer changes one field, pushes it and writes
+//                                            a new snapshot (the writer's side, on its own)
 //   BootstrapBenchmark join DIR              a fresh store in DIR joins it (a pull-only sync)
 //   BootstrapBenchmark raw DIR RECORDS       raw SQLite inserts the same rows, one transaction
 //   BootstrapBenchmark read DIR              the snapshot fetched, opened and every record
 //                                            read and checked, nothing stored (the join's
 //                                            share that is not SQLite's)
 //
-// `join`, `raw` and `read` print one line: `join|raw|read ms=… peak_rss_mib=… rows=…`. WAL and
+// `snapshot`, `join`, `raw` and `read` print one line: `snapshot|join|raw|read ms=… peak_rss_mib=… …`. WAL and
 // synchronous = FULL on both sides, as the store. `make bench-scale` runs them on tmpfs and
 // on disk.
 import Concord
@@ -25,7 +27,7 @@ let fields = 10
 let names = (0..<fields).map { "field\($0)" }
 let arguments = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: BootstrapBenchmark prepare DIR RECORDS | join DIR | raw DIR RECORDS | read DIR\n".utf8))
+    FileHandle.standardError.write(Data("usage: BootstrapBenchmark prepare DIR RECORDS | snapshot DIR | join DIR | raw DIR RECORDS | read DIR\n".utf8))
     exit(2)
 }
 guard arguments.count >= 3 else { usage() }
@@ -70,6 +72,17 @@ case "prepare":
     let snapshot = try await engine.writeSnapshot()
     let size = try await folder.list(prefix: "snapshots/").reduce(UInt64(0)) { $0 + $1.size }
     print("prepare: \(snapshot), \(size) bytes, in \(milliseconds(since: start)) ms; peak_rss_mib=\(peakResidentMiB())")
+case "snapshot":
+    let folder = try FolderRemote(root: directory + "/remote")
+    let (key, storeID) = try await SyncEngine.unlock(folder, passphrase: passphrase)
+    let writer = try Store(path: directory + "/writer.db")
+    let engine = SyncEngine(store: writer, remote: folder, key: key, storeID: storeID, snapshotEvery: nil)
+    try writer.set(RecordRef(collection: "items", id: "item0"), "field0", .int(Int64(Date().timeIntervalSince1970)))
+    let start = ContinuousClock.now
+    let snapshot = try await engine.writeSnapshot()
+    let elapsed = milliseconds(since: start)
+    let size = try await folder.get(snapshot)?.count ?? 0
+    print("snapshot ms=\(elapsed) peak_rss_mib=\(peakResidentMiB()) bytes=\(size)")
 case "join":
     let folder = try FolderRemote(root: directory + "/remote")
     let (key, storeID) = try await SyncEngine.unlock(folder, passphrase: passphrase)

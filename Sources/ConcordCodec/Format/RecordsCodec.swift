@@ -26,9 +26,26 @@ enum RecordsCodec {
         _ records: [EncodedRecord], tables: Tables, home: ReplicaID?, startHLC: UInt64, to writer: inout ByteWriter
     ) {
         writer.varint(records.count)
-        var previousID: [UInt8] = []
-        var previousHLC = startHLC
-        for record in records {
+        var recordWriter = Writer(tables: tables, home: home, startHLC: startHLC)
+        for record in records { recordWriter.write(record, to: &writer) }
+    }
+
+    /// Writes the records of a record section one at a time, after its count (a snapshot
+    /// written as the store reads it): each id is encoded against the one before it and
+    /// each hlc against the last.
+    struct Writer {
+        let tables: Tables
+        let home: ReplicaID?
+        private var previousID: [UInt8] = []
+        private var previousHLC: UInt64
+
+        init(tables: Tables, home: ReplicaID?, startHLC: UInt64) {
+            self.tables = tables
+            self.home = home
+            previousHLC = startHLC
+        }
+
+        mutating func write(_ record: EncodedRecord, to writer: inout ByteWriter) {
             writer.varint(tables.nameIndex[ExactString(record.ref.collection)]!)
             let id = Array(record.ref.id.utf8)
             let shared = zip(previousID, id).prefix { $0 == $1 }.count

@@ -19,6 +19,11 @@ struct Tables {
                 for entry in slot.entries { replicaSet.insert(entry.dot.replica) }
             }
         }
+        self.init(replicas: replicaSet, names: nameSet)
+    }
+
+    /// The tables of exactly these replicas and names.
+    init(replicas replicaSet: Set<ReplicaID>, names nameSet: Set<ExactString>) {
         replicas = replicaSet.sorted()
         names = nameSet.sorted().map(\.value)
         for (index, replica) in replicas.enumerated() { replicaIndex[replica] = index }

@@ -14,14 +14,59 @@ public enum SnapshotCodec {
         let records: [EncodedRecord] = state.sortedRecords.map { record in
             (ref: record.ref, slots: record.record.sortedSlots.map { (key: $0.key, entries: $0.slot.entries) }, whole: false)
         }
-        let contextRanges = state.context.sortedRanges
-        let tables = Tables(records: records, extraReplicas: contextRanges.map(\.replica))
-        var writer = ByteWriter(capacity: 64 + records.count * 32)
+        var writer = SnapshotWriter(
+            context: state.context, tables: Tables(records: records, extraReplicas: state.context.ranges.keys), recordCount: records.count)
+        for record in records { try writer.append(record.ref, slots: record.slots) }
+        return try writer.finish()
+    }
+
+    /// Decodes a snapshot from untrusted bytes, checking that every entry's dot lies in the
+    /// context and every payload fits its slot.
+    public static func decode(_ bytes: [UInt8]) throws(ConcordError) -> StoreState {
+        try SnapshotReader(bytes).state()
+    }
+}
+
+/// Writes a snapshot encoding one record at a time, so that a store can write a snapshot of
+/// a state far larger in memory than its encoding without holding the whole state.
+///
+/// The encoding's tables come before its records, so the writer is made with every replica
+/// and name the records will use, and their number; then each record is appended in
+/// ascending order, its slots in canonical order. The writer checks what it is given — order,
+/// count, names and replicas in the tables, every table entry used — and throws
+/// `invalidOperation` instead of writing an encoding that would not read back.
+package struct SnapshotWriter {
+    private var writer: ByteWriter
+    private let tables: Tables
+    private var records: RecordsCodec.Writer
+    private var remaining: Int
+    private var previous: RecordRef?
+    private var usedReplicas: [Bool]
+    private var usedNames: [Bool]
+
+    /// Starts the encoding of a state with `context` whose records use exactly `replicas`
+    /// (the context's replicas are added) and `names` (collections and field names), and
+    /// number `recordCount`; after `prefix` (a snapshot object's seq table).
+    package init(context: CausalContext, replicas: Set<ReplicaID>, names: Set<ExactString>, recordCount: Int, prefix: [UInt8] = []) {
+        self.init(context: context, tables: Tables(replicas: replicas.union(context.ranges.keys), names: names),
+                  recordCount: recordCount, prefix: prefix)
+    }
+
+    init(context: CausalContext, tables: Tables, recordCount: Int, prefix: [UInt8] = []) {
+        self.tables = tables
+        remaining = recordCount
+        usedReplicas = [Bool](repeating: false, count: tables.replicas.count)
+        usedNames = [Bool](repeating: false, count: tables.names.count)
+        writer = ByteWriter(capacity: prefix.count + 64 + recordCount * 32)
+        writer.raw(prefix)
         ObjectHeader.write(.snapshot, to: &writer)
         Tables.writeReplicas(tables.replicas, to: &writer)
+        let contextRanges = context.sortedRanges
         writer.varint(contextRanges.count)
         for entry in contextRanges {
-            writer.varint(tables.replicaIndex[entry.replica]!)
+            let index = tables.replicaIndex[entry.replica]!
+            usedReplicas[index] = true
+            writer.varint(index)
             writer.varint(entry.ranges.count)
             var previousUpper: UInt64?
             for range in entry.ranges {
@@ -31,14 +76,51 @@ public enum SnapshotCodec {
             }
         }
         Tables.writeNames(tables.names, to: &writer)
-        RecordsCodec.write(records, tables: tables, home: tables.replicas.first, startHLC: 0, to: &writer)
-        return writer.bytes
+        writer.varint(recordCount)
+        records = RecordsCodec.Writer(tables: tables, home: tables.replicas.first, startHLC: 0)
     }
 
-    /// Decodes a snapshot from untrusted bytes, checking that every entry's dot lies in the
-    /// context and every payload fits its slot.
-    public static func decode(_ bytes: [UInt8]) throws(ConcordError) -> StoreState {
-        try SnapshotReader(bytes).state()
+    /// Appends a record: after every record appended before it, with at least one slot.
+    package mutating func append(_ ref: RecordRef, _ record: Record) throws(ConcordError) {
+        try append(ref, slots: record.sortedSlots.map { (key: $0.key, entries: $0.slot.entries) })
+    }
+
+    /// Appends a record's slots, in canonical slot order, each with its entries sorted.
+    mutating func append(_ ref: RecordRef, slots: [(key: SlotKey, entries: [Entry])]) throws(ConcordError) {
+        guard remaining > 0 else { throw ConcordError(.invalidOperation, "a snapshot writer was given more records than it was made for") }
+        if let previous, !(previous < ref) {
+            throw ConcordError(.invalidOperation, "a snapshot's records must come in ascending order: \(ref) after \(previous)")
+        }
+        guard !slots.isEmpty else { throw ConcordError(.invalidOperation, "\(ref) has no slot: a snapshot holds no empty record") }
+        try use(name: ref.collection)
+        for slot in slots {
+            if let name = slot.key.fieldName { try use(name: name) }
+            for entry in slot.entries {
+                guard let index = tables.replicaIndex[entry.dot.replica] else {
+                    throw ConcordError(.invalidOperation, "\(ref) holds a dot of \(entry.dot.replica), which the snapshot writer's tables lack")
+                }
+                usedReplicas[index] = true
+            }
+        }
+        records.write((ref: ref, slots: slots, whole: false), to: &writer)
+        remaining -= 1
+        previous = ref
+    }
+
+    private mutating func use(name: String) throws(ConcordError) {
+        guard let index = tables.nameIndex[ExactString(name)] else {
+            throw ConcordError(.invalidOperation, "the name \(name.debugDescription) is not in the snapshot writer's tables")
+        }
+        usedNames[index] = true
+    }
+
+    /// The encoding, once every record has been appended and every table entry used.
+    package consuming func finish() throws(ConcordError) -> [UInt8] {
+        guard remaining == 0 else { throw ConcordError(.invalidOperation, "a snapshot writer is \(remaining) records short of its count") }
+        guard !usedReplicas.contains(false), !usedNames.contains(false) else {
+            throw ConcordError(.invalidOperation, "a snapshot writer's tables hold a replica or name no record uses")
+        }
+        return writer.bytes
     }
 }
 

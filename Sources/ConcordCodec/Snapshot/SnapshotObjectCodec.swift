@@ -18,7 +18,13 @@ public struct SnapshotContents: Hashable, Sendable {
 /// that every snapshot already written still reads.
 public enum SnapshotObjectCodec {
     public static func encode(_ contents: SnapshotContents) throws(ConcordError) -> [UInt8] {
-        let sorted = contents.appliedSeqs.sorted { $0.key < $1.key }
+        seqTable(contents.appliedSeqs) + (try SnapshotCodec.encode(contents.state))
+    }
+
+    /// The seq table that starts the plaintext, before the snapshot encoding (a store writing
+    /// its snapshot as it reads it passes it to ``SnapshotWriter`` as its prefix).
+    package static func seqTable(_ appliedSeqs: [ReplicaID: UInt64]) -> [UInt8] {
+        let sorted = appliedSeqs.sorted { $0.key < $1.key }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(4 + sorted.count * 24)
         appendBigEndian(UInt64(sorted.count), width: 4, to: &bytes)
@@ -26,7 +32,7 @@ public enum SnapshotObjectCodec {
             bytes += replica.bytes
             appendBigEndian(seq, width: 8, to: &bytes)
         }
-        return bytes + (try SnapshotCodec.encode(contents.state))
+        return bytes
     }
 
     /// - Throws: ``ConcordCore/ConcordError/Code/truncated`` when the seq table runs past

@@ -88,6 +88,7 @@ final class PointReader: Sendable {
             defer { sqlite3_reset(statement) }
             let binder = BoundStatement.Binder(handle: statement)
             binder.bind(ref)
+            let columns = Columns(statement)
             var visible = false
             // The register winners as the answer will hold them, and their stamps beside
             // them (needed only against set elements of the same name).
@@ -101,18 +102,18 @@ final class PointReader: Sendable {
                 guard step == SQLITE_ROW else { throw error(step) }
                 switch sqlite3_column_int64(statement, 0) {
                 case 0:
-                    let name = text(1)
+                    let name = columns.text(1)
                     let value: FieldValue
-                    switch try payload() {
+                    switch try columns.payload(kind: 2) {
                     case let .scalar(scalar): value = .scalar(scalar)
                     case let .file(file): value = .file(file)
                     case .marker: continue
                     }
                     if inOrder, let last = fields.last, !Bytewise.less(last.name, name) { inOrder = false }
                     fields.append((name, value))
-                    dots.append(try stamp())
+                    dots.append(try columns.stamp(hlc: 6, replica: 7))
                 case 1:
-                    elements.append((text(1), blob(3), try stamp()))
+                    elements.append((columns.text(1), columns.blob(3), try columns.stamp(hlc: 6, replica: 7)))
                 default:
                     visible = true
                 }
@@ -148,58 +149,6 @@ final class PointReader: Sendable {
                 fields[name] = .set(set.elements.sorted(by: ScalarValue.canonicalOrder))
             }
             return fields.sorted { $0.key < $1.key }.map { (name: $0.key.value, value: $0.value) }
-        }
-
-        // MARK: Columns, read in place
-
-        private func text(_ column: Int32) -> String {
-            guard let base = sqlite3_column_text(statement, column) else { return "" }
-            return String(decoding: UnsafeBufferPointer(start: base, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
-        }
-
-        private func blob(_ column: Int32) -> [UInt8] {
-            bytes(column) { Array($0) }
-        }
-
-        private func bytes<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) -> T) -> T {
-            let base = sqlite3_column_blob(statement, column)
-            return body(UnsafeRawBufferPointer(start: base, count: base == nil ? 0 : Int(sqlite3_column_bytes(statement, column))))
-        }
-
-        private func stamp() throws -> Stamp {
-            let replica = bytes(7) { ReplicaID(bytes: $0) }
-            guard let replica else { throw ConcordError(.corrupt, "a replica id is not 16 bytes") }
-            return Stamp(hlc: Rows.hlc(stored: sqlite3_column_int64(statement, 6)), replica: replica)
-        }
-
-        /// The payload in columns 2 (kind) to 5, as ``Rows/payload(_:kind:value:)`` reads it.
-        private func payload() throws -> Payload {
-            let kind = sqlite3_column_int64(statement, 2)
-            let type = sqlite3_column_type(statement, 3)
-            switch kind {
-            case Rows.kindNull: return .scalar(.null)
-            case Rows.kindBool: return .scalar(.bool(sqlite3_column_int64(statement, 3) != 0))
-            case Rows.kindInt: return .scalar(.int(sqlite3_column_int64(statement, 3)))
-            case Rows.kindDouble:
-                switch type {
-                case SQLITE_BLOB where sqlite3_column_bytes(statement, 3) == 8:
-                    return .scalar(.double(Double(bitPattern: bytes(3) { $0.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } })))
-                case SQLITE_NULL: return .scalar(.double(.nan))  // a NaN an earlier release let SQLite store as NULL
-                default: return .scalar(.double(sqlite3_column_double(statement, 3)))
-                }
-            case Rows.kindString:
-                if type == SQLITE_BLOB { return .scalar(.string(bytes(3) { String(decoding: $0, as: UTF8.self) })) }
-                return .scalar(.string(text(3)))
-            case Rows.kindBytes: return .scalar(.bytes(blob(3)))
-            case Rows.kindFile:
-                guard let hash = ContentHash(bytes: blob(3)) else {
-                    throw ConcordError(.corrupt, "a file field stores a hash that is not 32 bytes")
-                }
-                let mediaType = sqlite3_column_type(statement, 5) == SQLITE_NULL ? nil : text(5)
-                return .file(FileRef(hash: hash, size: UInt64(bitPattern: sqlite3_column_int64(statement, 4)), mediaType: mediaType))
-            default:
-                throw ConcordError(.corrupt, "a field row has unknown kind \(kind)")
-            }
         }
 
         private func error(_ code: Int32) -> DatabaseError {

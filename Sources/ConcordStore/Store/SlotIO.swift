@@ -2,6 +2,7 @@ import ConcordCodec
 import ConcordCore
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Reads and writes whole slots (docs/ARCHITECTURE.md §2) in the store's tables. The common paths —
 /// a local scalar write, a remote write that replaces an observed value — bypass this with
@@ -263,6 +264,74 @@ enum SlotIO {
         }
         return StoreState(context: CausalContext(try context(db)), records: records)
     }
+
+    /// Every record of the store, each whole, one at a time, in ascending order (collection,
+    /// then id, bytewise: SQLite's BINARY order on UTF-8 text), each slot's entries sorted:
+    /// what ``state(_:)`` holds, without holding it (a snapshot written as it is read).
+    ///
+    /// One statement merges the four tables by their primary keys, so no row is sorted and
+    /// only the current record is in memory; it is stepped through SQLite's C API.
+    static func forEachRecord(_ db: Database, _ body: (RecordRef, ConcordCore.Record) throws -> Void) throws {
+        guard let connection = db.sqliteConnection else { throw ConcordError(.storage, "the database connection is closed") }
+        var prepared: OpaquePointer?
+        let code = sqlite3_prepare_v2(connection, allRecordsSQL, -1, &prepared, nil)
+        guard code == SQLITE_OK, let statement = prepared else {
+            sqlite3_finalize(prepared)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: allRecordsSQL)
+        }
+        defer { sqlite3_finalize(statement) }
+        let columns = Columns(statement)
+        var current: (ref: RecordRef, slots: [SlotKey: ConcordCore.Slot])?
+        func flush() throws {
+            guard var record = current else { return }
+            for key in record.slots.keys where record.slots[key]!.entries.count > 1 { record.slots[key]!.entries.sort { $0.dot < $1.dot } }
+            try body(record.ref, ConcordCore.Record(slots: record.slots))
+        }
+        while true {
+            let step = sqlite3_step(statement)
+            if step == SQLITE_DONE { break }
+            guard step == SQLITE_ROW else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: step), message: String(cString: sqlite3_errmsg(connection)), sql: allRecordsSQL)
+            }
+            let collection = columns.text(0)
+            let id = columns.text(1)
+            if let ref = current?.ref, Bytewise.equal(ref.id, id), Bytewise.equal(ref.collection, collection) {
+                // the same record
+            } else {
+                try flush()
+                current = (RecordRef(collection: collection, id: id), [:])
+            }
+            let key: SlotKey
+            let payload: Payload
+            switch columns.int64(2) {
+            case 0:
+                key = columns.int64(3) == Rows.slotLiveness ? .liveness : .tombstones
+                payload = .marker
+            case 1:
+                key = .field(columns.text(9))
+                payload = try columns.payload(kind: 3)
+            default:
+                key = .element(columns.text(9), try element(Data(columns.blob(4))))
+                payload = .marker
+            }
+            current!.slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try columns.stamp(hlc: 7, replica: 8), payload: payload))
+        }
+        try flush()
+    }
+
+    /// The rows of ``forEachRecord(_:_:)``. Columns: 0 collection, 1 id, 2 source (0 dots,
+    /// 1 field entries, 2 set elements), 3 kind, 4 value or element, 5 file_size,
+    /// 6 media_type, 7 hlc, 8 replica, 9 field.
+    static let allRecordsSQL = """
+        SELECT collection, id, 0, kind, NULL, NULL, NULL, hlc, replica, NULL FROM concord_dots
+        UNION ALL
+        SELECT collection, id, 1, kind, value, file_size, media_type, hlc, replica, field FROM concord_fields
+        UNION ALL
+        SELECT collection, id, 1, kind, value, file_size, media_type, hlc, replica, field FROM concord_field_versions
+        UNION ALL
+        SELECT collection, id, 2, NULL, element, NULL, NULL, hlc, replica, field FROM concord_elements
+        ORDER BY 1, 2
+        """
 
     /// The version vector of everything applied.
     static func context(_ db: Database) throws -> VersionVector {

@@ -369,6 +369,45 @@ extension Store {
         }
     }
 
+    /// The plaintext of a snapshot object of the full state (its seq table `appliedSeqs`,
+    /// then the snapshot encoding), and the files the state references, written as the
+    /// store reads its records: the same bytes as `SnapshotObjectCodec.encode` of
+    /// ``exportSnapshot()``, without holding the state in memory (a million records of ten
+    /// fields took several gigabytes as a state, where their encoding is about 100 MB).
+    ///
+    /// One read transaction, two passes over the records in key order: the first collects
+    /// the tables the encoding starts with (every replica and name, the number of records)
+    /// and the files, the second writes each record.
+    ///
+    /// - Throws: `invalidOperation` while local changes are unsealed, as ``exportSnapshot()``.
+    package func exportSnapshotObject(appliedSeqs: [ReplicaID: UInt64]) throws(ConcordError) -> (plaintext: [UInt8], files: Set<ContentHash>) {
+        try read { db in
+            guard try SlotIO.outboxIsEmpty(db) else {
+                throw ConcordError(.invalidOperation, "local changes are not sealed yet; seal (push) before exporting a snapshot")
+            }
+            let context = CausalContext(try SlotIO.context(db))
+            var replicas = Set<ReplicaID>()
+            var names = Set<ExactString>()
+            var files = Set<ContentHash>()
+            var count = 0
+            try SlotIO.forEachRecord(db) { ref, record in
+                count += 1
+                names.insert(ExactString(ref.collection))
+                for (key, slot) in record.slots {
+                    if let name = key.fieldName { names.insert(ExactString(name)) }
+                    for entry in slot.entries {
+                        replicas.insert(entry.dot.replica)
+                        if case let .file(file) = entry.payload { files.insert(file.hash) }
+                    }
+                }
+            }
+            var writer = SnapshotWriter(
+                context: context, replicas: replicas, names: names, recordCount: count, prefix: SnapshotObjectCodec.seqTable(appliedSeqs))
+            try SlotIO.forEachRecord(db) { ref, record in try writer.append(ref, record) }
+            return (try writer.finish(), files)
+        }
+    }
+
     /// Joins a snapshot (a full state) in one transaction. Local unsealed changes stay in
     /// the outbox. `appliedSeqs` — per origin, the seq of the newest delta the snapshot
     /// contains — lets a later pull continue after them.

@@ -160,11 +160,11 @@ extension SyncEngine {
                 }
                 scan.snapshots[replica, default: []].insert(seq)
                 scan.report.objects.snapshots += 1
-                let snapshot = try objects.openSnapshot(sealed, at: path)
+                let snapshot = try objects.snapshotFiles(sealed, at: path)
                 scan.readSnapshots[replica, default: []].insert(seq)
                 // A snapshot covers the batches of every origin it contains, not just its writer's.
                 scan.coverage.merge(snapshot.appliedSeqs, uniquingKeysWith: max)
-                for (hash, writer) in Self.distinctFiles(snapshot.state.fileReferences) {
+                for (hash, writer) in Self.distinctFiles(snapshot.files) {
                     scan.reference(BlobName.keyedName(for: hash, key: keys.blobNames), hash, writer, by: path)
                 }
             } catch {

@@ -120,7 +120,7 @@ struct Target: Sendable {
         var selector: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
 
         /// Opens and decodes `sealed` found at this kind's fixed path, as `RemoteObjects`
-        /// does (`openBatch`, `openSnapshot`, `openHead`; a snapshot opened in place). Opened
+        /// does (`openBatch`, `openSnapshotReader` read to its end, `openHead`; a snapshot opened in place). Opened
         /// in place or into new memory, it gives the same plaintext or the same error.
         func open(_ sealed: [UInt8]) throws(ConcordError) {
             let intoNew: Result<[UInt8], ConcordError>
