@@ -94,6 +94,8 @@ final class PointReader: Sendable {
             // them (needed only against set elements of the same name).
             var fields: [(name: String, value: FieldValue)] = []
             var dots: [Stamp] = []
+            fields.reserveCapacity(16)
+            dots.reserveCapacity(16)
             var inOrder = true
             var elements: [(name: String, element: [UInt8], dot: Stamp)] = []
             while true {
