@@ -48,13 +48,16 @@ final class PointReader: Sendable {
         let handle: OpaquePointer
         let statement: OpaquePointer
 
-        /// Rows of a record: its register winners (source 0), its set elements' adds
-        /// (source 1), and one row (source 2) if it has a liveness dot. Columns: 0 source,
+        /// Rows of a record: its set elements' adds (source 1), its register winners
+        /// (source 0), and one row (source 2) if it has a liveness dot. Columns: 0 source,
         /// 1 field, 2 kind, 3 value or element, 4 file_size, 5 media_type, 6 hlc, 7 replica.
+        /// (SQLite runs the arms in order, so the elements come first and a register's stamp
+        /// is read only when a set of the same name competes with it; the read does not
+        /// depend on that order, see ``record(_:)``.)
         static let sql = """
-            SELECT 0, field, kind, value, file_size, media_type, hlc, replica FROM concord_fields WHERE collection = ?1 AND id = ?2
-            UNION ALL
             SELECT 1, field, NULL, element, NULL, NULL, hlc, replica FROM concord_elements WHERE collection = ?1 AND id = ?2
+            UNION ALL
+            SELECT 0, field, kind, value, file_size, media_type, hlc, replica FROM concord_fields WHERE collection = ?1 AND id = ?2
             UNION ALL
             SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE EXISTS (
                 SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0)
@@ -85,15 +88,33 @@ final class PointReader: Sendable {
         }
 
         func record(_ ref: RecordRef) throws -> [(name: String, value: FieldValue)]? {
+            if case let .read(fields) = try read(ref, stampingEveryRegister: false) { return fields }
+            // A register competes with a set of its name but came before the set's elements,
+            // its stamp not read: read again, with every register's stamp.
+            guard case let .read(fields) = try read(ref, stampingEveryRegister: true) else {
+                throw ConcordError(.corrupt, "\(ref) could not be read: a register's stamp was not read")
+            }
+            return fields
+        }
+
+        private enum Read {
+            case read([(name: String, value: FieldValue)]?)
+            case again
+        }
+
+        /// One read of `ref`. A register's stamp is read only when a set of the same name has
+        /// already been seen or `stampingEveryRegister` (the common record has no set, and
+        /// its stamps cost a tenth of the read); `.again` when a stamp turned out needed.
+        private func read(_ ref: RecordRef, stampingEveryRegister: Bool) throws -> Read {
             defer { sqlite3_reset(statement) }
             let binder = BoundStatement.Binder(handle: statement)
             binder.bind(ref)
             let columns = Columns(statement)
             var visible = false
             // The register winners as the answer will hold them, and their stamps beside
-            // them (needed only against set elements of the same name).
+            // them where read.
             var fields: [(name: String, value: FieldValue)] = []
-            var dots: [Stamp] = []
+            var dots: [Stamp?] = []
             fields.reserveCapacity(16)
             dots.reserveCapacity(16)
             var inOrder = true
@@ -113,26 +134,31 @@ final class PointReader: Sendable {
                     }
                     if inOrder, let last = fields.last, !Bytewise.less(last.name, name) { inOrder = false }
                     fields.append((name, value))
-                    dots.append(try columns.stamp(hlc: 6, replica: 7))
+                    let competes = stampingEveryRegister || elements.contains { Bytewise.equal($0.name, name) }
+                    dots.append(competes ? try columns.stamp(hlc: 6, replica: 7) : nil)
                 case 1:
                     elements.append((columns.text(1), columns.blob(3), try columns.stamp(hlc: 6, replica: 7)))
                 default:
                     visible = true
                 }
             }
-            guard visible else { return nil }
+            guard visible else { return .read(nil) }
             if elements.isEmpty {
                 if !inOrder { fields.sort { Bytewise.less($0.name, $1.name) } }
-                return fields
+                return .read(fields)
             }
-            return try Self.merge(registers: zip(fields, dots).map { (name: $0.name, dot: $1, value: $0.value) }, elements: elements)
+            guard let merged = try Self.merge(registers: zip(fields, dots).map { (name: $0.name, dot: $1, value: $0.value) }, elements: elements) else {
+                return .again
+            }
+            return .read(merged)
         }
 
         /// A record with set elements, read as `Record.sortedFields` reads it: a name
         /// written both as a register and as a set reads as whichever holds the greater stamp.
+        /// Nil if a register that competes with a set has no stamp.
         static func merge(
-            registers: [(name: String, dot: Stamp, value: FieldValue)], elements: [(name: String, element: [UInt8], dot: Stamp)]
-        ) throws -> [(name: String, value: FieldValue)] {
+            registers: [(name: String, dot: Stamp?, value: FieldValue)], elements: [(name: String, element: [UInt8], dot: Stamp)]
+        ) throws -> [(name: String, value: FieldValue)]? {
             var sets: [ExactString: (elements: Set<ScalarValue>, maxDot: Stamp)] = [:]
             for row in elements {
                 let name = ExactString(row.name)
@@ -144,7 +170,10 @@ final class PointReader: Sendable {
             var fields: [ExactString: FieldValue] = [:]
             for register in registers {
                 let name = ExactString(register.name)
-                if let set = sets[name], set.maxDot >= register.dot { continue }
+                if let set = sets[name] {
+                    guard let dot = register.dot else { return nil }
+                    if set.maxDot >= dot { continue }
+                }
                 fields[name] = register.value
             }
             for (name, set) in sets where fields[name] == nil {
