@@ -4,7 +4,8 @@
 # one transaction (Benchmarks/Tools/BootstrapBenchmark; each step its own process, so each
 # peak resident size is its own). SCALE_RUNS (3) runs of each, on tmpfs (/dev/shm) and on
 # the disk (SCALE_DISK_DIR, /var/tmp); prints the medians, the ratio join ÷ raw (target ≤ 2)
-# and the join's largest peak resident size (target < 256 MiB).
+# and the join's largest peak resident size (target < 256 MiB), and the writer's side: the
+# time and largest peak resident size of writing a new snapshot of the records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift="${SWIFT:-swift}"
@@ -25,7 +26,11 @@ for base in /dev/shm "${SCALE_DISK_DIR:-/var/tmp}"; do
   joins=()
   raws=()
   rss=()
+  snapshots=()
+  writer_rss=()
   for _ in $(seq "$runs"); do
+    line=$("$binary" snapshot "$directory"); echo "$line"
+    snapshots+=("$(echo "$line" | field ms)"); writer_rss+=("$(echo "$line" | field peak_rss_mib)")
     line=$("$binary" join "$directory"); echo "$line"
     joins+=("$(echo "$line" | field ms)"); rss+=("$(echo "$line" | field peak_rss_mib)")
     line=$("$binary" raw "$directory" "$records"); echo "$line"
@@ -35,7 +40,9 @@ for base in /dev/shm "${SCALE_DISK_DIR:-/var/tmp}"; do
   raw=$(printf '%s\n' "${raws[@]}" | median)
   peak=$(printf '%s\n' "${rss[@]}" | sort -n | tail -n 1)
   ratio=$(awk -v j="$join" -v r="$raw" 'BEGIN { printf "%.2f", j / r }')
-  summary+=("$base: join $join ms, raw insert $raw ms, join ÷ raw $ratio (target ≤ 2); join peak RSS $peak MiB (target < 256)")
+  snapshot=$(printf '%s\n' "${snapshots[@]}" | median)
+  writer_peak=$(printf '%s\n' "${writer_rss[@]}" | sort -n | tail -n 1)
+  summary+=("$base: join $join ms, raw insert $raw ms, join ÷ raw $ratio (target ≤ 2); join peak RSS $peak MiB (target < 256); writing a snapshot $snapshot ms, peak RSS $writer_peak MiB")
   rm -rf "$directory"
 done
 echo
