@@ -65,7 +65,7 @@ public enum SlotKey: Hashable, Sendable, CustomStringConvertible {
     public static func canonicalOrder(_ lhs: SlotKey, _ rhs: SlotKey) -> Bool {
         switch (lhs, rhs) {
         case let (.field(a), .field(b)):
-            return a.utf8.lexicographicallyPrecedes(b.utf8)
+            return Bytewise.less(a, b)
         case let (.element(a, x), .element(b, y)):
             if !Bytewise.equal(a, b) { return Bytewise.less(a, b) }
             return ScalarValue.canonicalOrder(x, y)

@@ -55,7 +55,7 @@ public enum ScalarValue: Hashable, Sendable, CustomStringConvertible {
         case let (.bool(a), .bool(b)): !a && b
         case let (.int(a), .int(b)): a < b
         case let (.double(a), .double(b)): a.isTotallyOrdered(belowOrEqualTo: b) && a.bitPattern != b.bitPattern
-        case let (.string(a), .string(b)): a.utf8.lexicographicallyPrecedes(b.utf8)
+        case let (.string(a), .string(b)): Bytewise.less(a, b)
         case let (.bytes(a), .bytes(b)): a.lexicographicallyPrecedes(b)
         default: lhs.kindRank < rhs.kindRank
         }
