@@ -127,7 +127,7 @@ final class PointReader: Sendable {
                 case 0:
                     let name = columns.text(1)
                     let value: FieldValue
-                    switch try columns.payload(kind: 2) {
+                    switch try Rows.payload(columns, kind: 2) {
                     case let .scalar(scalar): value = .scalar(scalar)
                     case let .file(file): value = .file(file)
                     case .marker: continue
@@ -137,7 +137,7 @@ final class PointReader: Sendable {
                     let competes = stampingEveryRegister || elements.contains { Bytewise.equal($0.name, name) }
                     dots.append(competes ? try columns.stamp(hlc: 6, replica: 7) : nil)
                 case 1:
-                    elements.append((columns.text(1), columns.blob(3), try columns.stamp(hlc: 6, replica: 7)))
+                    elements.append((columns.text(1), columns.blob(3) ?? [], try columns.stamp(hlc: 6, replica: 7)))
                 default:
                     visible = true
                 }

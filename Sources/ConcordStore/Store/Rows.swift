@@ -45,62 +45,35 @@ enum Rows {
         }
     }
 
-    /// The payload stored in a row's (kind, value, file_size, media_type) columns, found by
-    /// position (the hot read path: no name lookups): `kind` at `kindIndex`, `value` at
-    /// `value`, `file_size` and `media_type` right after it.
-    static func payload(_ row: Row, kind kindIndex: Int, value: Int) throws -> Payload {
-        let kindValue: Int64 = row[kindIndex]
+    /// The payload stored in a row's `kind` column at `kind` and the `value`, `file_size`
+    /// and `media_type` columns right after it — of a GRDB row or of a statement stepped
+    /// through SQLite's C API (``Columns``): the one place a stored payload is decoded.
+    static func payload(_ row: some StoredColumns, kind kindColumn: Int32) throws -> Payload {
+        let kindValue = row.int64(kindColumn)
+        let value = kindColumn + 1
         switch kindValue {
         case kindNull: return .scalar(.null)
-        case kindBool: return .scalar(.bool((row[value] as Int64) != 0))
-        case kindInt: return .scalar(.int(row[value]))
+        case kindBool: return .scalar(.bool(row.int64(value) != 0))
+        case kindInt: return .scalar(.int(row.int64(value)))
         case kindDouble:
-            let stored: DatabaseValue = row[value]
-            switch stored.storage {
-            case let .blob(bits) where bits.count == 8: return .scalar(.double(Double(bitPattern: bits.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })))
-            case .null: return .scalar(.double(.nan))  // a NaN an earlier release let SQLite store as NULL
-            default: return .scalar(.double(row[value]))
+            if let bits = row.blob(value) {
+                // A NaN, kept as its 8-byte bit pattern (SQLite would turn it into NULL).
+                guard bits.count == 8 else { throw ConcordError(.corrupt, "a double field stores a blob that is not 8 bytes") }
+                return .scalar(.double(Double(bitPattern: bits.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })))
             }
+            if row.isNull(value) { return .scalar(.double(.nan)) }  // a NaN an earlier release let SQLite store as NULL
+            return .scalar(.double(row.double(value)))
         case kindString:
-            let stored: DatabaseValue = row[value]
-            if case let .blob(bytes) = stored.storage { return .scalar(.string(String(decoding: bytes, as: UTF8.self))) }
-            if case let .string(text) = stored.storage { return .scalar(.string(text)) }
-            return .scalar(.string(row[value]))
-        case kindBytes: return .scalar(.bytes([UInt8](row[value] as Data)))
+            // A string holding a NUL byte is kept as its UTF-8 bytes (``columns(_:)``).
+            if let bytes = row.blob(value) { return .scalar(.string(String(decoding: bytes, as: UTF8.self))) }
+            return .scalar(.string(row.text(value)))
+        case kindBytes: return .scalar(.bytes(row.blob(value) ?? []))
         case kindFile:
-            guard let hash = ContentHash(bytes: [UInt8](row[value] as Data)) else {
+            guard let hash = ContentHash(bytes: row.blob(value) ?? []) else {
                 throw ConcordError(.corrupt, "a file field stores a hash that is not 32 bytes")
             }
-            return .file(FileRef(hash: hash, size: UInt64(bitPattern: row[value + 1]), mediaType: row[value + 2]))
-        default:
-            throw ConcordError(.corrupt, "a field row has unknown kind \(kindValue)")
-        }
-    }
-
-    /// The payload stored in a row's (kind, value, file_size, media_type) columns.
-    static func payload(_ row: Row, kind: String = "kind") throws -> Payload {
-        let kindValue: Int64 = row[kind]
-        switch kindValue {
-        case kindNull: return .scalar(.null)
-        case kindBool: return .scalar(.bool((row["value"] as Int64) != 0))
-        case kindInt: return .scalar(.int(row["value"]))
-        case kindDouble:
-            let stored: DatabaseValue = row["value"]
-            switch stored.storage {
-            case let .blob(bits) where bits.count == 8: return .scalar(.double(Double(bitPattern: bits.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })))
-            case .null: return .scalar(.double(.nan))  // a NaN an earlier release let SQLite store as NULL
-            default: return .scalar(.double(row["value"]))
-            }
-        case kindString:
-            let stored: DatabaseValue = row["value"]
-            if case let .blob(bytes) = stored.storage { return .scalar(.string(String(decoding: bytes, as: UTF8.self))) }
-            return .scalar(.string(row["value"]))
-        case kindBytes: return .scalar(.bytes([UInt8](row["value"] as Data)))
-        case kindFile:
-            guard let hash = ContentHash(bytes: [UInt8](row["value"] as Data)) else {
-                throw ConcordError(.corrupt, "a file field stores a hash that is not 32 bytes")
-            }
-            return .file(FileRef(hash: hash, size: UInt64(bitPattern: row["file_size"]), mediaType: row["media_type"]))
+            let mediaType = row.isNull(value + 2) ? nil : row.text(value + 2)
+            return .file(FileRef(hash: hash, size: UInt64(bitPattern: row.int64(value + 1)), mediaType: mediaType))
         default:
             throw ConcordError(.corrupt, "a field row has unknown kind \(kindValue)")
         }
@@ -142,4 +115,27 @@ enum Rows {
 
     /// A local time in milliseconds as stored (`superseded_at`): plain, never near 2^63.
     static func millis(_ value: UInt64) -> Int64 { Int64(bitPattern: value) }
+}
+
+/// The columns of one row, read by position.
+protocol StoredColumns {
+    func int64(_ column: Int32) -> Int64
+    func double(_ column: Int32) -> Double
+    func isNull(_ column: Int32) -> Bool
+    /// Text as UTF-8.
+    func text(_ column: Int32) -> String
+    /// The bytes of a blob; nil when the column holds something else.
+    func blob(_ column: Int32) -> [UInt8]?
+}
+
+/// A GRDB row's columns, read as SQLite's C API reads them: NULL as 0 or the empty string.
+extension Row: StoredColumns {
+    func int64(_ column: Int32) -> Int64 { (self[Int(column)] as Int64?) ?? 0 }
+    func double(_ column: Int32) -> Double { (self[Int(column)] as Double?) ?? 0 }
+    func isNull(_ column: Int32) -> Bool { hasNull(atIndex: Int(column)) }
+    func text(_ column: Int32) -> String { (self[Int(column)] as String?) ?? "" }
+    func blob(_ column: Int32) -> [UInt8]? {
+        if case let .blob(data) = (self[Int(column)] as DatabaseValue).storage { return [UInt8](data) }
+        return nil
+    }
 }

@@ -28,7 +28,7 @@ enum SlotIO {
                 SELECT hlc, replica, kind, value, file_size, media_type FROM concord_field_versions
                     WHERE collection = ? AND id = ? AND field = ?
                 """), arguments: [ref.collection, ref.id, name, ref.collection, ref.id, name])
-            while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row))) }
+            while let row = try rows.next() { entries.append(Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row, kind: 2))) }
         case let .element(name, element):
             let rows = try Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT hlc, replica FROM concord_elements WHERE collection = ? AND id = ? AND field = ? AND element = ?
@@ -43,16 +43,16 @@ enum SlotIO {
     /// tables that hold a record's entries.
     static func record(_ db: Database, _ ref: RecordRef) throws -> ConcordCore.Record? {
         let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT 0 AS source, kind, hlc, replica, NULL AS field, NULL AS value, NULL AS file_size, NULL AS media_type, NULL AS element
+            SELECT 0 AS source, hlc, replica, NULL AS field, kind, NULL AS value, NULL AS file_size, NULL AS media_type, NULL AS element
                 FROM concord_dots WHERE collection = ?1 AND id = ?2
             UNION ALL
-            SELECT 1, kind, hlc, replica, field, value, file_size, media_type, NULL FROM concord_fields WHERE collection = ?1 AND id = ?2
+            SELECT 1, hlc, replica, field, kind, value, file_size, media_type, NULL FROM concord_fields WHERE collection = ?1 AND id = ?2
             UNION ALL
-            SELECT 1, kind, hlc, replica, field, value, file_size, media_type, NULL FROM concord_field_versions WHERE collection = ?1 AND id = ?2
+            SELECT 1, hlc, replica, field, kind, value, file_size, media_type, NULL FROM concord_field_versions WHERE collection = ?1 AND id = ?2
             UNION ALL
-            SELECT 2, 0, hlc, replica, field, NULL, NULL, NULL, element FROM concord_elements WHERE collection = ?1 AND id = ?2
+            SELECT 2, hlc, replica, field, 0, NULL, NULL, NULL, element FROM concord_elements WHERE collection = ?1 AND id = ?2
             """), arguments: [ref.collection, ref.id])
-        // Columns by position: 0 source, 1 kind, 2 hlc, 3 replica, 4 field, 5 value,
+        // Columns by position: 0 source, 1 hlc, 2 replica, 3 field, 4 kind, 5 value,
         // 6 file_size, 7 media_type, 8 element.
         var slots: [SlotKey: ConcordCore.Slot] = [:]
         while let row = try rows.next() {
@@ -60,16 +60,16 @@ enum SlotIO {
             let payload: Payload
             switch row[0] as Int64 {
             case 0:
-                key = (row[1] as Int64) == Rows.slotLiveness ? .liveness : .tombstones
+                key = (row[4] as Int64) == Rows.slotLiveness ? .liveness : .tombstones
                 payload = .marker
             case 1:
-                key = .field(row[4])
-                payload = try Rows.payload(row, kind: 1, value: 5)
+                key = .field(row[3])
+                payload = try Rows.payload(row, kind: 4)
             default:
-                key = .element(row[4], try element(row[8]))
+                key = .element(row[3], try element(row[8]))
                 payload = .marker
             }
-            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try Rows.stamp(row, hlc: 2, replica: 3), payload: payload))
+            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try Rows.stamp(row, hlc: 1, replica: 2), payload: payload))
         }
         guard !slots.isEmpty else { return nil }
         for key in slots.keys where slots[key]!.entries.count > 1 { slots[key]!.entries.sort { $0.dot < $1.dot } }
@@ -252,7 +252,7 @@ enum SlotIO {
             """))
         while let row = try fields.next() {
             add(RecordRef(collection: row["collection"], id: row["id"]), .field(row["field"]),
-                Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row)))
+                Entry(dot: try Rows.stamp(row), payload: try Rows.payload(row, kind: 5)))
         }
         let elements = try Row.fetchCursor(db.cachedStatement(sql: "SELECT collection, id, field, element, hlc, replica FROM concord_elements"))
         while let row = try elements.next() {
@@ -309,9 +309,9 @@ enum SlotIO {
                 payload = .marker
             case 1:
                 key = .field(columns.text(9))
-                payload = try columns.payload(kind: 3)
+                payload = try Rows.payload(columns, kind: 3)
             default:
-                key = .element(columns.text(9), try element(Data(columns.blob(4))))
+                key = .element(columns.text(9), try element(Data(columns.blob(4) ?? [])))
                 payload = .marker
             }
             current!.slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try columns.stamp(hlc: 7, replica: 8), payload: payload))
