@@ -33,6 +33,7 @@ Print Assumptions isWellOrdered_ordered.
 Print Assumptions dotstore_join_comm.
 Print Assumptions dotstore_join_assoc.
 Print Assumptions dotstore_join_idem.
+Print Assumptions dotstore_join_overwrite.
 
 (* LWW- and multi-value registers (CausalRegister) *)
 Print Assumptions reg_joined_comm.

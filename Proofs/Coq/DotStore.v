@@ -410,6 +410,45 @@ Section DotStore.
     intro Hl. split; [apply lookup_ordered_in; assumption|].
     intro H. apply lookup_some in H; tauto.
   Qed.
+
+  (** ** The overwrite shortcut of [apply]
+
+      [StoreState.merge(_:into:seenHere:seenByOrigin:)] skips the loop when the right side
+      has seen every entry of the left, and the left side has seen no entry of the right:
+      the join is then the right list itself.  (A state's entries lie within its own
+      context, so the left side's context covers its entries.) *)
+  Lemma filter_keep (f : E -> bool) l : (forall x, In x l -> f x = true) -> filter f l = l.
+  Proof.
+    induction l as [|x l IH]; intro H; [reflexivity|]. cbn.
+    rewrite (H x (or_introl eq_refl)). f_equal. apply IH. intros y Hy; apply H; right; assumption.
+  Qed.
+
+  Lemma filter_none (f : E -> bool) l : (forall x, In x l -> f x = false) -> filter f l = [].
+  Proof.
+    induction l as [|x l IH]; intro H; [reflexivity|]. cbn.
+    rewrite (H x (or_introl eq_refl)). apply IH. intros y Hy; apply H; right; assumption.
+  Qed.
+
+  Lemma dotstore_join_overwrite l lc r rc :
+    (forall x, In x l -> lc (dot x) = true /\ rc (dot x) = true) ->
+    (forall y, In y r -> lc (dot y) = false) ->
+    dotstore_join l lc r rc = r.
+  Proof.
+    intros Hl Hr. rewrite dotstore_join_merge. revert r Hr.
+    induction l as [|x xs IH]; intros r Hr.
+    - rewrite merge_nil_l. apply filter_keep. intros y Hy. rewrite (Hr y Hy). reflexivity.
+    - induction r as [|y ys IHr].
+      + rewrite merge_nil_r. apply filter_none. intros z Hz.
+        destruct (Hl z Hz) as [_ Hz']. rewrite Hz'. reflexivity.
+      + rewrite merge_cons. destruct (Hl x (or_introl eq_refl)) as [Hxl Hxr].
+        destruct (stamp_ltb (dot x) (dot y)) eqn:E1.
+        * rewrite Hxr. cbn. apply IH; [intros z Hz; apply Hl; right; assumption | assumption].
+        * destruct (stamp_ltb (dot y) (dot x)) eqn:E2.
+          -- rewrite (Hr y (or_introl eq_refl)). cbn. f_equal.
+             apply IHr. intros z Hz; apply Hr; right; assumption.
+          -- exfalso. pose proof (stamp_ltb_false_false _ _ E1 E2) as Hxy.
+             pose proof (Hr y (or_introl eq_refl)) as Hy. rewrite <- Hxy in Hy. congruence.
+  Qed.
 End DotStore.
 
 Arguments join_at {E} a aSeen b bSeen.

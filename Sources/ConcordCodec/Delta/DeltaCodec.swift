@@ -65,7 +65,7 @@ public enum DeltaCodec {
         try RecordsCodec.checkAllUsed(usedNames, "name table", reader)
         do {
             return try Delta(
-                origin: origin, seq: seq, dependencies: dependencies, upTo: upTo,
+                decodedOrigin: origin, seq: seq, dependencies: dependencies, upTo: upTo,
                 records: records.map { Delta.RecordChange(ref: $0.ref, slots: $0.slots, whole: $0.whole) })
         } catch {
             throw ConcordError(error.code, "delta: \(error.message)")

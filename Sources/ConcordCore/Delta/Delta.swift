@@ -63,7 +63,21 @@ public struct Delta: Hashable, Sendable {
         self.dependencies = dependencies
         self.upTo = upTo
         self.records = records
-        try validate()
+        try validate(orderChecked: false)
+    }
+
+    /// Builds a delta its decoder has read: the decoder has already checked that records,
+    /// slots and entries are in strictly ascending order, and that every payload is of its
+    /// slot's kind, so only the other rules are checked here.
+    package init(
+        decodedOrigin origin: ReplicaID, seq: UInt64, dependencies: VersionVector, upTo: UInt64, records: [RecordChange]
+    ) throws(ConcordError) {
+        self.origin = origin
+        self.seq = seq
+        self.dependencies = dependencies
+        self.upTo = upTo
+        self.records = records
+        try validate(orderChecked: true)
     }
 
     /// The dependency vector with the origin raised to `upTo`: everything the origin had
@@ -108,37 +122,50 @@ public struct Delta: Hashable, Sendable {
         return StoreState(context: context, records: stateRecords)
     }
 
-    private func validate() throws(ConcordError) {
+    private func validate(orderChecked: Bool) throws(ConcordError) {
         guard seq > 0 else { throw ConcordError(.malformed, "delta seq must be at least 1") }
         guard upTo > dependencies[origin] else {
             throw ConcordError(.malformed, "delta covers no new writes: upTo \(upTo) ≤ dependency \(dependencies[origin])")
         }
         let observed = self.observed
+        // Entries of one replica come in runs: its bound is looked up once per run.
+        var boundReplica: ReplicaID?
+        var bound: UInt64 = 0
         var previous: RecordRef?
         for change in records {
-            if let previous, !(previous < change.ref) {
-                throw ConcordError(.malformed, "records not in canonical order at \(change.ref)")
+            if !orderChecked {
+                if let previous, !(previous < change.ref) {
+                    throw ConcordError(.malformed, "records not in canonical order at \(change.ref)")
+                }
+                previous = change.ref
             }
-            previous = change.ref
             guard !change.slots.isEmpty || change.whole else {
                 throw ConcordError(.malformed, "record \(change.ref) carries no slot")
             }
-            for (index, slot) in change.slots.enumerated() {
-                if index > 0, !SlotKey.canonicalOrder(change.slots[index - 1].key, slot.key) {
-                    throw ConcordError(.malformed, "slots of \(change.ref) not in canonical order at \(slot.key)")
+            let slots = change.slots
+            for index in slots.indices {
+                let key = slots[index].key
+                if !orderChecked, index > 0, !SlotKey.canonicalOrder(slots[index - 1].key, key) {
+                    throw ConcordError(.malformed, "slots of \(change.ref) not in canonical order at \(key)")
                 }
-                guard !(change.whole && slot.entries.isEmpty) else {
-                    throw ConcordError(.malformed, "record \(change.ref), shipped whole, carries the empty slot \(slot.key)")
+                let entries = slots[index].entries
+                guard !(change.whole && entries.isEmpty) else {
+                    throw ConcordError(.malformed, "record \(change.ref), shipped whole, carries the empty slot \(key)")
                 }
-                guard DotStore.isWellOrdered(slot.entries) else {
-                    throw ConcordError(.malformed, "entries of \(change.ref) \(slot.key) not sorted by stamp")
+                guard orderChecked || DotStore.isWellOrdered(entries) else {
+                    throw ConcordError(.malformed, "entries of \(change.ref) \(key) not sorted by stamp")
                 }
-                for entry in slot.entries {
-                    guard entry.dot.hlc <= observed[entry.dot.replica] else {
-                        throw ConcordError(.malformed, "entry \(entry.dot) of \(change.ref) \(slot.key) lies outside the delta's dependencies")
+                for entry in entries {
+                    let dot = entry.dot
+                    if dot.replica != boundReplica {
+                        boundReplica = dot.replica
+                        bound = observed[dot.replica]
                     }
-                    guard slot.key.accepts(entry.payload) else {
-                        throw ConcordError(.malformed, "slot \(change.ref) \(slot.key) holds a payload of the wrong kind")
+                    guard dot.hlc <= bound else {
+                        throw ConcordError(.malformed, "entry \(dot) of \(change.ref) \(key) lies outside the delta's dependencies")
+                    }
+                    guard orderChecked || key.accepts(entry.payload) else {
+                        throw ConcordError(.malformed, "slot \(change.ref) \(key) holds a payload of the wrong kind")
                     }
                 }
             }

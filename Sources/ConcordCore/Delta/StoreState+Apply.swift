@@ -41,16 +41,15 @@ extension StoreState {
             self = joined(delta.state)
             return .applied
         }
-        let observed = delta.observed
-        let context = self.context
+        var seenHere = ContextProbe(self.context)
+        var seenByOrigin = VectorProbe(delta.observed)
         for change in delta.records {
-            if records[change.ref] == nil {
+            guard let index = records.index(forKey: change.ref) else {
                 // A new record: build it whole, with room for its slots.
                 var slots: [SlotKey: Slot] = [:]
                 slots.reserveCapacity(change.slots.count)
                 for slot in change.slots where !slot.entries.isEmpty {
-                    let unseen = slot.entries.allSatisfy { !context.contains($0.dot) }
-                    let kept = unseen ? slot.entries : slot.entries.filter { !context.contains($0.dot) }
+                    let kept = DotStore.join([], seenBy: { seenHere.contains($0) }, slot.entries, seenBy: { _ in false })
                     if !kept.isEmpty { slots[slot.key] = Slot(entries: kept) }
                 }
                 if !slots.isEmpty {
@@ -59,32 +58,101 @@ extension StoreState {
                 }
                 continue
             }
-            updateRecord(change.ref) { slots in
-                let seenByOrigin: (Stamp) -> Bool = { $0.hlc <= observed[$0.replica] }
-                if change.whole {
-                    // Shipped whole: every slot it does not carry is empty at the origin.
-                    let carried = Set(change.slots.map(\.key))
-                    for (key, slot) in slots where !carried.contains(key) {
-                        let kept = slot.entries.filter { !seenByOrigin($0.dot) }
-                        slots[key] = kept.isEmpty ? nil : Slot(entries: kept)
-                    }
-                }
-                for slot in change.slots {
-                    let merged = DotStore.join(
-                        slots[slot.key]?.entries ?? [], seenBy: { context.contains($0) },
-                        slot.entries, seenBy: seenByOrigin
-                    )
-                    slots[slot.key] = merged.isEmpty ? nil : Slot(entries: merged)
-                }
-            }
+            // The record is changed where it lies: one lookup of its ref, one of each slot.
+            Self.merge(change, into: &records.values[index].slots, seenHere: &seenHere, seenByOrigin: &seenByOrigin)
+            if records.values[index].isEmpty { records.remove(at: index) }
         }
         self.context.insert(delta.ownRange, for: delta.origin)
         return .applied
+    }
+
+    /// Joins one record change of a delta into the record's slots (the fast path of
+    /// ``apply(_:)``).
+    private static func merge(
+        _ change: Delta.RecordChange, into slots: inout [SlotKey: Slot],
+        seenHere: inout ContextProbe, seenByOrigin: inout VectorProbe
+    ) {
+        if change.whole {
+            // Shipped whole: every slot it does not carry is empty at the origin.
+            let carried = Set(change.slots.map(\.key))
+            for (key, slot) in slots where !carried.contains(key) {
+                let kept = slot.entries.filter { !seenByOrigin.contains($0.dot) }
+                slots[key] = kept.isEmpty ? nil : Slot(entries: kept)
+            }
+        }
+        for slot in change.slots {
+            guard let index = slots.index(forKey: slot.key) else {
+                let kept = DotStore.join([], seenBy: { seenHere.contains($0) }, slot.entries, seenBy: { _ in false })
+                if !kept.isEmpty { slots[slot.key] = Slot(entries: kept) }
+                continue
+            }
+            let current = slots.values[index].entries
+            // The common case, an overwrite: the origin had seen every entry held here, and
+            // this state has seen none of the origin's. The join is then the origin's entries,
+            // shared as they are.
+            if slot.entries.allSatisfy({ !seenHere.contains($0.dot) }), current.allSatisfy({ seenByOrigin.contains($0.dot) }) {
+                if slot.entries.isEmpty {
+                    slots.remove(at: index)
+                } else {
+                    slots.values[index] = Slot(entries: slot.entries)
+                }
+                continue
+            }
+            let merged = DotStore.join(
+                current, seenBy: { seenHere.contains($0) },
+                slot.entries, seenBy: { seenByOrigin.contains($0) }
+            )
+            if merged.isEmpty {
+                slots.remove(at: index)
+            } else {
+                slots.values[index] = Slot(entries: merged)
+            }
+        }
     }
 
     static func covers(_ context: CausalContext, _ replica: ReplicaID, _ hlc: UInt64) -> Bool {
         if hlc == 0 { return true }
         guard let first = context.ranges[replica]?.first else { return false }
         return first.lowerBound == 0 && first.upperBound >= hlc
+    }
+}
+
+/// Whether a causal context holds a stamp, remembering the last replica's ranges: a delta's
+/// entries come in runs of one replica.
+struct ContextProbe {
+    private let context: CausalContext
+    private var replica: ReplicaID?
+    private var ranges: [ClosedRange<UInt64>]?
+
+    init(_ context: CausalContext) {
+        self.context = context
+    }
+
+    mutating func contains(_ stamp: Stamp) -> Bool {
+        if stamp.replica != replica {
+            replica = stamp.replica
+            ranges = context.ranges[stamp.replica]
+        }
+        guard let ranges else { return false }
+        return CausalContext.contains(ranges, stamp.hlc)
+    }
+}
+
+/// Whether a version vector has seen a stamp, remembering the last replica's entry.
+struct VectorProbe {
+    private let vector: VersionVector
+    private var replica: ReplicaID?
+    private var bound: UInt64 = 0
+
+    init(_ vector: VersionVector) {
+        self.vector = vector
+    }
+
+    mutating func contains(_ stamp: Stamp) -> Bool {
+        if stamp.replica != replica {
+            replica = stamp.replica
+            bound = vector[stamp.replica]
+        }
+        return stamp.hlc <= bound
     }
 }

@@ -39,7 +39,12 @@ public enum DotStore {
 
     /// Whether `entries` is sorted by dot with no dot twice.
     public static func isWellOrdered<E: Dotted>(_ entries: [E]) -> Bool {
-        zip(entries, entries.dropFirst()).allSatisfy { $0.dot < $1.dot }
+        var index = 1
+        while index < entries.count {
+            guard entries[index - 1].dot < entries[index].dot else { return false }
+            index += 1
+        }
+        return true
     }
 }
 
