@@ -1,4 +1,5 @@
 import ConcordCore
+import GRDB
 import GRDBSQLite
 
 /// The columns of the current row of a statement stepped through SQLite's C API, read in
@@ -46,5 +47,13 @@ struct Columns: StoredColumns {
         let id = bytes(replica) { ReplicaID(bytes: $0) }
         guard let id else { throw ConcordError(.corrupt, "a replica id is not 16 bytes") }
         return Stamp(hlc: Rows.hlc(stored: sqlite3_column_int64(statement, hlc)), replica: id)
+    }
+}
+
+extension DatabaseError {
+    /// The error a call of SQLite's C API returned on `connection`, as GRDB reports its own:
+    /// the result code, SQLite's message and the statement.
+    init(code: Int32, on connection: OpaquePointer?, sql: String) {
+        self.init(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
     }
 }

@@ -183,7 +183,7 @@ final class PointReader: Sendable {
         }
 
         private func error(_ code: Int32) -> DatabaseError {
-            DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(handle)), sql: Self.sql)
+            DatabaseError(code: code, on: handle, sql: Self.sql)
         }
     }
 }

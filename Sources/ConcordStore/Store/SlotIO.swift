@@ -277,7 +277,7 @@ enum SlotIO {
         let code = sqlite3_prepare_v2(connection, allRecordsSQL, -1, &prepared, nil)
         guard code == SQLITE_OK, let statement = prepared else {
             sqlite3_finalize(prepared)
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: allRecordsSQL)
+            throw DatabaseError(code: code, on: connection, sql: allRecordsSQL)
         }
         defer { sqlite3_finalize(statement) }
         let columns = Columns(statement)
@@ -291,7 +291,7 @@ enum SlotIO {
             let step = sqlite3_step(statement)
             if step == SQLITE_DONE { break }
             guard step == SQLITE_ROW else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: step), message: String(cString: sqlite3_errmsg(connection)), sql: allRecordsSQL)
+                throw DatabaseError(code: step, on: connection, sql: allRecordsSQL)
             }
             let collection = columns.text(0)
             let id = columns.text(1)
