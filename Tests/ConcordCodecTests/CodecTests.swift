@@ -217,6 +217,97 @@ import Testing
             try Delta(origin: Samples.laptop, seq: 1, dependencies: VersionVector(), upTo: 3, records: [change])
         }
     }
+
+    /// The decoder is what checks the orders of a delta it reads (`Delta(decodedOrigin:)` does
+    /// not check them again): records, slots or entries out of order are refused, each
+    /// naming what is out of order. The bytes are built by hand from the format's rules; the
+    /// builder's canonical output is first checked against the encoder's.
+    @Test func aDeltaOutOfOrderIsRefusedByTheDecoder() throws {
+        let origin = ReplicaID(high: 1, low: 2)
+        let other = ReplicaID(high: 3, low: 4)
+        typealias HandEntry = (hlc: UInt64, replica: Int, value: Int64)
+        typealias HandSlot = (name: UInt64, entries: [HandEntry])
+        typealias HandRecord = (id: String, slots: [HandSlot])
+        // Names: 0 "c" (the collection), 1 "f", 2 "g"; replicas: 0 origin, 1 other.
+        let records: [HandRecord] = [
+            (id: "a", slots: [(name: 1, entries: [(5, 1, 0), (10, 0, 1)]), (name: 2, entries: [(11, 0, 2)])]),
+            (id: "b", slots: [(name: 1, entries: [(12, 0, 3)])]),
+        ]
+        func bytes(_ records: [HandRecord]) -> [UInt8] {
+            var out: [UInt8] = []
+            func varint(_ value: UInt64) {
+                var value = value
+                while value >= 0x80 { out.append(UInt8(value & 0x7f) | 0x80); value >>= 7 }
+                out.append(UInt8(value))
+            }
+            func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+            func id(_ replica: ReplicaID) {
+                for word in [replica.high, replica.low] { for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) } }
+            }
+            out += ObjectHeader.magic + [ObjectHeader.version, ObjectHeader.Kind.delta.rawValue]
+            id(origin)
+            varint(1)  // seq
+            varint(12)  // upTo
+            varint(2); id(origin); id(other)  // replicas
+            varint(1); varint(1); varint(5)  // dependencies: other at 5
+            varint(3); for name in ["c", "f", "g"] { varint(1); out += Array(name.utf8) }
+            varint(UInt64(records.count))
+            var previousHLC: UInt64 = 12
+            var previousID: [UInt8] = []
+            for record in records {
+                let id = Array(record.id.utf8)
+                let shared = zip(previousID, id).prefix { $0 == $1 }.count
+                previousID = id
+                varint(0); varint(UInt64(shared)); varint(UInt64(id.count - shared)); out += id[shared...]  // collection, id
+                varint(UInt64(record.slots.count))
+                for slot in record.slots {
+                    varint(slot.name << 2 | 2)  // a field slot
+                    let allHome = slot.entries.allSatisfy { $0.replica == 0 }
+                    varint(UInt64(slot.entries.count) << 1 | (allHome ? 1 : 0))
+                    for entry in slot.entries {
+                        signed(Int64(bitPattern: entry.hlc &- previousHLC))
+                        previousHLC = entry.hlc
+                        if !allHome { varint(UInt64(entry.replica)) }
+                        out.append(3)  // an int
+                        signed(entry.value)
+                    }
+                }
+            }
+            return out
+        }
+        func entry(_ hlc: UInt64, _ replica: ReplicaID, _ value: Int64) -> Entry {
+            Entry(dot: Stamp(hlc: hlc, replica: replica), payload: .scalar(.int(value)))
+        }
+        let delta = try Delta(
+            origin: origin, seq: 1, dependencies: VersionVector([other: 5]), upTo: 12,
+            records: [
+                Delta.RecordChange(ref: RecordRef(collection: "c", id: "a"), slots: [
+                    (key: .field("f"), entries: [entry(5, other, 0), entry(10, origin, 1)]),
+                    (key: .field("g"), entries: [entry(11, origin, 2)]),
+                ]),
+                Delta.RecordChange(ref: RecordRef(collection: "c", id: "b"), slots: [(key: .field("f"), entries: [entry(12, origin, 3)])]),
+            ])
+        #expect(bytes(records) == DeltaCodec.encode(delta))
+        #expect(try DeltaCodec.decode(bytes(records)) == delta)
+
+        func expectRefused(_ records: [HandRecord], _ fragment: String) {
+            let encoded = bytes(records)
+            let error = #expect(throws: ConcordError.self, "decoded a delta with \(fragment)") { try DeltaCodec.decode(encoded) }
+            #expect(error?.code == .malformed, "\(String(describing: error))")
+            #expect(error?.message.contains(fragment) == true, "\(String(describing: error))")
+        }
+        expectRefused([records[1], records[0]], "records not in strictly ascending order")
+        expectRefused([records[0], records[0]], "records not in strictly ascending order")
+        var slotsSwapped = records
+        slotsSwapped[0].slots.swapAt(0, 1)
+        expectRefused(slotsSwapped, "slots of c/a not in strictly ascending order")
+        var slotRepeated = records
+        slotRepeated[0].slots[1].name = 1
+        expectRefused(slotRepeated, "slots of c/a not in strictly ascending order")
+        var entriesSwapped = records
+        entriesSwapped[0].slots[0].entries.swapAt(0, 1)
+        expectRefused(entriesSwapped, "not in strictly ascending stamp order")
+    }
 }
 
 @Suite struct EncodedSizeTests {
