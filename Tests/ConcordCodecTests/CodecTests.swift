@@ -226,12 +226,14 @@ import Testing
         let origin = ReplicaID(high: 1, low: 2)
         let other = ReplicaID(high: 3, low: 4)
         typealias HandEntry = (hlc: UInt64, replica: Int, value: Int64)
-        typealias HandSlot = (name: UInt64, entries: [HandEntry])
+        /// A field's register, or with `element` one element of a set field (entries are then
+        /// bare dots and their values unused).
+        typealias HandSlot = (name: UInt64, element: Int64?, entries: [HandEntry])
         typealias HandRecord = (id: String, slots: [HandSlot])
         // Names: 0 "c" (the collection), 1 "f", 2 "g"; replicas: 0 origin, 1 other.
         let records: [HandRecord] = [
-            (id: "a", slots: [(name: 1, entries: [(5, 1, 0), (10, 0, 1)]), (name: 2, entries: [(11, 0, 2)])]),
-            (id: "b", slots: [(name: 1, entries: [(12, 0, 3)])]),
+            (id: "a", slots: [(name: 1, element: nil, entries: [(5, 1, 0), (10, 0, 1)]), (name: 2, element: nil, entries: [(11, 0, 2)])]),
+            (id: "b", slots: [(name: 1, element: nil, entries: [(12, 0, 3)]), (name: 2, element: 7, entries: [(12, 0, 0)]), (name: 2, element: 8, entries: [(12, 0, 0)])]),
         ]
         func bytes(_ records: [HandRecord]) -> [UInt8] {
             var out: [UInt8] = []
@@ -261,15 +263,15 @@ import Testing
                 varint(0); varint(UInt64(shared)); varint(UInt64(id.count - shared)); out += id[shared...]  // collection, id
                 varint(UInt64(record.slots.count))
                 for slot in record.slots {
-                    varint(slot.name << 2 | 2)  // a field slot
+                    varint(slot.name << 2 | (slot.element == nil ? 2 : 3))  // a field or an element slot
+                    if let element = slot.element { out.append(3); signed(element) }
                     let allHome = slot.entries.allSatisfy { $0.replica == 0 }
                     varint(UInt64(slot.entries.count) << 1 | (allHome ? 1 : 0))
                     for entry in slot.entries {
                         signed(Int64(bitPattern: entry.hlc &- previousHLC))
                         previousHLC = entry.hlc
                         if !allHome { varint(UInt64(entry.replica)) }
-                        out.append(3)  // an int
-                        signed(entry.value)
+                        if slot.element == nil { out.append(3); signed(entry.value) }  // an int
                     }
                 }
             }
@@ -285,7 +287,11 @@ import Testing
                     (key: .field("f"), entries: [entry(5, other, 0), entry(10, origin, 1)]),
                     (key: .field("g"), entries: [entry(11, origin, 2)]),
                 ]),
-                Delta.RecordChange(ref: RecordRef(collection: "c", id: "b"), slots: [(key: .field("f"), entries: [entry(12, origin, 3)])]),
+                Delta.RecordChange(ref: RecordRef(collection: "c", id: "b"), slots: [
+                    (key: .field("f"), entries: [entry(12, origin, 3)]),
+                    (key: .element("g", .int(7)), entries: [Entry(dot: Stamp(hlc: 12, replica: origin), payload: .marker)]),
+                    (key: .element("g", .int(8)), entries: [Entry(dot: Stamp(hlc: 12, replica: origin), payload: .marker)]),
+                ]),
             ])
         #expect(bytes(records) == DeltaCodec.encode(delta))
         #expect(try DeltaCodec.decode(bytes(records)) == delta)
@@ -304,6 +310,15 @@ import Testing
         var slotRepeated = records
         slotRepeated[0].slots[1].name = 1
         expectRefused(slotRepeated, "slots of c/a not in strictly ascending order")
+        var elementsSwapped = records
+        elementsSwapped[1].slots.swapAt(1, 2)
+        expectRefused(elementsSwapped, "slots of c/b not in strictly ascending order")
+        var elementRepeated = records
+        elementRepeated[1].slots[2].element = 7
+        expectRefused(elementRepeated, "slots of c/b not in strictly ascending order")
+        var elementBeforeField = records
+        elementBeforeField[1].slots.swapAt(0, 1)
+        expectRefused(elementBeforeField, "slots of c/b not in strictly ascending order")
         var entriesSwapped = records
         entriesSwapped[0].slots[0].entries.swapAt(0, 1)
         expectRefused(entriesSwapped, "not in strictly ascending stamp order")
