@@ -296,32 +296,25 @@ import Testing
         #expect(bytes(records) == DeltaCodec.encode(delta))
         #expect(try DeltaCodec.decode(bytes(records)) == delta)
 
-        func expectRefused(_ records: [HandRecord], _ fragment: String) {
-            let encoded = bytes(records)
-            let error = #expect(throws: ConcordError.self, "decoded a delta with \(fragment)") { try DeltaCodec.decode(encoded) }
-            #expect(error?.code == .malformed, "\(String(describing: error))")
-            #expect(error?.message.contains(fragment) == true, "\(String(describing: error))")
+        // Each defect: a change to the records, and what the error must name.
+        let defects: [(what: String, change: (inout [HandRecord]) -> Void, fragment: String)] = [
+            ("records swapped", { $0.swapAt(0, 1) }, "records not in strictly ascending order"),
+            ("a record twice", { $0[1] = $0[0] }, "records not in strictly ascending order"),
+            ("fields swapped", { $0[0].slots.swapAt(0, 1) }, "slots of c/a not in strictly ascending order"),
+            ("a field twice", { $0[0].slots[1].name = 1 }, "slots of c/a not in strictly ascending order"),
+            ("elements swapped", { $0[1].slots.swapAt(1, 2) }, "slots of c/b not in strictly ascending order"),
+            ("an element twice", { $0[1].slots[2].element = 7 }, "slots of c/b not in strictly ascending order"),
+            ("an element before a field", { $0[1].slots.swapAt(0, 1) }, "slots of c/b not in strictly ascending order"),
+            ("entries swapped", { $0[0].slots[0].entries.swapAt(0, 1) }, "not in strictly ascending stamp order"),
+        ]
+        for defect in defects {
+            var changed = records
+            defect.change(&changed)
+            let encoded = bytes(changed)
+            let error = #expect(throws: ConcordError.self, "decoded a delta with \(defect.what)") { try DeltaCodec.decode(encoded) }
+            #expect(error?.code == .malformed, "\(defect.what): \(String(describing: error))")
+            #expect(error?.message.contains(defect.fragment) == true, "\(defect.what): \(String(describing: error))")
         }
-        expectRefused([records[1], records[0]], "records not in strictly ascending order")
-        expectRefused([records[0], records[0]], "records not in strictly ascending order")
-        var slotsSwapped = records
-        slotsSwapped[0].slots.swapAt(0, 1)
-        expectRefused(slotsSwapped, "slots of c/a not in strictly ascending order")
-        var slotRepeated = records
-        slotRepeated[0].slots[1].name = 1
-        expectRefused(slotRepeated, "slots of c/a not in strictly ascending order")
-        var elementsSwapped = records
-        elementsSwapped[1].slots.swapAt(1, 2)
-        expectRefused(elementsSwapped, "slots of c/b not in strictly ascending order")
-        var elementRepeated = records
-        elementRepeated[1].slots[2].element = 7
-        expectRefused(elementRepeated, "slots of c/b not in strictly ascending order")
-        var elementBeforeField = records
-        elementBeforeField[1].slots.swapAt(0, 1)
-        expectRefused(elementBeforeField, "slots of c/b not in strictly ascending order")
-        var entriesSwapped = records
-        entriesSwapped[0].slots[0].entries.swapAt(0, 1)
-        expectRefused(entriesSwapped, "not in strictly ascending stamp order")
     }
 }
 

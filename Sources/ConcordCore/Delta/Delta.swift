@@ -58,12 +58,7 @@ public struct Delta: Hashable, Sendable {
     public init(
         origin: ReplicaID, seq: UInt64, dependencies: VersionVector, upTo: UInt64, records: [RecordChange]
     ) throws(ConcordError) {
-        self.origin = origin
-        self.seq = seq
-        self.dependencies = dependencies
-        self.upTo = upTo
-        self.records = records
-        try validate(orderChecked: false)
+        try self.init(origin: origin, seq: seq, dependencies: dependencies, upTo: upTo, records: records, orderChecked: false)
     }
 
     /// Builds a delta its decoder has read: the decoder has already checked that records,
@@ -72,12 +67,18 @@ public struct Delta: Hashable, Sendable {
     package init(
         decodedOrigin origin: ReplicaID, seq: UInt64, dependencies: VersionVector, upTo: UInt64, records: [RecordChange]
     ) throws(ConcordError) {
+        try self.init(origin: origin, seq: seq, dependencies: dependencies, upTo: upTo, records: records, orderChecked: true)
+    }
+
+    private init(
+        origin: ReplicaID, seq: UInt64, dependencies: VersionVector, upTo: UInt64, records: [RecordChange], orderChecked: Bool
+    ) throws(ConcordError) {
         self.origin = origin
         self.seq = seq
         self.dependencies = dependencies
         self.upTo = upTo
         self.records = records
-        try validate(orderChecked: true)
+        try validate(orderChecked: orderChecked)
     }
 
     /// The dependency vector with the origin raised to `upTo`: everything the origin had
