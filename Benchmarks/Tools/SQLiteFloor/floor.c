@@ -1,0 +1,242 @@
+/*
+ * The SQLite work of StoreBenchmarks' local writes and remote apply, done through SQLite's C
+ * API with no Swift at all, beside the raw baselines (Benchmarks/README.md, "What the
+ * schema costs"). It answers: how close to raw SQLite could the store get with its present
+ * tables and statements, if everything around SQLite cost nothing?
+ *
+ *   cc -O2 -o floor Benchmarks/Tools/SQLiteFloor/floor.c -lsqlite3
+ *   ./floor DIR CASE      (DIR: /dev/shm or a disk folder)
+ *
+ * Cases, each 10,000 records x 10 fields as in StoreBenchmarks (integers on even fields,
+ * short strings on odd ones), WAL and synchronous = FULL:
+ *   raw-writes       the raw baseline: one WITHOUT ROWID table, an upsert per field, 100 commits
+ *   store-writes     the store's statements for the same writes: per record the liveness and
+ *                    existence query, the liveness dot and the outbox row; per field the
+ *                    register upsert into concord_fields with its partial index of unsealed
+ *                    fields (dirty > 0)
+ *   store-fields     the register upserts alone
+ *   store-fields-nodirty   the register upserts, with no partial index
+ *   store-writes-nodirty   store-writes with no partial index
+ *   raw-apply        the raw baseline of the apply: an LWW upsert of 100,000 rows over existing
+ *                    ones, one transaction
+ *   store-apply      the store's apply over existing rows, one transaction: per record the join of
+ *                    its liveness dots (the observed dot deleted, the delta's inserted), per field
+ *                    the apply's upsert with its lookup of what the origin observed
+ *   store-apply-nodirty    store-apply with no partial index
+ * Prints the timed part in milliseconds.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void exec(sqlite3 *db, const char *sql) {
+    char *error = 0;
+    if (sqlite3_exec(db, sql, 0, 0, &error) != SQLITE_OK) { fprintf(stderr, "%s: %s\n", sql, error); exit(1); }
+}
+
+static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *statement;
+    if (sqlite3_prepare_v2(db, sql, -1, &statement, 0) != SQLITE_OK) { fprintf(stderr, "%s\n", sqlite3_errmsg(db)); exit(1); }
+    return statement;
+}
+
+static void step(sqlite3_stmt *statement) {
+    int code;
+    while ((code = sqlite3_step(statement)) == SQLITE_ROW) {}
+    if (code != SQLITE_DONE) { fprintf(stderr, "step: %d\n", code); exit(1); }
+    sqlite3_reset(statement);
+}
+
+enum { RECORDS = 10000, FIELDS = 10 };
+static const unsigned char replicaA[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static char names[FIELDS][16];
+
+/* The workload's value of a field, bound at `column` (kind at column - 1 when `kinds`). */
+static void bindValue(sqlite3_stmt *statement, int column, int record, int field, int round, int kinds) {
+    char text[32];
+    if (field % 2 == 0) {
+        if (kinds) sqlite3_bind_int64(statement, column - 1, 2);
+        sqlite3_bind_int64(statement, column, (long long)record * 7 + field + round);
+    } else {
+        if (kinds) sqlite3_bind_int64(statement, column - 1, 4);
+        snprintf(text, sizeof text, "v%d-%d", record % 1000, round);
+        sqlite3_bind_text(statement, column, text, -1, SQLITE_TRANSIENT);
+    }
+}
+
+static void storeSchema(sqlite3 *db, int dirtyIndex) {
+    exec(db,
+         "CREATE TABLE concord_fields (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, kind INTEGER NOT NULL,"
+         " value ANY, file_size INTEGER, media_type TEXT, hlc INTEGER NOT NULL, replica BLOB NOT NULL,"
+         " versions INTEGER NOT NULL DEFAULT 1, dirty INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (collection, id, field)) STRICT;"
+         "CREATE TABLE concord_elements (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, element BLOB NOT NULL,"
+         " hlc INTEGER NOT NULL, replica BLOB NOT NULL, PRIMARY KEY (collection, id, field, element, hlc, replica)) STRICT;"
+         "CREATE TABLE concord_dots (collection TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, hlc INTEGER NOT NULL,"
+         " replica BLOB NOT NULL, PRIMARY KEY (collection, id, kind, hlc, replica)) STRICT;"
+         "CREATE TABLE concord_outbox (collection TEXT NOT NULL, id TEXT NOT NULL, kind INTEGER NOT NULL, field TEXT NOT NULL,"
+         " element BLOB NOT NULL, hlc INTEGER NOT NULL, PRIMARY KEY (collection, id, kind, field, element)) STRICT, WITHOUT ROWID;");
+    if (dirtyIndex) exec(db, "CREATE INDEX concord_fields_dirty ON concord_fields (dirty) WHERE dirty > 0;");
+}
+
+static const char *rawUpsert =
+    "INSERT INTO fields VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (collection, id, field)"
+    " DO UPDATE SET value = excluded.value, stamp = excluded.stamp";
+static const char *rawMerge =
+    "INSERT INTO fields VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (collection, id, field)"
+    " DO UPDATE SET value = excluded.value, stamp = excluded.stamp WHERE excluded.stamp > stamp";
+static const char *storeUpsert =
+    "INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, ?8) ON CONFLICT (collection, id, field) DO UPDATE SET"
+    " kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7, dirty = ?8"
+    " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6";
+static const char *storeApply =
+    "INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, 0) ON CONFLICT (collection, id, field) DO UPDATE SET"
+    " kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7"
+    " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6"
+    " AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)";
+
+/* Every field of every record through `statement`; `store` selects the store's columns. */
+static void writeRows(sqlite3 *db, sqlite3_stmt *statement, int store, int round, long long stamp, long long dirty,
+                      int perRecord, sqlite3_stmt *query, sqlite3_stmt *dot, sqlite3_stmt *outbox, int commitEvery,
+                      sqlite3_stmt *removeDots) {
+    exec(db, "BEGIN IMMEDIATE");
+    for (int record = 0; record < RECORDS; record++) {
+        if (commitEvery && record > 0 && record % commitEvery == 0) { exec(db, "COMMIT"); exec(db, "BEGIN IMMEDIATE"); }
+        char id[32];
+        snprintf(id, sizeof id, "item%d", record);
+        if (removeDots) {
+            /* The apply's join of a record's liveness dots: the observed ones go, the delta's come. */
+            sqlite3_bind_text(removeDots, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(removeDots, 2, id, -1, SQLITE_TRANSIENT);
+            step(removeDots);
+        }
+        if (dot && !query) {
+            sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(dot, 3, 0);
+            sqlite3_bind_int64(dot, 4, stamp);
+            sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
+            step(dot);
+        }
+        if (perRecord) {
+            sqlite3_bind_text(query, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(query, 2, id, -1, SQLITE_TRANSIENT);
+            step(query);
+            sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(dot, 3, 0);
+            sqlite3_bind_int64(dot, 4, stamp);
+            sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
+            step(dot);
+            sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(outbox, 3, 0);
+            sqlite3_bind_text(outbox, 4, "", -1, SQLITE_STATIC);
+            sqlite3_bind_blob(outbox, 5, "", 0, SQLITE_STATIC);
+            sqlite3_bind_int64(outbox, 6, stamp);
+            step(outbox);
+        }
+        for (int field = 0; field < FIELDS; field++) {
+            sqlite3_bind_text(statement, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(statement, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(statement, 3, names[field], -1, SQLITE_STATIC);
+            if (store) {
+                bindValue(statement, 5, record, field, round, 1);
+                sqlite3_bind_int64(statement, 6, stamp + record * FIELDS + field);
+                sqlite3_bind_blob(statement, 7, replicaA, 16, SQLITE_STATIC);
+                if (sqlite3_bind_parameter_count(statement) >= 8) sqlite3_bind_int64(statement, 8, dirty);
+            } else {
+                bindValue(statement, 4, record, field, round, 0);
+                sqlite3_bind_int64(statement, 5, stamp + record * FIELDS + field);
+            }
+            step(statement);
+        }
+    }
+    exec(db, "COMMIT");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) { fprintf(stderr, "usage: floor DIR CASE (see the source)\n"); return 2; }
+    const char *which = argv[2];
+    for (int field = 0; field < FIELDS; field++) snprintf(names[field], sizeof names[field], "field%d", field);
+    char path[512];
+    snprintf(path, sizeof path, "%s/floor-%d.db", argv[1], (int)getpid());
+    sqlite3 *db;
+    if (sqlite3_open(path, &db) != SQLITE_OK) { fprintf(stderr, "cannot open %s\n", path); return 1; }
+    exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;");
+    int raw = strncmp(which, "raw-", 4) == 0;
+    int nodirty = strstr(which, "-nodirty") != 0;
+    if (raw) {
+        exec(db, "CREATE TABLE fields (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, value ANY,"
+                 " stamp INTEGER NOT NULL, PRIMARY KEY (collection, id, field)) STRICT, WITHOUT ROWID");
+    } else {
+        storeSchema(db, !nodirty);
+    }
+    long long base = 1LL << 40;
+    double start = 0, end = 0;
+    if (strcmp(which, "raw-writes") == 0) {
+        sqlite3_stmt *upsert = prepare(db, rawUpsert);
+        start = now();
+        writeRows(db, upsert, 0, 0, base, 0, 0, 0, 0, 0, 100, 0);
+        end = now();
+    } else if (strncmp(which, "store-writes", 12) == 0 || strncmp(which, "store-fields", 12) == 0) {
+        int perRecord = strncmp(which, "store-writes", 12) == 0;
+        sqlite3_stmt *upsert = prepare(db, storeUpsert);
+        sqlite3_stmt *query = prepare(db,
+            "SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0 UNION ALL"
+            " SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)"
+            " OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)"
+            " OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)");
+        sqlite3_stmt *dot = prepare(db, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)");
+        sqlite3_stmt *outbox = prepare(db,
+            "INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)");
+        start = now();
+        writeRows(db, upsert, 1, 0, base, base, perRecord, query, dot, outbox, 100, 0);
+        end = now();
+    } else if (strcmp(which, "raw-apply") == 0) {
+        sqlite3_stmt *merge = prepare(db, rawMerge);
+        writeRows(db, merge, 0, 0, base, 0, 0, 0, 0, 0, 0, 0);
+        start = now();
+        writeRows(db, merge, 0, 1, base * 2, 0, 0, 0, 0, 0, 0, 0);
+        end = now();
+    } else if (strncmp(which, "store-apply", 11) == 0) {
+        exec(db, "CREATE TEMP TABLE concord_observed (replica BLOB PRIMARY KEY NOT NULL, hlc INTEGER NOT NULL) WITHOUT ROWID");
+        sqlite3_stmt *observed = prepare(db, "INSERT INTO temp.concord_observed (replica, hlc) VALUES (?, ?)");
+        sqlite3_bind_blob(observed, 1, replicaA, 16, SQLITE_STATIC);
+        sqlite3_bind_int64(observed, 2, base * 2 - 1);
+        step(observed);
+        sqlite3_stmt *apply = prepare(db, storeApply);
+        sqlite3_stmt *dot = prepare(db, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)");
+        sqlite3_stmt *removeDots = prepare(db,
+            "DELETE FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0"
+            " AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), 0)"
+            " RETURNING hlc, replica");
+        writeRows(db, apply, 1, 0, base, 0, 0, 0, dot, 0, 0, 0);
+        start = now();
+        writeRows(db, apply, 1, 1, base * 2, 0, 0, 0, dot, 0, 0, removeDots);
+        end = now();
+    } else {
+        fprintf(stderr, "unknown case %s\n", which);
+        return 2;
+    }
+    printf("%s %.1f ms\n", which, (end - start) * 1000);
+    sqlite3_close(db);
+    char other[600];
+    unlink(path);
+    snprintf(other, sizeof other, "%s-wal", path);
+    unlink(other);
+    snprintf(other, sizeof other, "%s-shm", path);
+    unlink(other);
+    return 0;
+}
