@@ -17,6 +17,9 @@
  *   store-fields     the register upserts alone
  *   store-fields-nodirty   the register upserts, with no partial index
  *   store-writes-nodirty   store-writes with no partial index
+ *   lean-writes      a leaner schema for the same writes, for comparison: concord_fields WITHOUT
+ *                    ROWID with the replica as an integer and no file columns, no partial index,
+ *                    and per record only the liveness dot and the outbox row (no existence query)
  *   raw-apply        the raw baseline of the apply: an LWW upsert of 100,000 rows over existing
  *                    ones, one transaction
  *   store-apply      the store's apply over existing rows, one transaction: per record the join of
@@ -203,6 +206,48 @@ int main(int argc, char **argv) {
             " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)");
         start = now();
         writeRows(db, upsert, 1, 0, base, base, perRecord, query, dot, outbox, 100, 0);
+        end = now();
+    } else if (strcmp(which, "lean-writes") == 0) {
+        exec(db, "CREATE TABLE lean_fields (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, kind INTEGER NOT NULL,"
+                 " value ANY, hlc INTEGER NOT NULL, replica INTEGER NOT NULL, dirty INTEGER NOT NULL DEFAULT 0,"
+                 " PRIMARY KEY (collection, id, field)) STRICT, WITHOUT ROWID");
+        sqlite3_stmt *upsert = prepare(db,
+            "INSERT INTO lean_fields (collection, id, field, kind, value, hlc, replica, dirty) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            " ON CONFLICT (collection, id, field) DO UPDATE SET kind = ?4, value = ?5, hlc = ?6, replica = ?7, dirty = ?8"
+            " WHERE lean_fields.kind < 6");
+        sqlite3_stmt *dot = prepare(db, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)");
+        sqlite3_stmt *outbox = prepare(db,
+            "INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?1, ?2, 0, '', x'', ?3)"
+            " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)");
+        exec(db, "BEGIN IMMEDIATE");
+        start = now();
+        for (int record = 0; record < RECORDS; record++) {
+            if (record > 0 && record % 100 == 0) { exec(db, "COMMIT"); exec(db, "BEGIN IMMEDIATE"); }
+            char id[32];
+            snprintf(id, sizeof id, "item%d", record);
+            long long stamp = base + record;
+            sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(dot, 3, 0);
+            sqlite3_bind_int64(dot, 4, stamp);
+            sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
+            step(dot);
+            sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(outbox, 3, stamp);
+            step(outbox);
+            for (int field = 0; field < FIELDS; field++) {
+                sqlite3_bind_text(upsert, 1, "items", -1, SQLITE_STATIC);
+                sqlite3_bind_text(upsert, 2, id, -1, SQLITE_TRANSIENT);
+                sqlite3_bind_text(upsert, 3, names[field], -1, SQLITE_STATIC);
+                bindValue(upsert, 5, record, field, 0, 1);
+                sqlite3_bind_int64(upsert, 6, stamp);
+                sqlite3_bind_int64(upsert, 7, 1);
+                sqlite3_bind_int64(upsert, 8, stamp);
+                step(upsert);
+            }
+        }
+        exec(db, "COMMIT");
         end = now();
     } else if (strcmp(which, "raw-apply") == 0) {
         sqlite3_stmt *merge = prepare(db, rawMerge);
