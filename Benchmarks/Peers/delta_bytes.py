@@ -6,6 +6,14 @@
 DELTA is a delta object as `DeltaCodec.encode` writes it, e.g. `full.delta` in the
 directory `PeersConcord prepare DIR` fills; OPERATIONS (default 100,000) divides the counts.
 Benchmarks/README.md, "The delta's bytes, counted", shows its output for the peers' delta.
+
+It also sizes the same delta under a sketch of a denser encoding (not a format Concord
+reads or writes), to see what three changes together would save:
+- strings: each string value's bytes once; a repeat is a varint index to its first use;
+- stamps: each entry's hlc as a difference from the previous hlc of its own replica,
+  instead of the previous entry's;
+- common slots: a field slot with one entry of the origin's and an integer or string
+  value is one varint (name index and a flag) in place of key, entry header and tag.
 """
 
 import collections
@@ -90,12 +98,130 @@ def element_value(tag, varint, raw, part):
         raw(varint(part), part)
 
 
+def varint_size(value):
+    size = 1
+    while value >= 0x80:
+        value >>= 7
+        size += 1
+    return size
+
+
+def zigzag(value):
+    return (value << 1) if value >= 0 else ((-value) << 1) - 1
+
+
+def sketch(data):
+    """The size of `data` under the sketch in the module's docstring, by part."""
+    position = 0
+
+    def varint():
+        nonlocal position
+        value, shift = 0, 0
+        while True:
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    def raw(length):
+        nonlocal position
+        position += length
+        return data[position - length:position]
+
+    parts = collections.Counter()
+    raw(22)
+    varint()
+    up_to = varint()
+    raw(16 * varint())
+    for _ in range(varint()):
+        varint()
+        varint()
+    for _ in range(varint()):
+        raw(varint())
+    record_count = varint()
+    parts["header and tables"] = position
+    previous_hlc = up_to
+    previous_by_replica = {}
+    strings = {}
+    for _ in range(record_count):
+        start = position
+        varint()
+        varint()
+        raw(varint())
+        slots = varint()
+        if slots == 0:
+            slots = varint()
+        parts["record ids, collections, slot counts"] += position - start
+        for _ in range(slots):
+            start = position
+            key = varint()
+            kind, name = key & 3, key >> 2
+            if kind == 3:
+                tag = raw(1)[0]
+                element_value(tag, lambda _: varint(), lambda length, _: raw(length), None)
+            header = varint()
+            home = header & 1
+            key_bytes = position - start
+            entries = []
+            for _ in range(header >> 1):
+                difference = varint()
+                hlc = previous_hlc + ((difference >> 1) ^ -(difference & 1))
+                previous_hlc = hlc
+                replica = None if home else varint()
+                value = None
+                if kind == 2:
+                    tag = raw(1)[0]
+                    if tag == 3:
+                        value = ("int", varint())
+                    elif tag == 5:
+                        value = ("string", bytes(raw(varint())))
+                    else:
+                        start = position
+                        if tag == 7:
+                            raw(32)
+                            varint()
+                            if raw(1)[0] == 1:
+                                raw(varint())
+                        else:
+                            element_value(tag, lambda _: varint(), lambda length, _: raw(length), None)
+                        value = ("other", position - start)
+                entries.append((hlc, replica, value))
+            common = kind == 2 and len(entries) == 1 and home and entries[0][2][0] in ("int", "string")
+            parts["slot keys, headers, tags"] += varint_size(name << 1) if common else key_bytes + (len(entries) if kind == 2 else 0)
+            for hlc, replica, value in entries:
+                previous = previous_by_replica.get(replica, up_to)
+                previous_by_replica[replica] = hlc
+                parts["entry stamps"] += varint_size(zigzag(hlc - previous))
+                if replica is not None:
+                    parts["entry replicas"] += varint_size(replica)
+                if value is None:
+                    continue
+                if value[0] == "int":
+                    parts["integer values"] += varint_size(value[1])
+                elif value[0] == "string":
+                    if value[1] in strings:
+                        parts["string repeats"] += varint_size(strings[value[1]] << 1 | 1)
+                    else:
+                        strings[value[1]] = len(strings)
+                        parts["strings, first use"] += varint_size(len(value[1]) << 1) + len(value[1])
+                else:
+                    parts["other values"] += 1 + value[1]
+    return parts
+
+
 def main():
     data = open(sys.argv[1], "rb").read()
     operations = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
     parts, entries = count(data)
     print(f"{len(data):,} bytes, {entries:,} entries, {operations:,} operations: {len(data) / operations:.2f} bytes/op")
     for part, size in parts.most_common():
+        print(f"  {part:55s} {size:10,}  {size / operations:5.2f}")
+    sketched = sketch(data)
+    total = sum(sketched.values())
+    print(f"sketch of a denser encoding (see the docstring): {total:,} bytes, {total / operations:.2f} bytes/op")
+    for part, size in sketched.most_common():
         print(f"  {part:55s} {size:10,}  {size / operations:5.2f}")
 
 
