@@ -26,6 +26,11 @@
  *                    its liveness dots (the observed dot deleted, the delta's inserted), per field
  *                    the apply's upsert with its lookup of what the origin observed
  *   store-apply-nodirty    store-apply with no partial index
+ *   store-apply-noliveness store-apply without the liveness join (to attribute its cost; the
+ *                    store must do it)
+ *   store-apply-nolookup   store-apply comparing with one bound stamp instead of looking up what
+ *                    the origin observed of each row's replica (to attribute the lookup's cost)
+ *   store-apply-upserts    store-apply with neither: the upserts alone
  * Prints the timed part in milliseconds.
  */
 #include <sqlite3.h>
@@ -107,6 +112,11 @@ static const char *storeApply =
     " kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7"
     " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6"
     " AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)";
+static const char *storeApplyBound =
+    "INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, 0) ON CONFLICT (collection, id, field) DO UPDATE SET"
+    " kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7"
+    " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6 AND concord_fields.hlc < ?6";
 
 /* Every field of every record through `statement`; `store` selects the store's columns. */
 static void writeRows(sqlite3 *db, sqlite3_stmt *statement, int store, int round, long long stamp, long long dirty,
@@ -256,12 +266,14 @@ int main(int argc, char **argv) {
         writeRows(db, merge, 0, 1, base * 2, 0, 0, 0, 0, 0, 0, 0);
         end = now();
     } else if (strncmp(which, "store-apply", 11) == 0) {
+        int liveness = strstr(which, "-noliveness") == 0 && strstr(which, "-upserts") == 0;
+        int lookup = strstr(which, "-nolookup") == 0 && strstr(which, "-upserts") == 0;
         exec(db, "CREATE TEMP TABLE concord_observed (replica BLOB PRIMARY KEY NOT NULL, hlc INTEGER NOT NULL) WITHOUT ROWID");
         sqlite3_stmt *observed = prepare(db, "INSERT INTO temp.concord_observed (replica, hlc) VALUES (?, ?)");
         sqlite3_bind_blob(observed, 1, replicaA, 16, SQLITE_STATIC);
         sqlite3_bind_int64(observed, 2, base * 2 - 1);
         step(observed);
-        sqlite3_stmt *apply = prepare(db, storeApply);
+        sqlite3_stmt *apply = prepare(db, lookup ? storeApply : storeApplyBound);
         sqlite3_stmt *dot = prepare(db, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)");
         sqlite3_stmt *removeDots = prepare(db,
             "DELETE FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0"
@@ -269,7 +281,7 @@ int main(int argc, char **argv) {
             " RETURNING hlc, replica");
         writeRows(db, apply, 1, 0, base, 0, 0, 0, dot, 0, 0, 0);
         start = now();
-        writeRows(db, apply, 1, 1, base * 2, 0, 0, 0, dot, 0, 0, removeDots);
+        writeRows(db, apply, 1, 1, base * 2, 0, 0, 0, liveness ? dot : 0, 0, 0, liveness ? removeDots : 0);
         end = now();
     } else {
         fprintf(stderr, "unknown case %s\n", which);
