@@ -20,28 +20,38 @@ import collections
 import sys
 
 
-def count(data):
-    position = 0
-    parts = collections.Counter()
+class Reader:
+    """Reads a delta's varints and raw bytes, adding what each read took to `parts[part]`
+    when a part is named."""
 
-    def varint(part):
-        nonlocal position
-        start, value, shift = position, 0, 0
+    def __init__(self, data):
+        self.data = data
+        self.position = 0
+        self.parts = collections.Counter()
+
+    def varint(self, part=None):
+        start, value, shift = self.position, 0, 0
         while True:
-            byte = data[position]
-            position += 1
+            byte = self.data[self.position]
+            self.position += 1
             value |= (byte & 0x7F) << shift
             shift += 7
             if byte < 0x80:
                 break
-        parts[part] += position - start
+        if part:
+            self.parts[part] += self.position - start
         return value
 
-    def raw(length, part):
-        nonlocal position
-        parts[part] += length
-        position += length
-        return data[position - length:position]
+    def raw(self, length, part=None):
+        if part:
+            self.parts[part] += length
+        self.position += length
+        return self.data[self.position - length:self.position]
+
+
+def count(data):
+    reader = Reader(data)
+    varint, raw, parts = reader.varint, reader.raw, reader.parts
 
     raw(6, "header and tables")  # magic, version, kind
     raw(16, "header and tables")  # origin
@@ -83,8 +93,8 @@ def count(data):
                             raw(varint("files"), "files")
                     else:
                         element_value(tag, varint, raw, "integer values" if tag == 3 else "other values")
-    if position != len(data):
-        sys.exit(f"read {position} of {len(data)} bytes: not a version 1 delta")
+    if reader.position != len(data):
+        sys.exit(f"read {reader.position} of {len(data)} bytes: not a version 1 delta")
     return parts, entries
 
 
@@ -112,23 +122,8 @@ def zigzag(value):
 
 def sketch(data):
     """The size of `data` under the sketch in the module's docstring, by part."""
-    position = 0
-
-    def varint():
-        nonlocal position
-        value, shift = 0, 0
-        while True:
-            byte = data[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return value
-
-    def raw(length):
-        nonlocal position
-        position += length
-        return data[position - length:position]
+    reader = Reader(data)
+    varint, raw = reader.varint, reader.raw
 
     parts = collections.Counter()
     raw(22)
@@ -141,29 +136,29 @@ def sketch(data):
     for _ in range(varint()):
         raw(varint())
     record_count = varint()
-    parts["header and tables"] = position
+    parts["header and tables"] = reader.position
     previous_hlc = up_to
     previous_by_replica = {}
     strings = {}
     for _ in range(record_count):
-        start = position
+        start = reader.position
         varint()
         varint()
         raw(varint())
         slots = varint()
         if slots == 0:
             slots = varint()
-        parts["record ids, collections, slot counts"] += position - start
+        parts["record ids, collections, slot counts"] += reader.position - start
         for _ in range(slots):
-            start = position
+            start = reader.position
             key = varint()
             kind, name = key & 3, key >> 2
             if kind == 3:
                 tag = raw(1)[0]
-                element_value(tag, lambda _: varint(), lambda length, _: raw(length), None)
+                element_value(tag, varint, raw, None)
             header = varint()
             home = header & 1
-            key_bytes = position - start
+            key_bytes = reader.position - start
             entries = []
             for _ in range(header >> 1):
                 difference = varint()
@@ -178,15 +173,15 @@ def sketch(data):
                     elif tag == 5:
                         value = ("string", bytes(raw(varint())))
                     else:
-                        start = position
+                        start = reader.position
                         if tag == 7:
                             raw(32)
                             varint()
                             if raw(1)[0] == 1:
                                 raw(varint())
                         else:
-                            element_value(tag, lambda _: varint(), lambda length, _: raw(length), None)
-                        value = ("other", position - start)
+                            element_value(tag, varint, raw, None)
+                        value = ("other", reader.position - start)
                 entries.append((hlc, replica, value))
             common = kind == 2 and len(entries) == 1 and home and entries[0][2][0] in ("int", "string")
             parts["slot keys, headers, tags"] += varint_size(name << 1) if common else key_bytes + (len(entries) if kind == 2 else 0)

@@ -112,11 +112,29 @@ static const char *storeApply =
     " kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7"
     " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6"
     " AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)";
+static const char *insertDotSQL = "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)";
 static const char *storeApplyBound =
     "INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)"
     " VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, 0) ON CONFLICT (collection, id, field) DO UPDATE SET"
     " kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7"
     " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6 AND concord_fields.hlc < ?6";
+
+/* A field's key: collection, id and field name, parameters 1 to 3. */
+static void bindKey(sqlite3_stmt *statement, const char *id, int field) {
+    sqlite3_bind_text(statement, 1, "items", -1, SQLITE_STATIC);
+    sqlite3_bind_text(statement, 2, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(statement, 3, names[field], -1, SQLITE_STATIC);
+}
+
+/* A record's liveness dot (kind 0) at `stamp`, written by replica A. */
+static void insertDot(sqlite3_stmt *dot, const char *id, long long stamp) {
+    sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
+    sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(dot, 3, 0);
+    sqlite3_bind_int64(dot, 4, stamp);
+    sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
+    step(dot);
+}
 
 /* Every field of every record through `statement`; `store` selects the store's columns. */
 static void writeRows(sqlite3 *db, sqlite3_stmt *statement, int store, int round, long long stamp, long long dirty,
@@ -134,23 +152,13 @@ static void writeRows(sqlite3 *db, sqlite3_stmt *statement, int store, int round
             step(removeDots);
         }
         if (dot && !query) {
-            sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_int64(dot, 3, 0);
-            sqlite3_bind_int64(dot, 4, stamp);
-            sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
-            step(dot);
+            insertDot(dot, id, stamp);
         }
         if (perRecord) {
             sqlite3_bind_text(query, 1, "items", -1, SQLITE_STATIC);
             sqlite3_bind_text(query, 2, id, -1, SQLITE_TRANSIENT);
             step(query);
-            sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_int64(dot, 3, 0);
-            sqlite3_bind_int64(dot, 4, stamp);
-            sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
-            step(dot);
+            insertDot(dot, id, stamp);
             sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
             sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
             sqlite3_bind_int64(outbox, 3, 0);
@@ -160,9 +168,7 @@ static void writeRows(sqlite3 *db, sqlite3_stmt *statement, int store, int round
             step(outbox);
         }
         for (int field = 0; field < FIELDS; field++) {
-            sqlite3_bind_text(statement, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(statement, 2, id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_text(statement, 3, names[field], -1, SQLITE_STATIC);
+            bindKey(statement, id, field);
             if (store) {
                 bindValue(statement, 5, record, field, round, 1);
                 sqlite3_bind_int64(statement, 6, stamp + record * FIELDS + field);
@@ -210,7 +216,7 @@ int main(int argc, char **argv) {
             " SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)"
             " OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)"
             " OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)");
-        sqlite3_stmt *dot = prepare(db, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)");
+        sqlite3_stmt *dot = prepare(db, insertDotSQL);
         sqlite3_stmt *outbox = prepare(db,
             "INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)");
@@ -225,7 +231,7 @@ int main(int argc, char **argv) {
             "INSERT INTO lean_fields (collection, id, field, kind, value, hlc, replica, dirty) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
             " ON CONFLICT (collection, id, field) DO UPDATE SET kind = ?4, value = ?5, hlc = ?6, replica = ?7, dirty = ?8"
             " WHERE lean_fields.kind < 6");
-        sqlite3_stmt *dot = prepare(db, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)");
+        sqlite3_stmt *dot = prepare(db, insertDotSQL);
         sqlite3_stmt *outbox = prepare(db,
             "INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?1, ?2, 0, '', x'', ?3)"
             " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)");
@@ -236,20 +242,13 @@ int main(int argc, char **argv) {
             char id[32];
             snprintf(id, sizeof id, "item%d", record);
             long long stamp = base + record;
-            sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_int64(dot, 3, 0);
-            sqlite3_bind_int64(dot, 4, stamp);
-            sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
-            step(dot);
+            insertDot(dot, id, stamp);
             sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
             sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
             sqlite3_bind_int64(outbox, 3, stamp);
             step(outbox);
             for (int field = 0; field < FIELDS; field++) {
-                sqlite3_bind_text(upsert, 1, "items", -1, SQLITE_STATIC);
-                sqlite3_bind_text(upsert, 2, id, -1, SQLITE_TRANSIENT);
-                sqlite3_bind_text(upsert, 3, names[field], -1, SQLITE_STATIC);
+                bindKey(upsert, id, field);
                 bindValue(upsert, 5, record, field, 0, 1);
                 sqlite3_bind_int64(upsert, 6, stamp);
                 sqlite3_bind_int64(upsert, 7, 1);
@@ -274,7 +273,7 @@ int main(int argc, char **argv) {
         sqlite3_bind_int64(observed, 2, base * 2 - 1);
         step(observed);
         sqlite3_stmt *apply = prepare(db, lookup ? storeApply : storeApplyBound);
-        sqlite3_stmt *dot = prepare(db, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)");
+        sqlite3_stmt *dot = prepare(db, insertDotSQL);
         sqlite3_stmt *removeDots = prepare(db,
             "DELETE FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0"
             " AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), 0)"
