@@ -49,7 +49,7 @@ extension StoreState {
                 var slots: [SlotKey: Slot] = [:]
                 slots.reserveCapacity(change.slots.count)
                 for slot in change.slots where !slot.entries.isEmpty {
-                    let kept = DotStore.join([], seenBy: { seenHere.contains($0) }, slot.entries, seenBy: { _ in false })
+                    let kept = seenHere.unseen(slot.entries)
                     if !kept.isEmpty { slots[slot.key] = Slot(entries: kept) }
                 }
                 if !slots.isEmpty {
@@ -82,7 +82,7 @@ extension StoreState {
         }
         for slot in change.slots {
             guard let index = slots.index(forKey: slot.key) else {
-                let kept = DotStore.join([], seenBy: { seenHere.contains($0) }, slot.entries, seenBy: { _ in false })
+                let kept = seenHere.unseen(slot.entries)
                 if !kept.isEmpty { slots[slot.key] = Slot(entries: kept) }
                 continue
             }
@@ -126,6 +126,12 @@ struct ContextProbe {
 
     init(_ context: CausalContext) {
         self.context = context
+    }
+
+    /// The entries this context has not seen: the join of a slot held nowhere here with
+    /// the delta's slot, sharing its storage when nothing is dropped.
+    mutating func unseen(_ entries: [Entry]) -> [Entry] {
+        DotStore.join([], seenBy: { contains($0) }, entries, seenBy: { _ in false })
     }
 
     mutating func contains(_ stamp: Stamp) -> Bool {
