@@ -319,8 +319,9 @@ public final class WriteTransaction {
         }
     }
 
+    /// Clears a register before its name becomes a set. Not skipped for a record new in this
+    /// transaction: the transaction may have written the register itself.
     private func clearRegister(_ name: String, of ref: RecordRef) throws {
-        if isFresh(ref) { return }
         let exists = try Bool.fetchOne(db, sql: """
             SELECT EXISTS (SELECT 1 FROM concord_fields WHERE collection = ? AND id = ? AND field = ?)
             """, arguments: [ref.collection, ref.id, name]) ?? false

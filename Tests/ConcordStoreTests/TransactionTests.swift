@@ -1,0 +1,155 @@
+import ConcordCore
+import ConcordStore
+import ConcordTesting
+import Foundation
+import Testing
+
+/// Many writes in one `write {}` mean what the same writes mean one call each: the store
+/// buffers a record's register writes and runs them together, and every other write and
+/// read in the transaction must still see them in the order they were made.
+@Suite struct TransactionTests {
+    static let refs = [RecordRef(collection: "c", id: "x"), RecordRef(collection: "c", id: "y"), RecordRef(collection: "d", id: "x")]
+    /// More names than one buffer holds, so a record's writes run in several batches.
+    static let names = (0..<40).map { "f\($0)" }
+
+    enum Operation {
+        case set(RecordRef, String, ScalarValue)
+        case put(RecordRef, [String: FieldWrite])
+        case create(RecordRef, [String: FieldWrite])
+        case setFile(RecordRef, String, FileRef)
+        case add(RecordRef, String, ScalarValue)
+        case remove(RecordRef, String, ScalarValue)
+        case delete(RecordRef)
+        case keepRecord(RecordRef)
+    }
+
+    static func run(_ operation: Operation, _ tx: WriteTransaction) throws(ConcordError) {
+        switch operation {
+        case let .set(ref, name, value): try tx.set(ref, name, value)
+        case let .put(ref, fields): try tx.put(ref, fields)
+        case let .create(ref, fields): try tx.create(ref, fields)
+        case let .setFile(ref, name, file): try tx.setFile(ref, name, file)
+        case let .add(ref, name, value): try tx.add(ref, name, value)
+        case let .remove(ref, name, value): try tx.remove(ref, name, value)
+        case let .delete(ref): try tx.delete(ref)
+        case let .keepRecord(ref): try tx.keepRecord(ref)
+        }
+    }
+
+    /// What a store holds with its stamps left out: per record, per slot, the payloads of
+    /// its entries. Two stores given the same writes with different stamps hold the same.
+    static func shape(_ store: Store) throws -> [String] {
+        try store.state().records.flatMap { ref, record in
+            record.slots.map { key, slot in
+                "\(ref) \(key): \(slot.entries.map { String(describing: $0.payload) }.sorted())"
+            }
+        }.sorted()
+    }
+
+    @Test(arguments: 1...10)
+    func aTransactionMeansWhatItsWritesMeanOneByOne(seed: UInt64) throws {
+        let directory = TemporaryDirectory()
+        let clock = ManualClock()
+        let batched = try Store.temporary(directory, "batched", clock: clock)
+        let single = try Store.temporary(directory, "single", clock: clock)
+        var random = SeededGenerator(seed: seed)
+        let files = try (1...3).map { try batched.blobs.add(bytes: Array("file \($0)".utf8)) }
+        for file in files { _ = try single.blobs.add(bytes: try batched.blobs.bytes(file.hash)) }
+
+        // Two peers write the same fields concurrently, so both stores start with registers
+        // holding two entries: the upsert cannot replace those, and the batch must fall back.
+        let peers = try ["p", "q"].map { try Store.temporary(directory, $0, clock: clock) }
+        for (index, peer) in peers.enumerated() {
+            for file in files { _ = try peer.blobs.add(bytes: try batched.blobs.bytes(file.hash)) }
+            try peer.write { tx throws(ConcordError) in
+                for ref in Self.refs {
+                    for name in Self.names.prefix(12) { try tx.set(ref, name, .int(Int64(index))) }
+                    try tx.setFile(ref, "f12", files[index])
+                }
+            }
+            try peer.push(to: [batched, single])
+        }
+
+        var fallbacks = 0
+        for round in 0..<25 {
+            clock.advance(by: 1)
+            var operations: [Operation] = []
+            for _ in 0..<random.int(1...30) {
+                // Now and then a record no store has seen yet, written first in this transaction.
+                let ref = random.chance(0.2) ? RecordRef(collection: "n", id: "r\(round)") : random.pick(Self.refs)
+                let name = random.pick(Self.names.prefix(random.chance(0.5) ? 14 : 40))
+                let value = ScalarValue.int(Int64(random.int(0...5)))
+                switch random.int(0...13) {
+                case 0...4: operations.append(.set(ref, name, value))
+                case 5:
+                    var fields: [String: FieldWrite] = [:]
+                    for field in Self.names.shuffled(using: &random).prefix(random.int(1...40)) {
+                        fields[field] = random.chance(0.1) ? .set([value]) : .scalar(.string("\(field) \(round)"))
+                    }
+                    operations.append(.put(ref, fields))
+                case 6: operations.append(.create(ref, ["f13": .set([value])].merging([name: .scalar(value)]) { _, scalar in scalar }))
+                case 7, 8: operations.append(.setFile(ref, random.pick(["f12", name]), random.pick(files)))
+                case 9, 10: operations.append(.add(ref, name, value))
+                case 11: operations.append(.remove(ref, name, value))
+                case 12: operations.append(.delete(ref))
+                default: operations.append(.keepRecord(ref))
+                }
+            }
+            fallbacks += try Self.refs.reduce(0) { count, ref in
+                try count + (batched.state().records[ref]?.slots.values.filter { $0.entries.count > 1 }.count ?? 0)
+            }
+            try batched.write { tx throws(ConcordError) in
+                for operation in operations { try Self.run(operation, tx) }
+            }
+            for operation in operations {
+                try single.write { tx throws(ConcordError) in try Self.run(operation, tx) }
+            }
+            for ref in Self.refs + [RecordRef(collection: "n", id: "r\(round)")] {
+                let read = try batched.record(ref)
+                let expected = try single.record(ref)
+                #expect(read?.map(\.name) == expected?.map(\.name) && read?.map(\.value) == expected?.map(\.value),
+                        "seed \(seed) round \(round): \(ref) reads \(String(describing: read)), one by one \(String(describing: expected))")
+            }
+            #expect(try Self.shape(batched) == Self.shape(single), "seed \(seed) round \(round)")
+            #expect(try batched.conflicts().map(\.description) == single.conflicts().map(\.description), "seed \(seed) round \(round)")
+        }
+        // The run reached registers the batched upsert could not replace.
+        #expect(fallbacks > 0)
+    }
+
+    /// A field written twice in one transaction holds the second value, a register written
+    /// then turned into a set holds the set, and a record created after its fields were
+    /// written holds only what the creation wrote.
+    @Test func laterWritesInATransactionSeeEarlierOnes() throws {
+        let directory = TemporaryDirectory()
+        let store = try Store.temporary(directory, "a", clock: ManualClock())
+        let ref = RecordRef(collection: "c", id: "x")
+        let other = RecordRef(collection: "c", id: "y")
+        try store.write { tx throws(ConcordError) in
+            for name in Self.names { try tx.set(ref, name, .int(1)) }
+            try tx.set(ref, "f3", .int(2))
+            try tx.set(other, "f0", .int(5))
+            try tx.set(ref, "f4", .int(3))
+            try tx.add(ref, "f5", .int(4))
+        }
+        let read = try #require(try store.record(ref))
+        #expect(read.count == Self.names.count)
+        let values = Dictionary(uniqueKeysWithValues: read.map { ($0.name, $0.value) })
+        #expect(values["f0"] == .scalar(.int(1)))
+        #expect(values["f3"] == .scalar(.int(2)))
+        #expect(values["f4"] == .scalar(.int(3)))
+        #expect(values["f5"] == .set([.int(4)]))
+        #expect(try store.state().records[ref]?.slots[.field("f5")]?.entries.isEmpty ?? true, "the register f5 was cleared by the add")
+        #expect(try store.record(other)?.first?.value == .scalar(.int(5)))
+
+        try store.write { tx throws(ConcordError) in
+            try tx.set(ref, "f1", .int(9))
+            try tx.create(ref, ["g": .scalar(.int(7))])
+        }
+        #expect(try store.record(ref)?.map(\.name) == ["g"])
+        // Sealed, the transaction's writes are one delta slot per field written.
+        let delta = try #require(try store.seal())
+        let slots = delta.records.first { $0.ref == ref }?.slots.map(\.key) ?? []
+        #expect(slots.contains(.field("g")) && slots.contains(.field("f39")))
+    }
+}
