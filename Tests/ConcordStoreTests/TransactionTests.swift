@@ -2,6 +2,7 @@ import ConcordCore
 import ConcordStore
 import ConcordTesting
 import Foundation
+import GRDB
 import Testing
 
 /// Many writes in one `write {}` mean what the same writes mean one call each: the store
@@ -151,5 +152,38 @@ import Testing
         let delta = try #require(try store.seal())
         let slots = delta.records.first { $0.ref == ref }?.slots.map(\.key) ?? []
         #expect(slots.contains(.field("g")) && slots.contains(.field("f39")))
+    }
+
+    /// A buffered write that fails makes the whole transaction fail, whichever later call ran
+    /// it: a caller that catches that call's error and goes on cannot commit the writes
+    /// around the lost one. (The failure is injected by a trigger on the store's table,
+    /// which refuses one field name.)
+    @Test func aBufferedWriteThatFailsFailsTheWholeTransaction() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("a.db")
+        let store = try Store(path: path)
+        let ref = RecordRef(collection: "c", id: "x")
+        let other = RecordRef(collection: "c", id: "y")
+        try store.set(ref, "kept", .int(1))
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: """
+                CREATE TRIGGER refuse BEFORE INSERT ON concord_fields WHEN NEW.field = 'refused'
+                BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
+                """)
+        }
+        var caught: [ConcordError] = []
+        #expect(throws: ConcordError.self) {
+            try store.write { tx throws(ConcordError) in
+                try tx.set(ref, "refused", .int(2))  // buffered: accepted for now
+                do throws(ConcordError) { try tx.set(other, "a", .int(3)) } catch { caught.append(error) }  // runs the buffer: fails
+                do throws(ConcordError) { try tx.set(other, "b", .int(4)) } catch { caught.append(error) }
+            }
+        }
+        #expect(caught.count == 2, "both later calls fail: \(caught)")
+        #expect(caught.first?.description.contains("refused by the test") == true, "\(caught)")
+        // Nothing of the transaction was committed.
+        #expect(try store.record(ref)?.map(\.name) == ["kept"])
+        #expect(try store.record(other) == nil)
+        #expect(try store.pendingSlots().allSatisfy { $0.record == ref })
     }
 }

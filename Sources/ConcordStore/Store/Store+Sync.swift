@@ -174,16 +174,18 @@ extension Store {
         for (replica, hlc) in observed.entries {
             try insertObserved.execute(arguments: [Rows.replicaBlob(replica), Rows.hlc(hlc)])
         }
-        // One upsert replaces a single observed scalar with the delta's new one; anything
-        // else (concurrent values, files, sets, liveness) takes the per-slot join.
-        let fastUpsert = BoundStatement(try db.cachedStatement(sql: """
-            INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
-            VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, \(Rows.cleanSQL))
+        // One upsert replaces a single observed scalar with the delta's new one, for all such
+        // fields of a record at once; anything else (concurrent values, files, sets,
+        // liveness), and a field the upsert did not replace, takes the per-slot join.
+        // Parameters: 1 and 2 the record, 3 the origin, then per field its name, kind, value, hlc.
+        var fastUpserts = BatchedUpsert(sharedParameters: 3, parametersPerRow: 4, row: { first in
+            "(?1, ?2, ?\(first), ?\(first + 1), ?\(first + 2), NULL, NULL, ?\(first + 3), ?3, 1, \(Rows.cleanSQL))"
+        }, onConflict: """
             ON CONFLICT (collection, id, field) DO UPDATE SET
-                kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7
+                kind = excluded.kind, value = excluded.value, file_size = NULL, media_type = NULL, hlc = excluded.hlc, replica = excluded.replica
             WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
               AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), \(Rows.cleanSQL))
-            """))
+            """)
         let origin = delta.origin
         let originBlob = Rows.replicaBlob(origin)
         let previous = delta.dependencies[origin]
@@ -194,6 +196,9 @@ extension Store {
             // The fields the fast upsert changed, noted once per record.
             var upserted: [String] = []
             defer { if !upserted.isEmpty { changes[change.ref, default: []].formUnion(upserted) } }
+            // The record's fields for the fast upsert; those it did not replace, to join.
+            var fast: [(name: String, value: ScalarValue, hlc: UInt64)] = []
+            var slots: [(key: SlotKey, entries: [Entry])] = []
             if change.whole {
                 // Shipped whole: every slot it does not carry is empty at the origin.
                 let carried = Set(change.slots.map(\.key))
@@ -211,20 +216,44 @@ extension Store {
                 if case let .field(name) = slot.key, slot.entries.count == 1,
                    slot.entries[0].dot.replica == origin, slot.entries[0].dot.hlc > previous,
                    case let .scalar(value) = slot.entries[0].payload {
-                    let columns = Rows.columns(.scalar(value))
-                    try fastUpsert.execute { binder in
-                        binder.bind(change.ref)
-                        binder.bind(name, at: 3)
-                        binder.bind(columns.kind, at: 4)
-                        binder.bind(columns.value, at: 5)
-                        binder.bind(Rows.hlc(slot.entries[0].dot.hlc), at: 6)
-                        binder.bind(originBlob, at: 7)
-                    }
-                    if db.changesCount == 1 {
-                        upserted.append(name)
-                        continue
+                    fast.append((name, value, slot.entries[0].dot.hlc))
+                } else {
+                    slots.append(slot)
+                }
+            }
+            for start in stride(from: 0, to: fast.count, by: BatchedUpsert.limit) {
+                let batch = fast[start..<min(start + BatchedUpsert.limit, fast.count)]
+                let bind = { (binder: BoundStatement.Binder, rows: ArraySlice<(name: String, value: ScalarValue, hlc: UInt64)>) in
+                    binder.bind(change.ref)
+                    binder.bind(originBlob, at: 3)
+                    for (index, row) in rows.enumerated() {
+                        let first = fastUpserts.parameter(row: index)
+                        let columns = Rows.columns(.scalar(row.value))
+                        binder.bind(row.name, at: first)
+                        binder.bind(columns.kind, at: first + 1)
+                        binder.bind(columns.value, at: first + 2)
+                        binder.bind(Rows.hlc(row.hlc), at: first + 3)
                     }
                 }
+                try fastUpserts.statement(db, rows: batch.count).execute { bind($0, batch) }
+                if db.changesCount == batch.count {
+                    upserted.append(contentsOf: batch.lazy.map(\.name))
+                    continue
+                }
+                // Some were not replaced: each again on its own (one replaced takes the same
+                // values again), and those it does not replace are joined.
+                let single = try fastUpserts.statement(db, rows: 1)
+                for index in batch.indices {
+                    try single.execute { bind($0, batch[index...index]) }
+                    if db.changesCount == 1 {
+                        upserted.append(batch[index].name)
+                    } else {
+                        let row = batch[index]
+                        slots.append((.field(row.name), [Entry(dot: Stamp(hlc: row.hlc, replica: origin), payload: .scalar(row.value))]))
+                    }
+                }
+            }
+            for slot in slots {
                 if slot.key == .liveness || slot.key == .tombstones {
                     if try joinDots(db, change.ref, slot.key, slot.entries, context: context) {
                         changes[change.ref, default: []].formUnion([])
