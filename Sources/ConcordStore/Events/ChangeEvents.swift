@@ -28,6 +28,13 @@ extension Store {
         for event in events.sorted(by: { $0.ref < $1.ref }) { self.events.publish(event) }
     }
 
+    /// Publishes the changes of one committed transaction, if anyone listens: the sets of
+    /// field names are built only then.
+    func publishChanges(_ changes: ChangedFields, origin: ChangeEvent.Origin) {
+        guard events.hasSubscribers else { return }
+        publishChanges(changes.names.map { ChangeEvent(ref: $0.key, fields: Set($0.value), origin: origin) })
+    }
+
     /// Every change to this store from now on — local writes and applied remote deltas
     /// alike — one event per changed record, delivered after the change commits. (One
     /// exception: a new replica's first snapshot, joined as it is read, keeps its events only
@@ -35,6 +42,29 @@ extension Store {
     /// holds no million events for nobody; subscribe before the first sync.)
     public func changes() -> AsyncStream<ChangeEvent> {
         events.subscribe()
+    }
+}
+
+/// The fields one transaction changed, per record, for its change events. Names are
+/// appended as they change, repeats and all (appending costs less than hashing each into a
+/// set), and made into sets only when the events are published to a subscriber.
+struct ChangedFields {
+    private(set) var names: [RecordRef: [String]] = [:]
+
+    init() {}
+
+    init(_ sets: [RecordRef: Set<String>]) {
+        names = sets.mapValues(Array.init)
+    }
+
+    /// Notes that `changed` fields of `ref` changed; none: the record itself (its liveness
+    /// or tombstones).
+    mutating func note(_ changed: some Collection<String>, of ref: RecordRef) {
+        if let index = names.index(forKey: ref) {
+            names.values[index].append(contentsOf: changed)
+        } else {
+            names[ref] = Array(changed)
+        }
     }
 }
 

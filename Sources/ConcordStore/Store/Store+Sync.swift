@@ -121,7 +121,7 @@ extension Store {
     ///   changes); storage errors leave the store as it was.
     @discardableResult
     public func apply(_ delta: Delta) throws(ConcordError) -> StoreApplyResult {
-        var changes: [RecordRef: Set<String>] = [:]
+        var changes = ChangedFields()
         let result: StoreApplyResult = try writeDatabase { db in
             let vector = try SlotIO.context(db)
             let context = CausalContext(vector)
@@ -138,7 +138,7 @@ extension Store {
                 var state = try SlotIO.state(db)
                 let old = state
                 try state.apply(delta)
-                changes = try rewrite(db, from: old, to: state)
+                changes = ChangedFields(try rewrite(db, from: old, to: state))
             } else {
                 changes = try applySlots(db, delta, context: context)
             }
@@ -147,7 +147,7 @@ extension Store {
             try observe(db, max(delta.upTo, delta.dependencies.maxHLC))
             return .applied
         }
-        publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .remote(delta.origin)) })
+        publishChanges(changes, origin: .remote(delta.origin))
         return result
     }
 
@@ -164,7 +164,7 @@ extension Store {
         try join(snapshot: try SnapshotCodec.decode(bytes))
     }
 
-    private func applySlots(_ db: Database, _ delta: Delta, context: CausalContext) throws -> [RecordRef: Set<String>] {
+    private func applySlots(_ db: Database, _ delta: Delta, context: CausalContext) throws -> ChangedFields {
         let observed = delta.observed
         try db.execute(sql: """
             CREATE TEMP TABLE IF NOT EXISTS concord_observed (replica BLOB PRIMARY KEY NOT NULL, hlc INTEGER NOT NULL) WITHOUT ROWID;
@@ -186,16 +186,17 @@ extension Store {
             WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
               AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), \(Rows.cleanSQL))
             """)
+        var dotJoins = DotJoinStatements()
         let origin = delta.origin
         let originBlob = Rows.replicaBlob(origin)
         let previous = delta.dependencies[origin]
         let now = configuration.clock.millisecondsSinceEpoch()
-        var changes: [RecordRef: Set<String>] = [:]
+        var changes = ChangedFields()
         let seenByOrigin: (Stamp) -> Bool = { $0.hlc <= observed[$0.replica] }
         for change in delta.records {
             // The fields the fast upsert changed, noted once per record.
             var upserted: [String] = []
-            defer { if !upserted.isEmpty { changes[change.ref, default: []].formUnion(upserted) } }
+            defer { if !upserted.isEmpty { changes.note(upserted, of: change.ref) } }
             // The record's fields for the fast upsert; those it did not replace, to join.
             var fast: [(name: String, value: ScalarValue, hlc: UInt64)] = []
             var slots: [(key: SlotKey, entries: [Entry])] = []
@@ -209,7 +210,7 @@ extension Store {
                         try FileHistory.record(db, change.ref, name, superseded: slot.entries, by: kept, at: now)
                     }
                     try SlotIO.replace(db, change.ref, key, with: kept, dirty: 0)
-                    changes[change.ref, default: []].formUnion(key.fieldName.map { [$0] } ?? [])
+                    changes.note(key.fieldName.map { [$0] } ?? [], of: change.ref)
                 }
             }
             for slot in change.slots {
@@ -255,8 +256,8 @@ extension Store {
             }
             for slot in slots {
                 if slot.key == .liveness || slot.key == .tombstones {
-                    if try joinDots(db, change.ref, slot.key, slot.entries, context: context) {
-                        changes[change.ref, default: []].formUnion([])
+                    if try joinDots(db, &dotJoins, change.ref, slot.key, slot.entries, context: context) {
+                        changes.note([], of: change.ref)
                     }
                     continue
                 }
@@ -269,34 +270,41 @@ extension Store {
                     try FileHistory.record(db, change.ref, name, superseded: old, by: merged, at: now)
                 }
                 try SlotIO.replace(db, change.ref, slot.key, with: merged, dirty: 0)
-                changes[change.ref, default: []].formUnion(slot.key.fieldName.map { [$0] } ?? [])
+                changes.note(slot.key.fieldName.map { [$0] } ?? [], of: change.ref)
             }
         }
         return changes
     }
 
-    /// The dot-store join for a liveness or tombstone slot, in SQL: delete the local dots the
-    /// delta's origin had observed, then insert those the delta still holds and those this
-    /// store has not seen. Equal to `DotStore.join` (local ∩ delta, local unobserved, delta
-    /// unseen) with no read first. Returns whether the slot changed.
-    private func joinDots(_ db: Database, _ ref: RecordRef, _ key: SlotKey, _ entries: [Entry], context: CausalContext) throws -> Bool {
+    /// The dot-store join for a liveness or tombstone slot, in SQL with nothing read: delete
+    /// the local dots the delta's origin had observed and the delta no longer holds, then
+    /// insert the delta's dots this store has not seen. Equal to `DotStore.join` (local ∩
+    /// delta, local unobserved, delta unseen). Returns whether the slot changed.
+    private func joinDots(
+        _ db: Database, _ statements: inout DotJoinStatements, _ ref: RecordRef, _ key: SlotKey, _ entries: [Entry], context: CausalContext
+    ) throws -> Bool {
         let kind = key == .liveness ? Rows.slotLiveness : Rows.slotTombstones
-        var removed: Set<Stamp> = []
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            DELETE FROM concord_dots WHERE collection = ? AND id = ? AND kind = ?
-                AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), \(Rows.cleanSQL))
-            RETURNING hlc, replica
-            """), arguments: [ref.collection, ref.id, kind])
-        while let row = try rows.next() { removed.insert(try Rows.stamp(row)) }
-        var kept = 0
-        var added = 0
-        for entry in entries {
-            let wasHere = removed.contains(entry.dot)
-            guard wasHere || !context.contains(entry.dot) else { continue }
-            try SlotIO.insertDot(db, ref, kind: kind, entry.dot, replica: Rows.replicaBlob(entry.dot.replica))
-            if wasHere { kept += 1 } else { added += 1 }
+        // The local dots the origin had observed, less those the delta still holds (local
+        // dots are all seen here, so those need no insert either).
+        try statements.removal(db, keeping: entries.count).execute { binder in
+            binder.bind(ref)
+            binder.bind(kind, at: 3)
+            for (index, entry) in entries.enumerated() {
+                binder.bind(Rows.hlc(entry.dot.hlc), at: Int32(4 + 2 * index))
+                binder.bind(Rows.replicaBlob(entry.dot.replica), at: Int32(5 + 2 * index))
+            }
         }
-        return added > 0 || kept < removed.count
+        var changed = db.changesCount > 0
+        for entry in entries where !context.contains(entry.dot) {
+            try statements.insertion(db).execute { binder in
+                binder.bind(ref)
+                binder.bind(kind, at: 3)
+                binder.bind(Rows.hlc(entry.dot.hlc), at: 4)
+                binder.bind(Rows.replicaBlob(entry.dot.replica), at: 5)
+            }
+            changed = true
+        }
+        return changed
     }
 
     func setAppliedSeq(_ db: Database, _ origin: ReplicaID, _ seq: UInt64) throws {
@@ -588,5 +596,37 @@ extension Store {
             }
             return conflicts.sorted(by: Conflict.canonicalOrder)
         }
+    }
+}
+
+/// The statements of the apply's liveness and tombstone joins (`joinDots`), prepared once
+/// per apply.
+private struct DotJoinStatements {
+    private var removals: [Int: BoundStatement] = [:]
+    private var insert: BoundStatement?
+
+    /// Deletes a record's dots of one kind that the delta's origin had observed, except
+    /// the `count` dots given: parameters 1 and 2 the record, 3 the kind, then each dot's
+    /// hlc and replica.
+    mutating func removal(_ db: Database, keeping count: Int) throws -> BoundStatement {
+        if let statement = removals[count] { return statement }
+        let except = count == 0 ? "" : "AND (hlc, replica) NOT IN (VALUES "
+            + (0..<count).map { "(?\(4 + 2 * $0), ?\(5 + 2 * $0))" }.joined(separator: ", ") + ")"
+        let statement = BoundStatement(try db.makeStatement(sql: """
+            DELETE FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = ?3
+                AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), \(Rows.cleanSQL))
+                \(except)
+            """))
+        // A slot of many dots is rare: its statement is not kept.
+        if count <= 8 { removals[count] = statement }
+        return statement
+    }
+
+    /// Inserts one dot: parameters 1 and 2 the record, 3 the kind, 4 and 5 its hlc and replica.
+    mutating func insertion(_ db: Database) throws -> BoundStatement {
+        if let insert { return insert }
+        let statement = BoundStatement(try db.makeStatement(sql: SlotIO.insertDotSQL))
+        insert = statement
+        return statement
     }
 }

@@ -26,11 +26,11 @@ public final class WriteTransaction {
     private var lastFresh: (ref: RecordRef, isFresh: Bool)?
     /// What changed, for change events: the record written last, with the names it wrote,
     /// is merged into `changedRecords` when another record is written or the changes are read.
-    private var changedRecords: [RecordRef: Set<String>] = [:]
+    private var changedRecords = ChangedFields()
     private var lastChanged: (ref: RecordRef, names: [String])?
 
     /// What changed, for change events: every record written, with the fields written.
-    var changed: [RecordRef: Set<String>] {
+    var changed: ChangedFields {
         mergeLastChanged()
         return changedRecords
     }
@@ -252,7 +252,7 @@ public final class WriteTransaction {
 
     private func mergeLastChanged() {
         guard let last = lastChanged else { return }
-        changedRecords[last.ref, default: []].formUnion(last.names)
+        changedRecords.note(last.names, of: last.ref)
         lastChanged = nil
     }
 
@@ -430,7 +430,7 @@ extension Store {
     /// the transaction rolls back whole even if a call's error was caught.
     @discardableResult
     public func write<T>(_ body: (WriteTransaction) throws(ConcordError) -> T) throws(ConcordError) -> T {
-        var changes: [RecordRef: Set<String>] = [:]
+        var changes = ChangedFields()
         let result: T = try writeDatabase { db in
             let transaction = WriteTransaction(db: db, store: self)
             let value = try body(transaction)
@@ -438,7 +438,7 @@ extension Store {
             changes = transaction.changed
             return value
         }
-        publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        publishChanges(changes, origin: .local)
         return result
     }
 
