@@ -31,6 +31,14 @@
  *   store-apply-nolookup   store-apply comparing with one bound stamp instead of looking up what
  *                    the origin observed of each row's replica (to attribute the lookup's cost)
  *   store-apply-upserts    store-apply with neither: the upserts alone
+ * The store's statements since its upserts were batched (one statement for a record's fields):
+ *   batched-writes   per record the liveness and existence query, the liveness dot, the outbox
+ *                    row, and one upsert of the record's ten registers (with the partial index)
+ *   batched-fields   the batched register upserts alone
+ *   batched-apply    per record the liveness join (the observed dots the delta does not hold
+ *                    deleted, nothing read back; the delta's new dot inserted) and one upsert of
+ *                    the record's ten fields with the lookup of what the origin observed
+ *   batched-apply-upserts  the batched upserts alone
  * Prints the timed part in milliseconds.
  */
 #include <sqlite3.h>
@@ -113,6 +121,15 @@ static const char *storeApply =
     " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6"
     " AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)";
 static const char *insertDotSQL = "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)";
+/* A record's first write in a transaction: its liveness dots, and whether it has any row. */
+static const char *livenessQuerySQL =
+    "SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0 UNION ALL"
+    " SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)"
+    " OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)"
+    " OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)";
+static const char *markOutboxSQL =
+    "INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)";
 static const char *storeApplyBound =
     "INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)"
     " VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, 1, 0) ON CONFLICT (collection, id, field) DO UPDATE SET"
@@ -184,6 +201,89 @@ static void writeRows(sqlite3 *db, sqlite3_stmt *statement, int store, int round
     exec(db, "COMMIT");
 }
 
+/* An upsert into concord_fields of FIELDS rows in one statement: `shared` parameters first,
+   then `perRow` per row, each row's VALUES tuple written by `row` from its first parameter. */
+static sqlite3_stmt *prepareBatched(sqlite3 *db, int shared, int perRow, void (*row)(char *, size_t, int),
+                                    const char *onConflict) {
+    char sql[8192];
+    size_t used = (size_t)snprintf(sql, sizeof sql,
+        "INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty) VALUES ");
+    for (int field = 0; field < FIELDS; field++) {
+        if (field > 0) used += (size_t)snprintf(sql + used, sizeof sql - used, ", ");
+        row(sql + used, sizeof sql - used, shared + 1 + perRow * field);
+        used = strlen(sql);
+    }
+    snprintf(sql + used, sizeof sql - used, " %s", onConflict);
+    return prepare(db, sql);
+}
+
+/* A local write's row: name, kind, value, file size, media type; hlc, replica, dirty shared (3-5). */
+static void writeRow(char *out, size_t size, int first) {
+    snprintf(out, size, "(?1, ?2, ?%d, ?%d, ?%d, ?%d, ?%d, ?3, ?4, 1, ?5)", first, first + 1, first + 2, first + 3, first + 4);
+}
+
+/* An applied row: name, kind, value, hlc; the origin shared (3). */
+static void applyRow(char *out, size_t size, int first) {
+    snprintf(out, size, "(?1, ?2, ?%d, ?%d, ?%d, NULL, NULL, ?%d, ?3, 1, 0)", first, first + 1, first + 2, first + 3);
+}
+
+/* Every record through one batched upsert each (`apply`: the applied rows' statement), with
+   the per-record statements given (any may be 0), committing every `commitEvery` records. */
+static void batchedRecords(sqlite3 *db, sqlite3_stmt *upsert, int apply, int round, long long stamp, int commitEvery,
+                           sqlite3_stmt *query, sqlite3_stmt *dot, sqlite3_stmt *outbox, sqlite3_stmt *removeDots) {
+    exec(db, "BEGIN IMMEDIATE");
+    for (int record = 0; record < RECORDS; record++) {
+        if (commitEvery && record > 0 && record % commitEvery == 0) { exec(db, "COMMIT"); exec(db, "BEGIN IMMEDIATE"); }
+        char id[32];
+        snprintf(id, sizeof id, "item%d", record);
+        if (query) {
+            sqlite3_bind_text(query, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(query, 2, id, -1, SQLITE_TRANSIENT);
+            step(query);
+        }
+        if (removeDots) {
+            /* Keeping the delta's own dot (new here, so nothing is kept). */
+            sqlite3_bind_text(removeDots, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(removeDots, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(removeDots, 3, stamp);
+            sqlite3_bind_blob(removeDots, 4, replicaA, 16, SQLITE_STATIC);
+            step(removeDots);
+        }
+        if (dot) insertDot(dot, id, stamp);
+        if (outbox) {
+            sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
+            sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(outbox, 3, 0);
+            sqlite3_bind_text(outbox, 4, "", -1, SQLITE_STATIC);
+            sqlite3_bind_blob(outbox, 5, "", 0, SQLITE_STATIC);
+            sqlite3_bind_int64(outbox, 6, stamp);
+            step(outbox);
+        }
+        sqlite3_bind_text(upsert, 1, "items", -1, SQLITE_STATIC);
+        sqlite3_bind_text(upsert, 2, id, -1, SQLITE_TRANSIENT);
+        if (apply) {
+            sqlite3_bind_blob(upsert, 3, replicaA, 16, SQLITE_STATIC);
+        } else {
+            sqlite3_bind_int64(upsert, 3, stamp);
+            sqlite3_bind_blob(upsert, 4, replicaA, 16, SQLITE_STATIC);
+            sqlite3_bind_int64(upsert, 5, stamp);
+        }
+        for (int field = 0; field < FIELDS; field++) {
+            int first = apply ? 4 + 4 * field : 6 + 5 * field;
+            sqlite3_bind_text(upsert, first, names[field], -1, SQLITE_STATIC);
+            bindValue(upsert, first + 2, record, field, round, 1);
+            if (apply) {
+                sqlite3_bind_int64(upsert, first + 3, stamp + record * FIELDS + field);
+            } else {
+                sqlite3_bind_null(upsert, first + 3);
+                sqlite3_bind_null(upsert, first + 4);
+            }
+        }
+        step(upsert);
+    }
+    exec(db, "COMMIT");
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) { fprintf(stderr, "usage: floor DIR CASE (see the source)\n"); return 2; }
     const char *which = argv[2];
@@ -211,15 +311,9 @@ int main(int argc, char **argv) {
     } else if (strncmp(which, "store-writes", 12) == 0 || strncmp(which, "store-fields", 12) == 0) {
         int perRecord = strncmp(which, "store-writes", 12) == 0;
         sqlite3_stmt *upsert = prepare(db, storeUpsert);
-        sqlite3_stmt *query = prepare(db,
-            "SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0 UNION ALL"
-            " SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)"
-            " OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)"
-            " OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)");
+        sqlite3_stmt *query = prepare(db, livenessQuerySQL);
         sqlite3_stmt *dot = prepare(db, insertDotSQL);
-        sqlite3_stmt *outbox = prepare(db,
-            "INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)");
+        sqlite3_stmt *outbox = prepare(db, markOutboxSQL);
         start = now();
         writeRows(db, upsert, 1, 0, base, base, perRecord, query, dot, outbox, 100, 0);
         end = now();
@@ -282,6 +376,41 @@ int main(int argc, char **argv) {
         start = now();
         writeRows(db, apply, 1, 1, base * 2, 0, 0, 0, liveness ? dot : 0, 0, 0, liveness ? removeDots : 0);
         end = now();
+    } else if (strncmp(which, "batched-", 8) == 0) {
+        int apply = strncmp(which, "batched-apply", 13) == 0;
+        int upsertsOnly = strstr(which, "-fields") != 0 || strstr(which, "-upserts") != 0;
+        sqlite3_stmt *query = prepare(db, livenessQuerySQL);
+        sqlite3_stmt *dot = prepare(db, insertDotSQL);
+        sqlite3_stmt *outbox = prepare(db, markOutboxSQL);
+        if (apply) {
+            exec(db, "CREATE TEMP TABLE concord_observed (replica BLOB PRIMARY KEY NOT NULL, hlc INTEGER NOT NULL) WITHOUT ROWID");
+            sqlite3_stmt *observed = prepare(db, "INSERT INTO temp.concord_observed (replica, hlc) VALUES (?, ?)");
+            sqlite3_bind_blob(observed, 1, replicaA, 16, SQLITE_STATIC);
+            sqlite3_bind_int64(observed, 2, base * 2 - 1);
+            step(observed);
+            sqlite3_stmt *upsert = prepareBatched(db, 3, 4, applyRow,
+                "ON CONFLICT (collection, id, field) DO UPDATE SET kind = excluded.kind, value = excluded.value, file_size = NULL,"
+                " media_type = NULL, hlc = excluded.hlc, replica = excluded.replica"
+                " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6"
+                " AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)");
+            sqlite3_stmt *removeDots = prepare(db,
+                "DELETE FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0"
+                " AND hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_dots.replica), 0)"
+                " AND (hlc, replica) NOT IN (VALUES (?3, ?4))");
+            batchedRecords(db, upsert, 1, 0, base, 0, 0, dot, 0, 0);
+            start = now();
+            batchedRecords(db, upsert, 1, 1, base * 2, 0, 0, upsertsOnly ? 0 : dot, 0, upsertsOnly ? 0 : removeDots);
+            end = now();
+        } else {
+            sqlite3_stmt *upsert = prepareBatched(db, 5, 5, writeRow,
+                "ON CONFLICT (collection, id, field) DO UPDATE SET kind = excluded.kind, value = excluded.value,"
+                " file_size = excluded.file_size, media_type = excluded.media_type, hlc = excluded.hlc,"
+                " replica = excluded.replica, dirty = excluded.dirty WHERE concord_fields.versions = 1 AND concord_fields.kind != 6");
+            start = now();
+            if (upsertsOnly) batchedRecords(db, upsert, 0, 0, base, 100, 0, 0, 0, 0);
+            else batchedRecords(db, upsert, 0, 0, base, 100, query, dot, outbox, 0);
+            end = now();
+        }
     } else {
         fprintf(stderr, "unknown case %s\n", which);
         return 2;
