@@ -136,21 +136,35 @@ static const char *storeApplyBound =
     " kind = ?4, value = ?5, file_size = NULL, media_type = NULL, hlc = ?6, replica = ?7"
     " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6 AND concord_fields.hlc < ?6";
 
-/* A field's key: collection, id and field name, parameters 1 to 3. */
-static void bindKey(sqlite3_stmt *statement, const char *id, int field) {
+/* Binds a record's collection and id at 1 and 2. */
+static void bindRecord(sqlite3_stmt *statement, const char *id) {
     sqlite3_bind_text(statement, 1, "items", -1, SQLITE_STATIC);
     sqlite3_bind_text(statement, 2, id, -1, SQLITE_TRANSIENT);
+}
+
+/* A field's key: collection, id and field name, parameters 1 to 3. */
+static void bindKey(sqlite3_stmt *statement, const char *id, int field) {
+    bindRecord(statement, id);
     sqlite3_bind_text(statement, 3, names[field], -1, SQLITE_STATIC);
 }
 
 /* A record's liveness dot (kind 0) at `stamp`, written by replica A. */
 static void insertDot(sqlite3_stmt *dot, const char *id, long long stamp) {
-    sqlite3_bind_text(dot, 1, "items", -1, SQLITE_STATIC);
-    sqlite3_bind_text(dot, 2, id, -1, SQLITE_TRANSIENT);
+    bindRecord(dot, id);
     sqlite3_bind_int64(dot, 3, 0);
     sqlite3_bind_int64(dot, 4, stamp);
     sqlite3_bind_blob(dot, 5, replicaA, 16, SQLITE_STATIC);
     step(dot);
+}
+
+/* The outbox row of a record's liveness slot, at `stamp`. */
+static void markOutbox(sqlite3_stmt *outbox, const char *id, long long stamp) {
+    bindRecord(outbox, id);
+    sqlite3_bind_int64(outbox, 3, 0);
+    sqlite3_bind_text(outbox, 4, "", -1, SQLITE_STATIC);
+    sqlite3_bind_blob(outbox, 5, "", 0, SQLITE_STATIC);
+    sqlite3_bind_int64(outbox, 6, stamp);
+    step(outbox);
 }
 
 /* Every field of every record through `statement`; `store` selects the store's columns. */
@@ -164,25 +178,17 @@ static void writeRows(sqlite3 *db, sqlite3_stmt *statement, int store, int round
         snprintf(id, sizeof id, "item%d", record);
         if (removeDots) {
             /* The apply's join of a record's liveness dots: the observed ones go, the delta's come. */
-            sqlite3_bind_text(removeDots, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(removeDots, 2, id, -1, SQLITE_TRANSIENT);
+            bindRecord(removeDots, id);
             step(removeDots);
         }
         if (dot && !query) {
             insertDot(dot, id, stamp);
         }
         if (perRecord) {
-            sqlite3_bind_text(query, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(query, 2, id, -1, SQLITE_TRANSIENT);
+            bindRecord(query, id);
             step(query);
             insertDot(dot, id, stamp);
-            sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_int64(outbox, 3, 0);
-            sqlite3_bind_text(outbox, 4, "", -1, SQLITE_STATIC);
-            sqlite3_bind_blob(outbox, 5, "", 0, SQLITE_STATIC);
-            sqlite3_bind_int64(outbox, 6, stamp);
-            step(outbox);
+            markOutbox(outbox, id, stamp);
         }
         for (int field = 0; field < FIELDS; field++) {
             bindKey(statement, id, field);
@@ -237,30 +243,19 @@ static void batchedRecords(sqlite3 *db, sqlite3_stmt *upsert, int apply, int rou
         char id[32];
         snprintf(id, sizeof id, "item%d", record);
         if (query) {
-            sqlite3_bind_text(query, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(query, 2, id, -1, SQLITE_TRANSIENT);
+            bindRecord(query, id);
             step(query);
         }
         if (removeDots) {
             /* Keeping the delta's own dot (new here, so nothing is kept). */
-            sqlite3_bind_text(removeDots, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(removeDots, 2, id, -1, SQLITE_TRANSIENT);
+            bindRecord(removeDots, id);
             sqlite3_bind_int64(removeDots, 3, stamp);
             sqlite3_bind_blob(removeDots, 4, replicaA, 16, SQLITE_STATIC);
             step(removeDots);
         }
         if (dot) insertDot(dot, id, stamp);
-        if (outbox) {
-            sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_int64(outbox, 3, 0);
-            sqlite3_bind_text(outbox, 4, "", -1, SQLITE_STATIC);
-            sqlite3_bind_blob(outbox, 5, "", 0, SQLITE_STATIC);
-            sqlite3_bind_int64(outbox, 6, stamp);
-            step(outbox);
-        }
-        sqlite3_bind_text(upsert, 1, "items", -1, SQLITE_STATIC);
-        sqlite3_bind_text(upsert, 2, id, -1, SQLITE_TRANSIENT);
+        if (outbox) markOutbox(outbox, id, stamp);
+        bindRecord(upsert, id);
         if (apply) {
             sqlite3_bind_blob(upsert, 3, replicaA, 16, SQLITE_STATIC);
         } else {
@@ -337,8 +332,7 @@ int main(int argc, char **argv) {
             snprintf(id, sizeof id, "item%d", record);
             long long stamp = base + record;
             insertDot(dot, id, stamp);
-            sqlite3_bind_text(outbox, 1, "items", -1, SQLITE_STATIC);
-            sqlite3_bind_text(outbox, 2, id, -1, SQLITE_TRANSIENT);
+            bindRecord(outbox, id);
             sqlite3_bind_int64(outbox, 3, stamp);
             step(outbox);
             for (int field = 0; field < FIELDS; field++) {
