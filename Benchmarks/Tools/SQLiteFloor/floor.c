@@ -34,6 +34,8 @@
  * The store's statements since its upserts were batched (one statement for a record's fields):
  *   batched-writes   per record the liveness and existence query, the liveness dot, the outbox
  *                    row, and one upsert of the record's ten registers (with the partial index)
+ *   batched-writes-noquery, batched-writes-nodirty, batched-writes-noquery-nodirty
+ *                    without the existence query, the partial index, or both (attribution only)
  *   batched-fields   the batched register upserts alone
  *   batched-apply    per record the liveness join (the observed dots the delta does not hold
  *                    deleted, nothing read back; the delta's new dot inserted) and one upsert of
@@ -402,7 +404,7 @@ int main(int argc, char **argv) {
                 " replica = excluded.replica, dirty = excluded.dirty WHERE concord_fields.versions = 1 AND concord_fields.kind != 6");
             start = now();
             if (upsertsOnly) batchedRecords(db, upsert, 0, 0, base, 100, 0, 0, 0, 0);
-            else batchedRecords(db, upsert, 0, 0, base, 100, query, dot, outbox, 0);
+            else batchedRecords(db, upsert, 0, 0, base, 100, strstr(which, "-noquery") ? 0 : query, dot, outbox, 0);
             end = now();
         }
     } else {
