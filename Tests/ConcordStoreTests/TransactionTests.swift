@@ -154,11 +154,11 @@ import Testing
         #expect(slots.contains(.field("g")) && slots.contains(.field("f39")))
     }
 
-    /// A buffered write that fails makes the whole transaction fail, whichever later call ran
-    /// it: a caller that catches that call's error and goes on cannot commit the writes
-    /// around the lost one. (The failure is injected by a trigger on the store's table,
-    /// which refuses one field name.)
-    @Test func aBufferedWriteThatFailsFailsTheWholeTransaction() throws {
+    /// A change that fails to be stored makes the whole transaction fail, whether it was
+    /// buffered (and so run by a later call) or run at once: a caller that catches its error
+    /// and goes on cannot commit the changes around the lost one. (The failures are injected
+    /// by triggers on the store's tables, which refuse one field name.)
+    @Test func aChangeThatFailsFailsTheWholeTransaction() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("a.db")
         let store = try Store(path: path)
@@ -168,20 +168,33 @@ import Testing
         try DatabaseQueue(path: path).write { db in
             try db.execute(sql: """
                 CREATE TRIGGER refuse BEFORE INSERT ON concord_fields WHEN NEW.field = 'refused'
-                BEGIN SELECT RAISE(ABORT, 'refused by the test'); END
+                BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+                CREATE TRIGGER refuseElement BEFORE INSERT ON concord_elements WHEN NEW.field = 'refused'
+                BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
                 """)
         }
+        // Buffered: the register write is accepted, and fails when the next call runs it.
         var caught: [ConcordError] = []
         #expect(throws: ConcordError.self) {
             try store.write { tx throws(ConcordError) in
-                try tx.set(ref, "refused", .int(2))  // buffered: accepted for now
-                do throws(ConcordError) { try tx.set(other, "a", .int(3)) } catch { caught.append(error) }  // runs the buffer: fails
+                try tx.set(ref, "refused", .int(2))
+                do throws(ConcordError) { try tx.set(other, "a", .int(3)) } catch { caught.append(error) }
                 do throws(ConcordError) { try tx.set(other, "b", .int(4)) } catch { caught.append(error) }
             }
         }
         #expect(caught.count == 2, "both later calls fail: \(caught)")
         #expect(caught.first?.description.contains("refused by the test") == true, "\(caught)")
-        // Nothing of the transaction was committed.
+        // Run at once: the set element's insert fails in the call that makes it.
+        caught = []
+        #expect(throws: ConcordError.self) {
+            try store.write { tx throws(ConcordError) in
+                try tx.set(other, "a", .int(5))
+                do throws(ConcordError) { try tx.add(ref, "refused", .int(6)) } catch { caught.append(error) }
+                try? tx.set(other, "b", .int(7))
+            }
+        }
+        #expect(caught.count == 1 && caught.first?.description.contains("refused by the test") == true, "\(caught)")
+        // Nothing of either transaction was committed.
         #expect(try store.record(ref)?.map(\.name) == ["kept"])
         #expect(try store.record(other) == nil)
         #expect(try store.pendingSlots().allSatisfy { $0.record == ref })

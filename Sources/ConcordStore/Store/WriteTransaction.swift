@@ -41,9 +41,11 @@ public final class WriteTransaction {
     /// costs SQLite a third less than one statement per field.
     private var pendingRef: RecordRef?
     private var pendingRegisters: [(name: String, payload: Payload)] = []
-    /// The error of a buffered write that failed to run: it fails the whole transaction,
-    /// whichever call ran it, so that no write a call accepted can be dropped while others commit.
-    private var registerFailure: (any Error)?
+    /// The first error of a change that failed to be stored: it fails the whole transaction
+    /// (every later call, and ``Store/write(_:)``), even if the caller caught it. The change
+    /// may have been half written, or, buffered, run by a later call than the one that made
+    /// it; either way no other change of the transaction may commit without it.
+    private var failure: ConcordError?
     /// The upsert of up to ``BatchedUpsert/limit`` registers of one record, all written with
     /// this transaction's stamp: parameters 1 and 2 the record, 3 the hlc, 4 the replica, 5
     /// the dirty mark, then per register its name, kind, value, file size and media type.
@@ -233,8 +235,7 @@ public final class WriteTransaction {
     }
 
     /// Runs what is still buffered, before the transaction commits. Throws the error of a
-    /// buffered write that failed earlier even if the call that ran it was caught: the
-    /// transaction then rolls back whole.
+    /// change that failed earlier even if it was caught: the transaction then rolls back whole.
     func finish() throws(ConcordError) {
         try run { try flushRegisters() }
     }
@@ -256,14 +257,17 @@ public final class WriteTransaction {
         lastChanged = nil
     }
 
+    /// Runs one change's reads and writes. Checks that can fail before anything is written
+    /// (names, a file's presence) come before it; whatever fails in here fails the
+    /// transaction (`failure`).
     private func run<T>(_ body: () throws -> T) throws(ConcordError) -> T {
+        if let failure { throw failure }
         do {
-            if let registerFailure { throw registerFailure }
             return try body()
-        } catch let error as ConcordError {
-            throw error
         } catch {
-            throw Store.storageError(error, doing: "write to \(store.path)")
+            let typed = error as? ConcordError ?? Store.storageError(error, doing: "write to \(store.path)")
+            failure = typed
+            throw typed
         }
     }
 
@@ -346,19 +350,14 @@ public final class WriteTransaction {
         guard let ref = pendingRef, !pendingRegisters.isEmpty else { return }
         let rows = pendingRegisters
         pendingRegisters.removeAll(keepingCapacity: true)
-        do {
-            let dot = try dot()
-            try registerUpserts.statement(db, rows: rows.count).execute { binder in bindRegisters(binder, ref, rows, dot) }
-            if db.changesCount < rows.count {
-                let single = try registerUpserts.statement(db, rows: 1)
-                for row in rows {
-                    try single.execute { binder in bindRegisters(binder, ref, CollectionOfOne(row), dot) }
-                    if db.changesCount == 0 { try replace(ref, .field(row.name), with: [Entry(dot: dot, payload: row.payload)]) }
-                }
+        let dot = try dot()
+        try registerUpserts.statement(db, rows: rows.count).execute { binder in bindRegisters(binder, ref, rows, dot) }
+        if db.changesCount < rows.count {
+            let single = try registerUpserts.statement(db, rows: 1)
+            for row in rows {
+                try single.execute { binder in bindRegisters(binder, ref, CollectionOfOne(row), dot) }
+                if db.changesCount == 0 { try replace(ref, .field(row.name), with: [Entry(dot: dot, payload: row.payload)]) }
             }
-        } catch {
-            registerFailure = error
-            throw error
         }
     }
 
@@ -425,9 +424,9 @@ extension Store {
     /// it is stored — values, metadata and outbox together — or none is.
     ///
     /// A record's scalar writes are buffered and run together, by the next call that writes
-    /// another record or reads what they wrote, or before the commit; an error in running
-    /// them is thrown by that call, and by every call after it and by `write` itself, so
-    /// the transaction rolls back whole even if a call's error was caught.
+    /// another record or reads what they wrote, or before the commit. A change that fails
+    /// to be stored throws from the call that ran it, from every call after it and from
+    /// `write` itself, so the transaction rolls back whole even if that error was caught.
     @discardableResult
     public func write<T>(_ body: (WriteTransaction) throws(ConcordError) -> T) throws(ConcordError) -> T {
         var changes = ChangedFields()
