@@ -14,10 +14,18 @@ reads or writes), to see what three changes together would save:
   instead of the previous entry's;
 - common slots: a field slot with one entry of the origin's and an integer or string
   value is one varint (name index and a flag) in place of key, entry header and tag.
+and then under the sketch with two more changes, each on top of the ones before:
+- slot lists: a record's list of common slots (names and value kinds) is one byte when it
+  is the previous record's list, or a byte and the names' varints when it is not, in place
+  of a varint per common slot;
+- integer columns: an integer value as the difference from the previous integer value of
+  the same field name.
+For reference it also prints the size of the version 1 bytes through zlib.
 """
 
 import collections
 import sys
+import zlib
 
 
 class Reader:
@@ -120,8 +128,9 @@ def zigzag(value):
     return (value << 1) if value >= 0 else ((-value) << 1) - 1
 
 
-def sketch(data):
-    """The size of `data` under the sketch in the module's docstring, by part."""
+def sketch(data, slot_lists=False, integer_columns=False):
+    """The size of `data` under the sketch in the module's docstring, by part, with its
+    further changes when asked."""
     reader = Reader(data)
     varint, raw = reader.varint, reader.raw
 
@@ -140,7 +149,10 @@ def sketch(data):
     previous_hlc = up_to
     previous_by_replica = {}
     strings = {}
+    previous_list = None
+    previous_integer = {}
     for _ in range(record_count):
+        common_slots = []
         start = reader.position
         varint()
         varint()
@@ -184,7 +196,10 @@ def sketch(data):
                         value = ("other", reader.position - start)
                 entries.append((hlc, replica, value))
             common = kind == 2 and len(entries) == 1 and home and entries[0][2][0] in ("int", "string")
-            parts["slot keys, headers, tags"] += varint_size(name << 1) if common else key_bytes + (len(entries) if kind == 2 else 0)
+            if common and slot_lists:
+                common_slots.append((name, entries[0][2][0]))
+            else:
+                parts["slot keys, headers, tags"] += varint_size(name << 1) if common else key_bytes + (len(entries) if kind == 2 else 0)
             for hlc, replica, value in entries:
                 previous = previous_by_replica.get(replica, up_to)
                 previous_by_replica[replica] = hlc
@@ -193,7 +208,10 @@ def sketch(data):
                     parts["entry replicas"] += varint_size(replica)
                 if value is None:
                     continue
-                if value[0] == "int":
+                if value[0] == "int" and integer_columns:
+                    parts["integer values"] += varint_size(zigzag(value[1] - previous_integer.get(name, 0)))
+                    previous_integer[name] = value[1]
+                elif value[0] == "int":
                     parts["integer values"] += varint_size(value[1])
                 elif value[0] == "string":
                     if value[1] in strings:
@@ -203,6 +221,10 @@ def sketch(data):
                         parts["strings, first use"] += varint_size(len(value[1]) << 1) + len(value[1])
                 else:
                     parts["other values"] += 1 + value[1]
+        if slot_lists:
+            repeated = common_slots == previous_list
+            parts["slot keys, headers, tags"] += 1 + (0 if repeated else sum(varint_size(name << 1) for name, _ in common_slots))
+            previous_list = common_slots
     return parts
 
 
@@ -213,11 +235,16 @@ def main():
     print(f"{len(data):,} bytes, {entries:,} entries, {operations:,} operations: {len(data) / operations:.2f} bytes/op")
     for part, size in parts.most_common():
         print(f"  {part:55s} {size:10,}  {size / operations:5.2f}")
-    sketched = sketch(data)
-    total = sum(sketched.values())
-    print(f"sketch of a denser encoding (see the docstring): {total:,} bytes, {total / operations:.2f} bytes/op")
-    for part, size in sketched.most_common():
-        print(f"  {part:55s} {size:10,}  {size / operations:5.2f}")
+    packed = len(zlib.compress(data, 6))
+    print(f"for reference, the version 1 bytes through zlib (level 6): {packed:,} bytes, {packed / operations:.2f} bytes/op")
+    for title, options in [("sketch of a denser encoding (see the docstring)", {}),
+                           ("the sketch with slot lists", {"slot_lists": True}),
+                           ("the sketch with slot lists and integer columns", {"slot_lists": True, "integer_columns": True})]:
+        sketched = sketch(data, **options)
+        total = sum(sketched.values())
+        print(f"{title}: {total:,} bytes, {total / operations:.2f} bytes/op")
+        for part, size in sketched.most_common():
+            print(f"  {part:55s} {size:10,}  {size / operations:5.2f}")
 
 
 if __name__ == "__main__":
