@@ -123,10 +123,11 @@ static const char *storeApply =
     " WHERE concord_fields.versions = 1 AND concord_fields.kind != 6"
     " AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), 0)";
 static const char *insertDotSQL = "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)";
-/* A record's first write in a transaction: its liveness dots, and whether it has any row. */
+/* A record's first write in a transaction: its liveness dots, whether it has any row, and whether it has set elements. */
 static const char *livenessQuerySQL =
-    "SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0 UNION ALL"
-    " SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)"
+    "SELECT hlc, replica, NULL FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0 UNION ALL"
+    " SELECT NULL, NULL, EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)"
+    " WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)"
     " OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)"
     " OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)";
 static const char *markOutboxSQL =

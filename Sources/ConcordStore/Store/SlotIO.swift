@@ -76,21 +76,26 @@ enum SlotIO {
         return ConcordCore.Record(slots: slots)
     }
 
-    /// The record's liveness entries, and whether it has any slot at all: what every first
-    /// write to a record in a transaction needs to know, in one query.
-    static func livenessAndExistence(_ db: Database, _ ref: RecordRef, prepared: Statement? = nil) throws -> (liveness: [Entry], exists: Bool) {
+    /// The record's liveness entries, whether it has any slot at all, and whether it has set
+    /// elements: what every first write to a record in a transaction needs to know, in one
+    /// query.
+    static func livenessAndExistence(
+        _ db: Database, _ ref: RecordRef, prepared: Statement? = nil
+    ) throws -> (liveness: [Entry], exists: Bool, hasElements: Bool) {
         let rows = try Row.fetchCursor(prepared ?? db.cachedStatement(sql: livenessAndExistenceSQL), arguments: [ref.collection, ref.id])
         var liveness: [Entry] = []
         var exists = false
+        var hasElements = false
         while let row = try rows.next() {
             if row.hasNull(atIndex: 0) {
                 exists = true
+                hasElements = row[2] as Bool
             } else {
                 liveness.append(Entry(dot: try Rows.stamp(row, hlc: 0, replica: 1), payload: .marker))
             }
         }
         liveness.sort { $0.dot < $1.dot }
-        return (liveness, exists)
+        return (liveness, exists, hasElements)
     }
 
     static func element(_ data: Data) throws -> ScalarValue {
@@ -161,12 +166,13 @@ enum SlotIO {
         }
     }
 
-    /// The query of ``livenessAndExistence(_:_:prepared:)``: liveness rows, then one row of
-    /// NULLs if the record has any row at all.
+    /// The query of ``livenessAndExistence(_:_:prepared:)``: liveness rows, then, if the
+    /// record has any row at all, one row of two NULLs and whether it has set elements.
     static let livenessAndExistenceSQL = """
-        SELECT hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0
+        SELECT hlc, replica, NULL FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0
         UNION ALL
-        SELECT NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
+        SELECT NULL, NULL, EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
+        WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
             OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
             OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
         """

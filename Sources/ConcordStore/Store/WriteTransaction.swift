@@ -19,11 +19,12 @@ public final class WriteTransaction {
     /// The record last found in `begun`: a transaction writes a record's fields one after
     /// another, and this spares hashing its collection and id for each.
     private var lastBegun: RecordRef?
-    /// Records that had no rows when this transaction first wrote them, and still have no
-    /// set elements: nothing of theirs needs clearing.
-    private var fresh: Set<RecordRef> = [] { didSet { lastFresh = nil } }
-    /// Whether the record last asked about is in `fresh` (see `lastBegun`).
-    private var lastFresh: (ref: RecordRef, isFresh: Bool)?
+    /// Records that have no set elements: none when this transaction first wrote them (new
+    /// records among them), and none added since. A scalar write to one has no elements of
+    /// its name to clear.
+    private var withoutElements: Set<RecordRef> = [] { didSet { lastWithoutElements = nil } }
+    /// Whether the record last asked about is in `withoutElements` (see `lastBegun`).
+    private var lastWithoutElements: (ref: RecordRef, answer: Bool)?
     /// What changed, for change events: the record written last, with the names it wrote,
     /// is merged into `changedRecords` when another record is written or the changes are read.
     private var changedRecords = ChangedFields()
@@ -159,7 +160,7 @@ public final class WriteTransaction {
             let dot = try beginWrite(ref)
             try clearRegister(field, of: ref)
             try replace(ref, .element(field, element), with: [Entry(dot: dot, payload: .marker)])
-            fresh.remove(ref)
+            withoutElements.remove(ref)
         }
     }
 
@@ -181,7 +182,7 @@ public final class WriteTransaction {
             try clearRecord(ref, keepingLiveness: false)
             try replace(ref, .liveness, with: [Entry(dot: dot, payload: .marker)])
             begun.insert(ref)
-            fresh.insert(ref)
+            withoutElements.insert(ref)
             for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
                 try apply(fields[name]!, to: name, of: ref, dot: dot)
             }
@@ -198,7 +199,7 @@ public final class WriteTransaction {
             try replace(ref, .liveness, with: [])
             try replace(ref, .tombstones, with: [Entry(dot: dot, payload: .marker)])
             begun.remove(ref)
-            fresh.remove(ref)
+            withoutElements.remove(ref)
         }
     }
 
@@ -226,11 +227,11 @@ public final class WriteTransaction {
         throw ConcordError(.invalidOperation, "the \(what) \(name.debugDescription) contains a NUL byte, which names cannot hold; nothing was written — use another \(what)")
     }
 
-    /// Whether `ref` is in `fresh`.
-    private func isFresh(_ ref: RecordRef) -> Bool {
-        if let lastFresh, lastFresh.ref == ref { return lastFresh.isFresh }
-        let answer = fresh.contains(ref)
-        lastFresh = (ref, answer)
+    /// Whether `ref` is in `withoutElements`.
+    private func hasNoElements(_ ref: RecordRef) -> Bool {
+        if let lastWithoutElements, lastWithoutElements.ref == ref { return lastWithoutElements.answer }
+        let answer = withoutElements.contains(ref)
+        lastWithoutElements = (ref, answer)
         return answer
     }
 
@@ -279,12 +280,12 @@ public final class WriteTransaction {
             return dot
         }
         try flushRegisters()
-        let (liveness, exists) = try SlotIO.livenessAndExistence(db, ref, prepared: livenessQuery)
+        let (liveness, exists, hasElements) = try SlotIO.livenessAndExistence(db, ref, prepared: livenessQuery)
         begun.insert(ref)
         lastBegun = ref
         if !exists {
             // A new record: nothing to clear, and its liveness is just this write's dot.
-            fresh.insert(ref)
+            withoutElements.insert(ref)
             guard let newRecordDot, let newRecordOutbox else { throw ConcordError(.storage, "could not prepare the new record's statements") }
             let hlc = Rows.hlc(dot.hlc)
             try newRecordDot.execute { binder in
@@ -304,6 +305,8 @@ public final class WriteTransaction {
             return dot
         }
         if liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
+        // Without elements: it had none, or it was not visible and was cleared above.
+        if liveness.isEmpty || !hasElements { withoutElements.insert(ref) }
         try replace(ref, .liveness, with: liveness.filter { $0.dot.replica != store.replicaID } + [Entry(dot: dot, payload: .marker)])
         return dot
     }
@@ -322,7 +325,7 @@ public final class WriteTransaction {
             for element in Set(elements) {
                 try replace(ref, .element(name, element), with: [Entry(dot: dot, payload: .marker)])
             }
-            fresh.remove(ref)
+            withoutElements.remove(ref)
         }
     }
 
@@ -388,7 +391,7 @@ public final class WriteTransaction {
     }
 
     private func clearElements(_ name: String, of ref: RecordRef) throws {
-        if isFresh(ref) { return }
+        if hasNoElements(ref) { return }
         let removed = try Data.fetchAll(db.cachedStatement(sql: """
             DELETE FROM concord_elements WHERE collection = ? AND id = ? AND field = ? RETURNING element
             """), arguments: [ref.collection, ref.id, name])
