@@ -102,7 +102,7 @@ import Testing
         #expect(try store.canonicalDump() == CanonicalDump.json(of: core.state))
         // Sealing in bounded batches orders the outbox by stamp; it once trapped here.
         let sealed = try store.seal(maxSlots: 1)
-        #expect(sealed.map(DeltaCodec.encode) == core.seal().map(DeltaCodec.encode))
+        #expect(sealed.map { DeltaCodec.encode($0) } == core.seal().map { DeltaCodec.encode($0) })
         #expect(try store.pendingChangeCount() == 0)
     }
 

@@ -59,7 +59,7 @@ import Testing
             case 9:
                 let core = replica.seal()
                 let disk = try store.seal()
-                #expect(core.map(DeltaCodec.encode) == disk.map(DeltaCodec.encode), "seed \(seed) step \(step): sealed deltas differ")
+                #expect(core.map { DeltaCodec.encode($0) } == disk.map { DeltaCodec.encode($0) }, "seed \(seed) step \(step): sealed deltas differ")
                 if let core {
                     sealed += 1
                     try peer.apply(core)
@@ -67,7 +67,7 @@ import Testing
                 }
             default:
                 if let delta = peer.seal() {
-                    #expect(DeltaCodec.encode(delta) == (try peerStore.seal()).map(DeltaCodec.encode))
+                    #expect(DeltaCodec.encode(delta) == (try peerStore.seal()).map { DeltaCodec.encode($0) })
                     try replica.apply(delta)
                     try store.apply(delta)
                     received += 1

@@ -20,7 +20,7 @@ import Testing
     /// Exchanges deltas through their encoded bytes, and the files they hold back, as sync
     /// will.
     func sync(_ stores: [Store]) throws {
-        let wire = try stores.compactMap { try $0.seal() }.map(DeltaCodec.encode)
+        let wire = try stores.compactMap { try $0.seal() }.map { DeltaCodec.encode($0) }
         for bytes in wire {
             let delta = try DeltaCodec.decode(bytes)
             let origin = try #require(stores.first { $0.replicaID == delta.origin })

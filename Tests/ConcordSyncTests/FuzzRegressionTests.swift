@@ -35,7 +35,7 @@ import Testing
     static func decode(_ target: String, _ bytes: [UInt8]) throws(ConcordError) -> Bool {
         switch target {
         case "delta":
-            return DeltaCodec.encode(try DeltaCodec.decode(bytes)) == bytes
+            return DeltaCodec.encode(try DeltaCodec.decode(bytes), version: DeltaCodec.version(of: bytes)!) == bytes
         case "snapshot":
             return try SnapshotCodec.encode(try SnapshotCodec.decode(bytes)) == bytes
         case "snapshot-object":

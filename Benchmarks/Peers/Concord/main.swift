@@ -29,6 +29,8 @@ enum Input: String, CaseIterable {
     case baseDelta = "base.delta"
     case baseSnapshot = "base.snapshot"
     case fullDelta = "full.delta"
+    /// The same delta in format version 1, for `delta_bytes.py`'s comparison.
+    case fullDeltaVersion1 = "full-version1.delta"
     case incrementalDelta = "incremental.delta"
     case mergedSnapshot = "merged.snapshot"
 }
@@ -85,6 +87,7 @@ struct PeersConcord {
             .baseDelta: DeltaCodec.encode(baseDelta),
             .baseSnapshot: try SnapshotCodec.encode(base),
             .fullDelta: DeltaCodec.encode(fullDelta),
+            .fullDeltaVersion1: DeltaCodec.encode(fullDelta, version: 1),
             .incrementalDelta: DeltaCodec.encode(incrementalDelta),
             .mergedSnapshot: try SnapshotCodec.encode(merged),
         ]

@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// The limits of format version 1 (docs/FORMAT.md §5). A decoder refuses anything larger
+/// The limits of format versions 1 and 2 (docs/FORMAT.md §5). A decoder refuses anything larger
 /// with ``ConcordCore/ConcordError/Code/limitExceeded`` before allocating for it.
 public enum FormatLimits {
     /// Bytes of a collection or field name.
@@ -29,7 +29,7 @@ public enum FormatLimits {
 public enum ObjectHeader {
     /// "CNCD".
     public static let magic: [UInt8] = [0x43, 0x4e, 0x43, 0x44]
-    /// The only format version this release writes and reads.
+    /// The format version of snapshots, the only one this release writes and reads for them.
     public static let version: UInt8 = 1
 
     /// What an object holds.
@@ -38,26 +38,31 @@ public enum ObjectHeader {
         case snapshot = 2
     }
 
-    static func write(_ kind: Kind, to writer: inout ByteWriter) {
+    static func write(_ kind: Kind, version: UInt8 = version, to writer: inout ByteWriter) {
         writer.raw(magic)
         writer.byte(version)
         writer.byte(kind.rawValue)
     }
 
-    static func read(_ expected: Kind, from reader: inout ByteReader) throws(ConcordError) {
+    /// Reads the header of an object of kind `expected` in one of the `versions` this
+    /// release reads, and returns its version.
+    @discardableResult
+    static func read(_ expected: Kind, versions: ClosedRange<UInt8> = version...version, from reader: inout ByteReader) throws(ConcordError) -> UInt8 {
         let magic = try reader.raw(4, "magic")
         guard magic.elementsEqual(Self.magic) else {
             throw reader.error(.malformed, "not a Concord object (bad magic)")
         }
         let version = try reader.byte("format version")
-        guard version == Self.version else {
+        guard versions.contains(version) else {
+            let readable = versions.count == 1 ? "version \(versions.lowerBound)" : "versions \(versions.lowerBound) to \(versions.upperBound)"
             throw reader.error(
                 .unsupportedVersion,
-                "format version \(version) is not supported (this release reads version \(Self.version)); upgrade Concord to read it")
+                "format version \(version) is not supported (this release reads \(readable)); upgrade Concord to read it")
         }
         let kind = try reader.byte("object kind")
         guard kind == expected.rawValue else {
             throw reader.error(.malformed, "object kind \(kind) where \(expected) (\(expected.rawValue)) was expected")
         }
+        return version
     }
 }

@@ -29,9 +29,14 @@ enum Seeds {
             case .manifest?:
                 corpus.add("manifest", name: "keyfile", sealed)
             case .batch?:
+                // As written (format version 2), and the same delta in version 1, which
+                // this release still reads.
                 let delta = try EncryptedObject.open(sealed, path: path, key: Fixed.batches)
+                let version1 = DeltaCodec.encode(try DeltaCodec.decode(delta), version: 1)
                 corpus.add("delta", name: "batch", delta)
+                corpus.add("delta", name: "batch-version1", version1)
                 corpus.addSealed(.batch, delta)
+                corpus.addSealed(.batch, version1, name: "batch-version1")
             case .snapshot?:
                 let object = try EncryptedObject.open(sealed, path: path, key: Fixed.snapshots)
                 corpus.add("snapshot-object", name: "snapshot", object)
@@ -166,9 +171,9 @@ enum Seeds {
 
         /// A plaintext for `sealed-plaintext`, and the object sealed at the fixed name for
         /// `sealed-raw`, each after the byte that picks the kind.
-        mutating func addSealed(_ kind: Target.Kind, _ plaintext: [UInt8]) {
-            add("sealed-plaintext", name: "\(kind)", [kind.selector] + plaintext)
-            add("sealed-raw", name: "\(kind)", [kind.selector] + EncryptedObject.encryptDeterministically(plaintext, path: kind.path, key: kind.key))
+        mutating func addSealed(_ kind: Target.Kind, _ plaintext: [UInt8], name: String? = nil) {
+            add("sealed-plaintext", name: name ?? "\(kind)", [kind.selector] + plaintext)
+            add("sealed-raw", name: name ?? "\(kind)", [kind.selector] + EncryptedObject.encryptDeterministically(plaintext, path: kind.path, key: kind.key))
         }
 
         func flush() throws {

@@ -14,7 +14,7 @@ struct Target: Sendable {
     let run: @Sendable ([UInt8]) -> Void
 
     static let all: [Target] = [
-        Target(name: "delta", summary: "DeltaCodec.decode; canonical (encode(decode(b)) == b); applied to a new replica", run: delta),
+        Target(name: "delta", summary: "DeltaCodec.decode (format versions 1 and 2); canonical (encode(decode(b)) == b); applied to a new replica", run: delta),
         Target(name: "snapshot", summary: "SnapshotCodec.decode; canonical; joined into a new replica", run: snapshot),
         Target(name: "snapshot-object", summary: "SnapshotObjectCodec.decode(_:path:): seq table and snapshot", run: snapshotObject),
         Target(name: "sealed-plaintext", summary: "input[0] picks batch, snapshot or head; the rest is sealed with the fixed key, opened and decoded as pull does", run: sealedPlaintext),
@@ -44,7 +44,10 @@ struct Target: Sendable {
         } catch {
             return requireDamage(error, "delta")
         }
-        require(DeltaCodec.encode(delta) == bytes, "delta: accepted bytes that are not the canonical encoding of the delta they decode to")
+        // Canonical in the format version it was read in.
+        require(
+            DeltaCodec.encode(delta, version: DeltaCodec.version(of: bytes)!) == bytes,
+            "delta: accepted bytes that are not the canonical encoding of the delta they decode to")
         // What pull does next: apply it (to a replica that has seen nothing).
         var replica = Replica(id: ReplicaID(high: .max, low: .max))
         do throws(ConcordError) {
