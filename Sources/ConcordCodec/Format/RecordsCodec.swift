@@ -238,6 +238,7 @@ enum RecordsCodec {
         private var strings: [String] = []
         private var stringSet: Set<ExactString> = []
         private var previousCommon: [UInt64] = []
+        private var commonValues: [(hlc: UInt64, value: ScalarValue)] = []
 
         /// Reads the record count.
         init(
@@ -342,38 +343,48 @@ enum RecordsCodec {
             if otherCount == 0 && common.isEmpty && !whole { throw reader.error(.malformed, "record \(ref) has no slot") }
             if !common.isEmpty && home == nil { throw reader.error(.malformed, "record \(ref) has common slots but the object has no home replica") }
 
-            var slots: [(key: SlotKey, entries: [Entry])] = []
-            slots.reserveCapacity(common.count + otherCount)
+            // The common slots' stamps and values, kept in a buffer the reader reuses (a
+            // new array per record costs more in allocation than the rest of the record).
+            commonValues.removeAll(keepingCapacity: true)
             for item in common {
                 let hlc = try stamp(replica: home!, from: &reader)
-                usedReplicas[home!] = true
                 let value: ScalarValue = item & 1 == 1 ? .string(try readString(from: &reader)) : .int(try reader.signed("int value"))
-                slots.append((key: .field(names[Int(item >> 1)]), entries: [Entry(dot: Stamp(hlc: hlc, replica: replicas[home!]), payload: .scalar(value))]))
+                commonValues.append((hlc: hlc, value: value))
             }
-            guard otherCount > 0 else { return (ref: ref, slots: slots, whole: whole) }
+            if !common.isEmpty { usedReplicas[home!] = true }
             // The other slots, merged with the common ones (both ascending) as they are read.
-            var merged: [(key: SlotKey, entries: [Entry])] = []
-            merged.reserveCapacity(common.count + otherCount)
+            var slots: [(key: SlotKey, entries: [Entry])] = []
+            slots.reserveCapacity(common.count + otherCount)
             var nextCommon = 0
             for _ in 0..<otherCount {
                 let slot = try readSlot(of: ref, from: &reader, usedReplicas: &usedReplicas, usedNames: &usedNames)
                 if let home, commonKind(slot.key, slot.entries, home: replicas[home]) != nil {
                     throw reader.error(.malformed, "slot \(slot.key) of \(ref) is a common slot and belongs in the record's common-slot list")
                 }
-                if let last = merged.last, !SlotKey.canonicalOrder(last.key, slot.key) {
+                if let last = slots.last, !SlotKey.canonicalOrder(last.key, slot.key) {
                     throw reader.error(.malformed, "slots of \(ref) not in strictly ascending order at \(slot.key)")
                 }
-                while nextCommon < slots.count, SlotKey.canonicalOrder(slots[nextCommon].key, slot.key) {
-                    merged.append(slots[nextCommon])
+                while nextCommon < common.count, SlotKey.canonicalOrder(.field(names[Int(common[nextCommon] >> 1)]), slot.key) {
+                    slots.append(commonSlot(nextCommon, common))
                     nextCommon += 1
                 }
-                if nextCommon < slots.count, !SlotKey.canonicalOrder(slot.key, slots[nextCommon].key) {
+                if nextCommon < common.count, !SlotKey.canonicalOrder(slot.key, .field(names[Int(common[nextCommon] >> 1)])) {
                     throw reader.error(.malformed, "slot \(slot.key) of \(ref) is also in its common-slot list")
                 }
-                merged.append(slot)
+                slots.append(slot)
             }
-            merged.append(contentsOf: slots[nextCommon...])
-            return (ref: ref, slots: merged, whole: whole)
+            while nextCommon < common.count {
+                slots.append(commonSlot(nextCommon, common))
+                nextCommon += 1
+            }
+            return (ref: ref, slots: slots, whole: whole)
+        }
+
+        /// Common slot `index` of the record being read, from `commonValues`.
+        @inline(__always)
+        private func commonSlot(_ index: Int, _ common: [UInt64]) -> (key: SlotKey, entries: [Entry]) {
+            let (hlc, value) = commonValues[index]
+            return (key: .field(names[Int(common[index] >> 1)]), entries: [Entry(dot: Stamp(hlc: hlc, replica: replicas[home!]), payload: .scalar(value))])
         }
 
         /// One slot: key, entry header, entries (docs/FORMAT.md §4.2; in version 2 with
