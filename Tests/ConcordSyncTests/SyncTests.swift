@@ -155,6 +155,41 @@ import Testing
         let seen = phases.values
         #expect(seen.contains(.downloading) && seen.contains(.applying) && seen.last == .done)
     }
+
+    /// A batch in a format version this release does not read (as a release that reads only
+    /// version 1 sees a version-2 batch) stops the pull of its origin with a report naming
+    /// the version, applies nothing of it, lets every other origin sync, and is applied in
+    /// full once it reads ("upgraded"): nothing is lost.
+    @Test func aBatchInANewerFormatStopsItsOriginUntilItReadsAndLosesNothing() async throws {
+        let fleet = try await Fleet(count: 3)
+        let first = RecordRef(collection: "notes", id: "from0")
+        let second = RecordRef(collection: "notes", id: "from1")
+        try fleet.stores[0].put(first, ["title": .scalar(.string("kept"))])
+        try fleet.stores[1].put(second, ["title": .scalar(.string("also kept"))])
+        // The second device pushes first, so its batch does not depend on the first's.
+        try await fleet.engines[1].sync()
+        try await fleet.engines[0].sync()
+
+        let origin = fleet.stores[0].replicaID
+        let path = RemoteLayout.batch(origin, seq: 1)
+        let plaintext = try #require(try fleet.stores[0].sealedBatch(seq: 1))
+        #expect(DeltaCodec.version(of: plaintext) == DeltaCodec.currentVersion)
+        var newer = plaintext
+        newer[4] = DeltaCodec.readableVersions.upperBound + 1
+        try await fleet.remote.put(path, EncryptedObject.encrypt(newer, path: path, key: fleet.key.subkey(for: .batches)))
+
+        let report = try await fleet.engines[2].sync()
+        #expect(report.rejected.contains { $0.hasPrefix(path) && $0.contains("format version \(newer[4]) is not supported") }, "\(report.rejected)")
+        #expect(try fleet.stores[2].record(first) == nil)
+        #expect(try fleet.stores[2].record(second) != nil)
+        #expect(try fleet.stores[2].versionVector()[origin] == 0)
+
+        // Readable again (what an upgrade does): the next sync applies it.
+        try await fleet.remote.put(path, EncryptedObject.encrypt(plaintext, path: path, key: fleet.key.subkey(for: .batches)))
+        try await fleet.syncAll()
+        #expect(try fleet.stores[2].record(first)?.first { $0.name == "title" }?.value == .scalar(.string("kept")))
+        #expect(try fleet.dumps().count == 1)
+    }
 }
 
 final class PhaseLog: @unchecked Sendable {
