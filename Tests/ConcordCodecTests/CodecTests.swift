@@ -263,46 +263,26 @@ import Testing
             (id: "b", slots: [(name: 1, element: nil, entries: [(12, 0, 3)]), (name: 2, element: 7, entries: [(12, 0, 0)]), (name: 2, element: 8, entries: [(12, 0, 0)])]),
         ]
         func bytes(_ records: [HandRecord]) -> [UInt8] {
-            var out: [UInt8] = []
-            func varint(_ value: UInt64) {
-                var value = value
-                while value >= 0x80 { out.append(UInt8(value & 0x7f) | 0x80); value >>= 7 }
-                out.append(UInt8(value))
-            }
-            func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
-            func id(_ replica: ReplicaID) {
-                for word in [replica.high, replica.low] { for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) } }
-            }
-            out += ObjectHeader.magic + [ObjectHeader.version, ObjectHeader.Kind.delta.rawValue]
-            id(origin)
-            varint(1)  // seq
-            varint(12)  // upTo
-            varint(2); id(origin); id(other)  // replicas
-            varint(1); varint(1); varint(5)  // dependencies: other at 5
-            varint(3); for name in ["c", "f", "g"] { varint(1); out += Array(name.utf8) }
-            varint(UInt64(records.count))
+            var out = HandWriter()
+            out.deltaHeader(version: 1, origin: origin, other: other, upTo: 12, dependency: 5, names: ["c", "f", "g"], records: records.count)
             var previousHLC: UInt64 = 12
-            var previousID: [UInt8] = []
             for record in records {
-                let id = Array(record.id.utf8)
-                let shared = zip(previousID, id).prefix { $0 == $1 }.count
-                previousID = id
-                varint(0); varint(UInt64(shared)); varint(UInt64(id.count - shared)); out += id[shared...]  // collection, id
-                varint(UInt64(record.slots.count))
+                out.recordID(record.id)
+                out.varint(UInt64(record.slots.count))
                 for slot in record.slots {
-                    varint(slot.name << 2 | (slot.element == nil ? 2 : 3))  // a field or an element slot
-                    if let element = slot.element { out.append(3); signed(element) }
+                    out.varint(slot.name << 2 | (slot.element == nil ? 2 : 3))  // a field or an element slot
+                    if let element = slot.element { out.raw([3]); out.signed(element) }
                     let allHome = slot.entries.allSatisfy { $0.replica == 0 }
-                    varint(UInt64(slot.entries.count) << 1 | (allHome ? 1 : 0))
+                    out.varint(UInt64(slot.entries.count) << 1 | (allHome ? 1 : 0))
                     for entry in slot.entries {
-                        signed(Int64(bitPattern: entry.hlc &- previousHLC))
+                        out.signed(Int64(bitPattern: entry.hlc &- previousHLC))
                         previousHLC = entry.hlc
-                        if !allHome { varint(UInt64(entry.replica)) }
-                        if slot.element == nil { out.append(3); signed(entry.value) }  // an int
+                        if !allHome { out.varint(UInt64(entry.replica)) }
+                        if slot.element == nil { out.raw([3]); out.signed(entry.value) }  // an int
                     }
                 }
             }
-            return out
+            return out.bytes
         }
         func entry(_ hlc: UInt64, _ replica: ReplicaID, _ value: Int64) -> Entry {
             Entry(dot: Stamp(hlc: hlc, replica: replica), payload: .scalar(.int(value)))

@@ -34,82 +34,62 @@ import Testing
     ]
 
     static func bytes(_ records: [HandRecord], _ defects: Defects = Defects()) -> [UInt8] {
-        var out: [UInt8] = []
-        func varint(_ value: UInt64) {
-            var value = value
-            while value >= 0x80 { out.append(UInt8(value & 0x7f) | 0x80); value >>= 7 }
-            out.append(UInt8(value))
-        }
-        func signed(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
-        func id(_ replica: ReplicaID) {
-            for word in [replica.high, replica.low] { for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) } }
-        }
+        var out = HandWriter()
         var strings: [String] = []
         func string(_ text: String) {
             if let index = strings.firstIndex(of: text), !defects.stringsSpelledOut {
-                varint((UInt64(index) + defects.referenceOffset) << 1 | 1)
+                out.varint((UInt64(index) + defects.referenceOffset) << 1 | 1)
             } else {
                 strings.append(text)
-                varint(UInt64(text.utf8.count) << 1)
-                out += Array(text.utf8)
+                out.varint(UInt64(text.utf8.count) << 1)
+                out.raw(text.utf8)
             }
         }
         var previousHLC: [UInt64] = [20, 20]
         func stamp(_ entry: HandEntry) {
-            signed(Int64(bitPattern: entry.hlc &- previousHLC[entry.replica]))
+            out.signed(Int64(bitPattern: entry.hlc &- previousHLC[entry.replica]))
             previousHLC[entry.replica] = entry.hlc
         }
-        out += ObjectHeader.magic + [2, ObjectHeader.Kind.delta.rawValue]
-        id(origin)
-        varint(1)  // seq
-        varint(20)  // upTo
-        varint(2); id(origin); id(other)  // replicas
-        varint(1); varint(1); varint(5)  // dependencies: other at 5
-        varint(4); for name in ["c", "f", "g", "h"] { varint(1); out += Array(name.utf8) }
-        varint(UInt64(records.count))
-        var previousID: [UInt8] = []
+        out.deltaHeader(version: 2, origin: origin, other: other, upTo: 20, dependency: 5, names: ["c", "f", "g", "h"], records: records.count)
         var previousList: [UInt64] = []
         for (index, record) in records.enumerated() {
-            let id = Array(record.id.utf8)
-            let shared = zip(previousID, id).prefix { $0 == $1 }.count
-            previousID = id
-            varint(0); varint(UInt64(shared)); varint(UInt64(id.count - shared)); out += id[shared...]  // collection, id
+            out.recordID(record.id)
             let common = record.slots.filter(\.common)
             let list = common.map { slot -> UInt64 in
                 if case .string = slot.entries[0].value { return slot.name << 1 | 1 }
                 return slot.name << 1
             }
             if list == previousList && defects.listSpelledOut != index {
-                varint(0)
+                out.varint(0)
             } else {
-                varint(UInt64(list.count + 1))
-                for item in list { varint(item) }
+                out.varint(UInt64(list.count + 1))
+                for item in list { out.varint(item) }
             }
             previousList = list
             let others = record.slots.filter { !$0.common }
-            varint(UInt64(others.count) << 1)  // not shipped whole
+            out.varint(UInt64(others.count) << 1)  // not shipped whole
             for slot in common {
                 stamp(slot.entries[0])
                 switch slot.entries[0].value {
-                case let .int(number): signed(number)
+                case let .int(number): out.signed(number)
                 case let .string(text): string(text)
                 }
             }
             for slot in others {
-                varint(slot.name << 2 | 2)
+                out.varint(slot.name << 2 | 2)
                 let allHome = slot.entries.allSatisfy { $0.replica == 0 }
-                varint(UInt64(slot.entries.count) << 1 | (allHome ? 1 : 0))
+                out.varint(UInt64(slot.entries.count) << 1 | (allHome ? 1 : 0))
                 for entry in slot.entries {
                     stamp(entry)
-                    if !allHome { varint(UInt64(entry.replica)) }
+                    if !allHome { out.varint(UInt64(entry.replica)) }
                     switch entry.value {
-                    case let .int(number): out.append(3); signed(number)
-                    case let .string(text): out.append(5); string(text)
+                    case let .int(number): out.raw([3]); out.signed(number)
+                    case let .string(text): out.raw([5]); string(text)
                     }
                 }
             }
         }
-        return out
+        return out.bytes
     }
 
     static var delta: Delta {
