@@ -60,6 +60,7 @@ enum RecordsCodec {
         private var previousHLCs: [UInt64]
         private var strings: [ExactString: Int] = [:]
         private var previousCommon: [UInt64] = []
+        private var isCommon: [Bool] = []
 
         init(tables: Tables, home: ReplicaID?, startHLC: UInt64, version: UInt8 = 1) {
             self.tables = tables
@@ -83,13 +84,15 @@ enum RecordsCodec {
                 for slot in record.slots { write(slot, to: &writer) }
                 return
             }
+            // Which slots are common, asked once per slot (a buffer the writer reuses).
+            isCommon.removeAll(keepingCapacity: true)
             var common: [UInt64] = []
-            var others = 0
             for slot in record.slots {
                 if let kind = commonKind(slot.key, slot.entries, home: home), case let .field(name) = slot.key {
                     common.append(UInt64(tables.nameIndex[ExactString(name)]!) << 1 | kind)
+                    isCommon.append(true)
                 } else {
-                    others += 1
+                    isCommon.append(false)
                 }
             }
             if common == previousCommon {
@@ -99,19 +102,17 @@ enum RecordsCodec {
                 for item in common { writer.varint(item) }
                 previousCommon = common
             }
-            writer.varint(UInt64(others) << 1 | (record.whole ? 1 : 0))
-            if !common.isEmpty {
-                for slot in record.slots where commonKind(slot.key, slot.entries, home: home) != nil {
-                    let entry = slot.entries[0]
-                    writeStamp(entry.dot.hlc, replica: homeIndex, to: &writer)
-                    switch entry.payload {
-                    case let .scalar(.int(number)): writer.signed(number)
-                    case let .scalar(.string(text)): writeString(text, to: &writer)
-                    default: preconditionFailure("a common slot holds an integer or a string")
-                    }
+            writer.varint(UInt64(record.slots.count - common.count) << 1 | (record.whole ? 1 : 0))
+            for (index, slot) in record.slots.enumerated() where isCommon[index] {
+                let entry = slot.entries[0]
+                writeStamp(entry.dot.hlc, replica: homeIndex, to: &writer)
+                switch entry.payload {
+                case let .scalar(.int(number)): writer.signed(number)
+                case let .scalar(.string(text)): writeString(text, to: &writer)
+                default: preconditionFailure("a common slot holds an integer or a string")
                 }
             }
-            for slot in record.slots where common.isEmpty || commonKind(slot.key, slot.entries, home: home) == nil {
+            for (index, slot) in record.slots.enumerated() where !isCommon[index] {
                 write(slot, to: &writer)
             }
         }
