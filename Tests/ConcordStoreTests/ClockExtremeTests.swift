@@ -154,8 +154,8 @@ import Testing
         ])
     }
 
-    /// Rewrites a store file as the previous release wrote it: stamps as plain bit patterns,
-    /// 0 for a clean field, and no record of migration "v2".
+    /// Rewrites a store file as the first release wrote it: stamps as plain bit patterns,
+    /// 0 for a clean field, the index of dirty fields, and no record of migrations "v2" and "v3".
     static func downgradeToVersionOne(_ path: String) throws {
         let queue = try DatabaseQueue(path: path)
         func plain(_ column: String) -> String {
@@ -167,9 +167,9 @@ import Testing
             }
             try db.execute(sql: """
                 UPDATE concord_fields SET dirty = \(plain("dirty"));
-                DROP INDEX concord_fields_dirty;
+                DROP INDEX IF EXISTS concord_fields_dirty;
                 CREATE INDEX concord_fields_dirty ON concord_fields (dirty) WHERE dirty > 0;
-                DELETE FROM grdb_migrations WHERE identifier = 'v2';
+                DELETE FROM grdb_migrations WHERE identifier IN ('v2', 'v3');
                 """)
         }
         #expect(try queue.read { db in try Int64.fetchOne(db, sql: "SELECT count(*) FROM concord_fields WHERE hlc < 0") } == 1)

@@ -203,6 +203,47 @@ struct Game: StoredRecord, Equatable {
         }
     }
 
+    /// A store of schema version 2 kept its dirty fields in a partial index; version 3 finds
+    /// them through their records' liveness rows in the outbox. The migration adds such a row
+    /// where one is missing, so nothing waiting to be sealed is forgotten.
+    @Test func storeOfSchemaVersionTwoKeepsEveryUnsealedWrite() throws {
+        let path = directory.file("v2.db")
+        let first = RecordRef(collection: "notes", id: "first")
+        let second = RecordRef(collection: "notes", id: "second")
+        do {
+            let store = try Store(path: path, configuration: .init(clock: ManualClock()))
+            try store.write { tx throws(ConcordError) in
+                try tx.set(first, "title", .string("one"))
+                try tx.set(second, "title", .string("two"))
+                try tx.set(second, "body", .string("text"))
+            }
+        }
+        // As version 2 left it: the partial index, no record of "v3", and (as a change of
+        // identity could leave it) a record whose dirty fields have no row in the outbox.
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: """
+                CREATE INDEX concord_fields_dirty ON concord_fields (dirty) WHERE dirty > -9223372036854775808;
+                DELETE FROM grdb_migrations WHERE identifier = 'v3';
+                DELETE FROM concord_outbox WHERE id = 'second';
+                """)
+        }
+        let store = try Store(path: path, configuration: .init(clock: ManualClock()))
+        let index = try store.reader.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE name = 'concord_fields_dirty'")
+        }
+        #expect(index == 0)
+        #expect(try store.pendingSlots() == [
+            SlotRef(record: first, key: .liveness), SlotRef(record: first, key: .field("title")),
+            SlotRef(record: second, key: .liveness), SlotRef(record: second, key: .field("body")),
+            SlotRef(record: second, key: .field("title")),
+        ])
+        let delta = try #require(try store.seal())
+        #expect(delta.records.map(\.ref) == [first, second])
+        #expect(delta.records[1].slots.map(\.key) == [.liveness, .field("body"), .field("title")])
+        #expect(try store.pendingChangeCount() == 0)
+        #expect(try store.seal() == nil)
+    }
+
     @Test func storeReopensWithItsIdentityAndWAL() throws {
         let path = directory.file("w.db")
         let id = try Store(path: path).replicaID

@@ -13,7 +13,10 @@ import GRDB
 ///   `dirty` column instead, so the common write needs no second row). Both record the hlc
 ///   of the local write that last touched the slot (`dirty` holds hlc 0 when clean), so the
 ///   outbox can be sealed in bounded batches in write order. A row of kind 4 marks a purged record, which the
-///   next delta ships whole.
+///   next delta ships whole. A record with a dirty field always has its liveness row in the
+///   outbox, with an hlc at least its fields' `dirty`: every local write renews the
+///   record's liveness in the same transaction. The seal finds dirty fields through those
+///   rows, so no index of dirty fields is kept up to date on every write (migration "v3").
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
 /// - `concord_history`: superseded file versions, kept for the retention window.
@@ -30,7 +33,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 2
+    static let version = 3
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -88,6 +91,9 @@ enum Schema {
         migrator.registerMigration("v2") { db in
             try migrateToOrderedStamps(db)
         }
+        migrator.registerMigration("v3") { db in
+            try migrateToOutboxIndexedDirtyFields(db)
+        }
         return migrator
     }
 }
@@ -119,5 +125,20 @@ extension Schema {
                 DROP TABLE temp.concord_migrating;
                 """)
         }
+    }
+
+    /// Migration "v3": drops the partial index of dirty fields, which every field write had
+    /// to keep up to date, and gives every record with a dirty field a liveness row in the
+    /// outbox at least as late as its fields' marks, which the seal now finds them through.
+    /// (Local writes always renewed the record's liveness, but a change of identity re-marked
+    /// fields alone, so a row is added wherever one might be missing.)
+    fileprivate static func migrateToOutboxIndexedDirtyFields(_ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO concord_outbox (collection, id, kind, field, element, hlc)
+                SELECT collection, id, \(Rows.slotLiveness), '', x'', max(dirty) FROM concord_fields
+                    WHERE dirty > \(Rows.cleanSQL) GROUP BY collection, id
+                ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc);
+            DROP INDEX concord_fields_dirty;
+            """)
     }
 }

@@ -76,22 +76,30 @@ enum SlotIO {
         return ConcordCore.Record(slots: slots)
     }
 
-    /// The record's liveness entries, whether it has any slot at all, and whether it has set
-    /// elements: what every first write to a record in a transaction needs to know, in one
-    /// query.
+    /// A record's liveness dots, whether it has any row at all, and whether it has set
+    /// elements: the first write of a record in a transaction asks this. `statement` is
+    /// ``livenessAndExistenceSQL`` prepared on the writer's connection, stepped through
+    /// SQLite's C API (a read: GRDB has nothing to observe).
     static func livenessAndExistence(
-        _ db: Database, _ ref: RecordRef, prepared: Statement? = nil
+        _ statement: Statement, _ ref: RecordRef
     ) throws -> (liveness: [Entry], exists: Bool, hasElements: Bool) {
-        let rows = try Row.fetchCursor(prepared ?? db.cachedStatement(sql: livenessAndExistenceSQL), arguments: [ref.collection, ref.id])
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        defer { sqlite3_reset(handle) }
+        BoundStatement.Binder(handle: handle).bind(ref)
+        let columns = Columns(handle)
         var liveness: [Entry] = []
         var exists = false
         var hasElements = false
-        while let row = try rows.next() {
-            if row.hasNull(atIndex: 0) {
-                exists = true
-                hasElements = row[2] as Bool
-            } else {
-                liveness.append(Entry(dot: try Rows.stamp(row, hlc: 0, replica: 1), payload: .marker))
+        while true {
+            let code = sqlite3_step(handle)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else { throw DatabaseError(code: code, on: sqlite3_db_handle(handle), sql: livenessAndExistenceSQL) }
+            exists = true
+            switch columns.int64(0) {
+            case Rows.slotLiveness: liveness.append(Entry(dot: try columns.stamp(hlc: 1, replica: 2), payload: .marker))
+            case -2: hasElements = true
+            default: break  // a tombstone, or the record's fields
             }
         }
         liveness.sort { $0.dot < $1.dot }
@@ -141,6 +149,8 @@ enum SlotIO {
                 if dirty > 0 { try markOutbox(db, ref, kind: Rows.slotField, field: name, element: Data(), hlc: dirty) }
                 return
             }
+            // The seal finds dirty fields through their record's liveness row in the outbox.
+            if dirty > 0 { try markOutbox(db, ref, kind: Rows.slotLiveness, field: "", element: Data(), hlc: dirty) }
             let columns = Rows.columns(winner.payload)
             try db.cachedStatement(sql: """
                 INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
@@ -166,15 +176,15 @@ enum SlotIO {
         }
     }
 
-    /// The query of ``livenessAndExistence(_:_:prepared:)``: liveness rows, then, if the
-    /// record has any row at all, one row of two NULLs and whether it has set elements.
+    /// The query of ``livenessAndExistence(_:_:)``: the record's dots (liveness and
+    /// tombstones: one range of one index), then a row of kind -1 if it has fields and one of
+    /// kind -2 if it has set elements. Three descents, whether the record is new or not.
     static let livenessAndExistenceSQL = """
-        SELECT hlc, replica, NULL FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0
+        SELECT kind, hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2
         UNION ALL
-        SELECT NULL, NULL, EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
-        WHERE EXISTS (SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2)
-            OR EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
-            OR EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
+        SELECT -1, NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2)
+        UNION ALL
+        SELECT -2, NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
         """
     static let insertDotSQL = "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)"
     static let markOutboxSQL = """
@@ -201,8 +211,10 @@ enum SlotIO {
     static func outbox(_ db: Database, upTo: UInt64 = .max) throws -> [RecordRef: Set<SlotKey>] {
         var slots: [RecordRef: Set<SlotKey>] = [:]
         let limit = Rows.hlc(upTo)
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, field FROM concord_fields WHERE dirty > \(Rows.cleanSQL) AND dirty <= ?"),
-                                    arguments: [limit]) {
+        for row in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT f.collection, f.id, f.field FROM concord_outbox o JOIN concord_fields f ON f.collection = o.collection AND f.id = o.id
+                WHERE o.kind = \(Rows.slotLiveness) AND f.dirty > \(Rows.cleanSQL) AND f.dirty <= ?
+            """), arguments: [limit]) {
             slots[RecordRef(collection: row["collection"], id: row["id"]), default: []].insert(.field(row["field"]))
         }
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, kind, field, element FROM concord_outbox WHERE hlc <= ?"),
@@ -225,11 +237,10 @@ enum SlotIO {
         return slots
     }
 
-    /// Whether nothing waits to be sealed: one indexed probe per table.
+    /// Whether nothing waits to be sealed: a record with a dirty field has its liveness in
+    /// the outbox, so one probe of the outbox says.
     static func outboxIsEmpty(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: """
-            SELECT NOT EXISTS (SELECT 1 FROM concord_fields WHERE dirty > \(Rows.cleanSQL)) AND NOT EXISTS (SELECT 1 FROM concord_outbox)
-            """)) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT NOT EXISTS (SELECT 1 FROM concord_outbox)")) ?? false
     }
 
     /// The records purged since the last seal (up to `upTo`): the next delta ships them whole.

@@ -51,7 +51,11 @@ extension Store {
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
             let cut = Rows.hlc(upTo)
-            try db.execute(sql: "UPDATE concord_fields SET dirty = \(Rows.cleanSQL) WHERE dirty > \(Rows.cleanSQL) AND dirty <= ?", arguments: [cut])
+            try db.execute(sql: """
+                UPDATE concord_fields SET dirty = \(Rows.cleanSQL) FROM concord_outbox o
+                    WHERE o.kind = \(Rows.slotLiveness) AND concord_fields.collection = o.collection AND concord_fields.id = o.id
+                        AND concord_fields.dirty > \(Rows.cleanSQL) AND concord_fields.dirty <= ?
+                """, arguments: [cut])
             try db.execute(sql: "DELETE FROM concord_outbox WHERE hlc <= ?", arguments: [cut])
             try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
             try setMeta(db, "sealed_seq", seq)
@@ -65,7 +69,8 @@ extension Store {
     private func outboxCut(_ db: Database, maxSlots: Int) throws -> UInt64? {
         let rows = try Row.fetchAll(db, sql: """
             SELECT hlc, sum(n) OVER (ORDER BY hlc) AS running FROM (
-                SELECT dirty AS hlc, count(*) AS n FROM concord_fields WHERE dirty > \(Rows.cleanSQL) GROUP BY dirty
+                SELECT f.dirty AS hlc, count(*) AS n FROM concord_outbox o JOIN concord_fields f ON f.collection = o.collection AND f.id = o.id
+                    WHERE o.kind = \(Rows.slotLiveness) AND f.dirty > \(Rows.cleanSQL) GROUP BY f.dirty
                 UNION ALL
                 SELECT hlc, count(*) FROM concord_outbox GROUP BY hlc)
             ORDER BY hlc

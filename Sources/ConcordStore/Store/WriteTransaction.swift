@@ -280,7 +280,8 @@ public final class WriteTransaction {
             return dot
         }
         try flushRegisters()
-        let (liveness, exists, hasElements) = try SlotIO.livenessAndExistence(db, ref, prepared: livenessQuery)
+        guard let livenessQuery else { throw ConcordError(.storage, "could not prepare the query of a record's liveness") }
+        let (liveness, exists, hasElements) = try SlotIO.livenessAndExistence(livenessQuery, ref)
         begun.insert(ref)
         lastBegun = ref
         if !exists {
