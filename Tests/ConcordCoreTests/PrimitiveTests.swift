@@ -92,6 +92,30 @@ import Testing
     static let composed = "caf\u{e9}"  // é as one scalar
     static let decomposed = "cafe\u{301}"  // e + combining acute accent
 
+    /// Names, ids and string values order by their UTF-8 bytes, compared eight at a time:
+    /// the same order, equality and NUL check as comparing them byte by byte, for strings
+    /// short and long (inline and on the heap), sharing prefixes of every length, with
+    /// multi-byte characters, canonically equivalent spellings and NUL bytes.
+    @Test func bytewiseOrderIsTheOrderOfTheBytes() {
+        let pieces = ["a", "b", "é", "e\u{301}", "\u{0}", "\u{7f}", "\u{ff}", "😀", "zz", "items", "0123456789"]
+        var random = SeededGenerator(seed: 7)
+        func text(_ count: Int) -> String {
+            (0..<count).map { _ in pieces[Int.random(in: 0..<pieces.count, using: &random)] }.joined()
+        }
+        for _ in 0..<5_000 {
+            let a = text(Int.random(in: 0...8, using: &random))
+            let shared = String(decoding: a.utf8.prefix(Int.random(in: 0...a.utf8.count, using: &random)), as: UTF8.self)
+            let b = Bool.random(using: &random) ? a : shared + text(Int.random(in: 0...4, using: &random))
+            let (x, y) = (Array(a.utf8), Array(b.utf8))
+            let expected = x == y ? 0 : x.lexicographicallyPrecedes(y) ? -1 : 1
+            #expect(Bytewise.compare(a, b).signum() == expected, "\(x) against \(y)")
+            #expect(Bytewise.compare(b, a).signum() == -expected)
+            #expect(Bytewise.equal(a, b) == (x == y))
+            #expect(Bytewise.less(a, b) == (expected < 0))
+            #expect(Bytewise.containsNUL(a) == x.contains(0))
+        }
+    }
+
     @Test func canonicallyEquivalentSpellingsStayDistinct() throws {
         #expect(Self.composed == Self.decomposed)  // Swift's String equality…
         #expect(RecordRef(collection: "c", id: Self.composed) != RecordRef(collection: "c", id: Self.decomposed))  // …is not ours.

@@ -6,9 +6,12 @@
 /// disagree about which of two equivalent spellings a merged key kept, and dumps stay
 /// byte-identical.
 package enum Bytewise {
+    /// Strings with the same bytes are canonically equivalent too, so Swift's `==` rules
+    /// out most unequal pairs first, and cheaply: two short ASCII strings compare as two
+    /// words. Only canonically equivalent strings have their bytes compared.
     @inlinable
     package static func equal(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.count == rhs.utf8.count && compare(lhs, rhs) == 0
+        lhs.utf8.count == rhs.utf8.count && lhs == rhs && compare(lhs, rhs) == 0
     }
 
     @inlinable
@@ -32,13 +35,36 @@ package enum Bytewise {
         var lhs = lhs
         var rhs = rhs
         return lhs.withUTF8 { left in
-            rhs.withUTF8 { right in
-                for index in 0..<min(left.count, right.count) where left[index] != right[index] {
-                    return left[index] < right[index] ? -1 : 1
-                }
-                return left.count - right.count
-            }
+            rhs.withUTF8 { right in compare(UnsafeRawBufferPointer(left), UnsafeRawBufferPointer(right)) }
         }
+    }
+
+    /// The same order over two byte buffers, eight bytes at a time: a word read in big-endian
+    /// order compares as its bytes do one by one.
+    @inlinable
+    package static func compare(_ left: UnsafeRawBufferPointer, _ right: UnsafeRawBufferPointer) -> Int {
+        let common = min(left.count, right.count)
+        var index = 0
+        while index + 8 <= common {
+            let a = UInt64(bigEndian: left.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let b = UInt64(bigEndian: right.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            if a != b { return a < b ? -1 : 1 }
+            index += 8
+        }
+        while index < common {
+            let a = left[index]
+            let b = right[index]
+            if a != b { return a < b ? -1 : 1 }
+            index += 1
+        }
+        return left.count - right.count
+    }
+
+    /// Whether `value` holds a NUL byte, which SQLite's text ends at.
+    @inlinable
+    package static func containsNUL(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { $0.contains(0) }
     }
 }
 

@@ -39,7 +39,7 @@ enum Rows {
                 return (kindDouble, number.isNaN ? Data(withUnsafeBytes(of: number.bitPattern.bigEndian, Array.init)).databaseValue : number.databaseValue, .null, .null)
             // SQLite binds and reads text up to its first NUL: a string holding one is kept
             // as its UTF-8 bytes instead, so it round-trips byte for byte.
-            case let .string(text): return (kindString, text.utf8.contains(0) ? Data(text.utf8).databaseValue : text.databaseValue, .null, .null)
+            case let .string(text): return (kindString, Bytewise.containsNUL(text) ? Data(text.utf8).databaseValue : text.databaseValue, .null, .null)
             case let .bytes(data): return (kindBytes, Data(data).databaseValue, .null, .null)
             }
         }

@@ -42,6 +42,11 @@ public final class WriteTransaction {
     /// costs SQLite a third less than one statement per field.
     private var pendingRef: RecordRef?
     private var pendingRegisters: [(name: String, payload: Payload)] = []
+    /// The record whose next scalar writes take the short way in ``set(_:_:_:)``, known by
+    /// one comparison: a `set` wrote it last and left it begun in this transaction, without
+    /// set elements, owning the register buffer and last noted as changed. Every other
+    /// change clears it first (``run(_:)``), as does reading what changed.
+    private var shortcut: RecordRef?
     /// The first error of a change that failed to be stored: it fails the whole transaction
     /// (every later call, and ``Store/write(_:)``), even if the caller caught it. The change
     /// may have been half written, or, buffered, run by a later call than the one that made
@@ -59,11 +64,12 @@ public final class WriteTransaction {
         WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
         """)
 
-    /// The statements of a record's first write in a transaction, prepared once per
-    /// transaction (looking them up in GRDB's cache hashes their SQL every time).
-    private lazy var livenessQuery: Statement? = try? db.makeStatement(sql: SlotIO.livenessAndExistenceSQL)
-    private lazy var newRecordDot: BoundStatement? = (try? db.makeStatement(sql: SlotIO.insertDotSQL)).map(BoundStatement.init)
-    private lazy var newRecordOutbox: BoundStatement? = (try? db.makeStatement(sql: SlotIO.markOutboxSQL)).map(BoundStatement.init)
+    /// The statements of a record's first write in a transaction, taken from the
+    /// connection's statement cache once per transaction (looking them up there hashes
+    /// their SQL every time).
+    private lazy var livenessQuery: Statement? = try? db.cachedStatement(sql: SlotIO.livenessAndExistenceSQL)
+    private lazy var newRecordDot: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.insertDotSQL)
+    private lazy var newRecordOutbox: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.markOutboxSQL)
 
     init(db: Database, store: Store) {
         self.db = db
@@ -94,11 +100,22 @@ public final class WriteTransaction {
 
     /// Sets one scalar field.
     public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
+        if let shortcut, shortcut == ref, pendingRegisters.count < BatchedUpsert.limit {
+            // A further field of the record written last: its liveness is renewed, it has no
+            // set elements to clear, and the write joins the record's buffered upsert.
+            try Self.checkName(field, "field name")
+            if !pendingRegisters.contains(where: { Bytewise.equal($0.name, field) }) {
+                pendingRegisters.append((field, .scalar(value)))
+                lastChanged!.names.append(field)
+                return
+            }
+        }
         try Self.checkNames(ref, CollectionOfOne(field))
         try run {
             let dot = try beginWrite(ref)
             try apply(.scalar(value), to: field, of: ref, dot: dot)
         }
+        if pendingRef == ref, hasNoElements(ref), lastChanged?.ref == ref { shortcut = ref }
     }
 
     /// Sets one file field to content already in the blob directory (rule 6).
@@ -223,7 +240,7 @@ public final class WriteTransaction {
     }
 
     private static func checkName(_ name: String, _ what: String) throws(ConcordError) {
-        guard name.utf8.contains(0) else { return }
+        guard Bytewise.containsNUL(name) else { return }
         throw ConcordError(.invalidOperation, "the \(what) \(name.debugDescription) contains a NUL byte, which names cannot hold; nothing was written — use another \(what)")
     }
 
@@ -253,6 +270,7 @@ public final class WriteTransaction {
     }
 
     private func mergeLastChanged() {
+        shortcut = nil
         guard let last = lastChanged else { return }
         changedRecords.note(last.names, of: last.ref)
         lastChanged = nil
@@ -262,6 +280,7 @@ public final class WriteTransaction {
     /// (names, a file's presence) come before it; whatever fails in here fails the
     /// transaction (`failure`).
     private func run<T>(_ body: () throws -> T) throws(ConcordError) -> T {
+        shortcut = nil
         if let failure { throw failure }
         do {
             return try body()
