@@ -35,8 +35,9 @@ public final class WriteTransaction {
         mergeLastChanged()
         return changedRecords
     }
-    /// This replica's id as stored (its stamp's replica column).
-    private lazy var ownReplica = Rows.replicaBlob(store.replicaID)
+    /// This replica's id, and as stored (its stamp's replica column).
+    private lazy var ownID = store.replicaID
+    private lazy var ownReplica = Rows.replicaBlob(ownID)
     /// Register writes of one record (`pendingRef`) not yet run: the common write is
     /// buffered and run as one multi-row upsert per record (``flushRegisters()``), which
     /// costs SQLite a third less than one statement per field.
@@ -68,8 +69,11 @@ public final class WriteTransaction {
     /// connection's statement cache once per transaction (looking them up there hashes
     /// their SQL every time).
     private lazy var livenessQuery: Statement? = try? db.cachedStatement(sql: SlotIO.livenessAndExistenceSQL)
-    private lazy var newRecordDot: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.insertDotSQL)
-    private lazy var newRecordOutbox: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.markOutboxSQL)
+    private lazy var livenessDot: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.insertDotSQL)
+    private lazy var livenessOutbox: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.markOutboxSQL)
+    private lazy var ownDotsRemoval: BoundStatement? = try? BoundStatement.cached(db, sql: """
+        DELETE FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = \(Rows.slotLiveness) AND replica = ?3
+        """)
 
     init(db: Database, store: Store) {
         self.db = db
@@ -306,29 +310,45 @@ public final class WriteTransaction {
         if !exists {
             // A new record: nothing to clear, and its liveness is just this write's dot.
             withoutElements.insert(ref)
-            guard let newRecordDot, let newRecordOutbox else { throw ConcordError(.storage, "could not prepare the new record's statements") }
-            let hlc = Rows.hlc(dot.hlc)
-            try newRecordDot.execute { binder in
-                binder.bind(ref)
-                binder.bind(Rows.slotLiveness, at: 3)
-                binder.bind(hlc, at: 4)
-                binder.bind(ownReplica, at: 5)
-            }
-            try newRecordOutbox.execute { binder in
-                binder.bind(ref)
-                binder.bind(Rows.slotLiveness, at: 3)
-                binder.bind("", at: 4)
-                binder.bind(Data(), at: 5)
-                binder.bind(hlc, at: 6)
-            }
-            noteChanged(ref, [])
+            try renewLiveness(ref, dot, removingOwn: false)
             return dot
         }
         if liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
         // Without elements: it had none, or it was not visible and was cleared above.
         if liveness.isEmpty || !hasElements { withoutElements.insert(ref) }
-        try replace(ref, .liveness, with: liveness.filter { $0.dot.replica != store.replicaID } + [Entry(dot: dot, payload: .marker)])
+        try renewLiveness(ref, dot, removingOwn: liveness.contains { $0.dot.replica == ownID })
         return dot
+    }
+
+    /// Replaces the record's liveness as `replace(ref, .liveness, …)` would with the other
+    /// replicas' dots and this write's (rule 5), through statements bound once per
+    /// transaction: this replica's earlier dots go (`removingOwn`: there are some), the
+    /// others stay, this write's dot is added and the slot is marked in the outbox.
+    private func renewLiveness(_ ref: RecordRef, _ dot: Stamp, removingOwn: Bool) throws {
+        guard let livenessDot, let livenessOutbox, let ownDotsRemoval else {
+            throw ConcordError(.storage, "could not prepare the statements of a record's liveness")
+        }
+        if removingOwn {
+            try ownDotsRemoval.execute { binder in
+                binder.bind(ref)
+                binder.bind(ownReplica, at: 3)
+            }
+        }
+        let hlc = Rows.hlc(dot.hlc)
+        try livenessDot.execute { binder in
+            binder.bind(ref)
+            binder.bind(Rows.slotLiveness, at: 3)
+            binder.bind(hlc, at: 4)
+            binder.bind(ownReplica, at: 5)
+        }
+        try livenessOutbox.execute { binder in
+            binder.bind(ref)
+            binder.bind(Rows.slotLiveness, at: 3)
+            binder.bind("", at: 4)
+            binder.bind(Data(), at: 5)
+            binder.bind(hlc, at: 6)
+        }
+        noteChanged(ref, [])
     }
 
     private func apply(_ write: FieldWrite, to name: String, of ref: RecordRef, dot: Stamp) throws {
