@@ -6,12 +6,24 @@
 /// disagree about which of two equivalent spellings a merged key kept, and dumps stay
 /// byte-identical.
 package enum Bytewise {
-    /// Strings with the same bytes are canonically equivalent too, so Swift's `==` rules
-    /// out most unequal pairs first, and cheaply: two short ASCII strings compare as two
-    /// words. Only canonically equivalent strings have their bytes compared.
+    /// Two values of one string (a record's id passed to every write of its fields) are
+    /// equal at once. Otherwise Swift's `==` rules out most unequal pairs first, and cheaply
+    /// (strings with the same bytes are canonically equivalent too; two short ASCII strings
+    /// compare as two words), and only canonically equivalent strings have their bytes
+    /// compared.
     @inlinable
     package static func equal(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.count == rhs.utf8.count && lhs == rhs && compare(lhs, rhs) == 0
+        sameRepresentation(lhs, rhs) || (lhs.utf8.count == rhs.utf8.count && lhs == rhs && compare(lhs, rhs) == 0)
+    }
+
+    /// Whether two strings are represented by the same two words: the same bytes held inline
+    /// (a string of up to 15 bytes is its bytes), or the same storage. Either way their
+    /// bytes are the same; Swift's own `==` begins with this test. Where a string is not two
+    /// words this answers false, and the bytes are compared.
+    @inlinable
+    package static func sameRepresentation(_ lhs: String, _ rhs: String) -> Bool {
+        guard MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size else { return false }
+        return unsafeBitCast(lhs, to: (UInt64, UInt64).self) == unsafeBitCast(rhs, to: (UInt64, UInt64).self)
     }
 
     @inlinable

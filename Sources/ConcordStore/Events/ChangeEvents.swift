@@ -32,7 +32,7 @@ extension Store {
     /// field names are built only then.
     func publishChanges(_ changes: ChangedFields, origin: ChangeEvent.Origin) {
         guard events.hasSubscribers else { return }
-        publishChanges(changes.names.map { ChangeEvent(ref: $0.key, fields: Set($0.value), origin: origin) })
+        publishChanges(changes.names.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: origin) })
     }
 
     /// Every change to this store from now on — local writes and applied remote deltas
@@ -45,26 +45,46 @@ extension Store {
     }
 }
 
-/// The fields one transaction changed, per record, for its change events. Names are
-/// appended as they change, repeats and all (appending costs less than hashing each into a
-/// set), and made into sets only when the events are published to a subscriber.
+/// The fields one transaction changed, per record, for its change events. Records are
+/// listed as they are noted and names appended as they change, repeats and all (appending
+/// costs less than hashing each record and name), and made into one set per record only
+/// when the events are published to a subscriber.
 struct ChangedFields {
-    private(set) var names: [RecordRef: [String]] = [:]
+    /// The records noted, each with the names noted for it; a record noted again after
+    /// another is listed again.
+    private var notes: [(ref: RecordRef, names: [String])] = []
 
     init() {}
 
     init(_ sets: [RecordRef: Set<String>]) {
-        names = sets.mapValues(Array.init)
+        notes = sets.map { ($0.key, Array($0.value)) }
     }
 
     /// Notes that `changed` fields of `ref` changed; none: the record itself (its liveness
     /// or tombstones).
     mutating func note(_ changed: some Collection<String>, of ref: RecordRef) {
-        if let index = names.index(forKey: ref) {
-            names.values[index].append(contentsOf: changed)
+        if let last = notes.indices.last, notes[last].ref == ref {
+            notes[last].names.append(contentsOf: changed)
         } else {
-            names[ref] = Array(changed)
+            notes.append((ref, Array(changed)))
         }
+    }
+
+    /// Whether `ref` is the record noted last.
+    func isLast(_ ref: RecordRef) -> Bool {
+        notes.last?.ref == ref
+    }
+
+    /// Notes that field `name` of the record noted last changed.
+    mutating func noteOfLast(_ name: String) {
+        notes[notes.count - 1].names.append(name)
+    }
+
+    /// Every record noted, with the set of its changed fields.
+    var names: [RecordRef: Set<String>] {
+        var sets: [RecordRef: Set<String>] = [:]
+        for note in notes { sets[note.ref, default: []].formUnion(note.names) }
+        return sets
     }
 }
 

@@ -73,7 +73,7 @@ struct BoundStatement {
 
         func bind(_ text: String, at index: Int32) {
             var text = text
-            _ = text.withUTF8 { bytes in
+            text.withUTF8 { bytes in
                 if let base = bytes.baseAddress, !bytes.isEmpty {
                     if let arena {
                         let copy = arena.copy(UnsafeRawBufferPointer(bytes))

@@ -14,27 +14,16 @@ public final class WriteTransaction {
     let store: Store
     let now: UInt64
     private var stamp: Stamp?
-    /// Records whose liveness this transaction already set to its stamp.
-    private var begun: Set<RecordRef> = [] { didSet { lastBegun = nil } }
-    /// The record last found in `begun`: a transaction writes a record's fields one after
-    /// another, and this spares hashing its collection and id for each.
-    private var lastBegun: RecordRef?
-    /// Records that have no set elements: none when this transaction first wrote them (new
-    /// records among them), and none added since. A scalar write to one has no elements of
+    /// Records whose liveness this transaction already set to its stamp, each with whether
+    /// it has no set elements: none when this transaction first wrote it (a new record
+    /// among them), and none added since. A scalar write to one without has no elements of
     /// its name to clear.
-    private var withoutElements: Set<RecordRef> = [] { didSet { lastWithoutElements = nil } }
-    /// Whether the record last asked about is in `withoutElements` (see `lastBegun`).
-    private var lastWithoutElements: (ref: RecordRef, answer: Bool)?
-    /// What changed, for change events: the record written last, with the names it wrote,
-    /// is merged into `changedRecords` when another record is written or the changes are read.
-    private var changedRecords = ChangedFields()
-    private var lastChanged: (ref: RecordRef, names: [String])?
-
+    private var begun: [RecordRef: Bool] = [:] { didSet { lastBegun = nil } }
+    /// The record last found in `begun`, with its answer: a transaction writes a record's
+    /// fields one after another, and this spares hashing its collection and id for each.
+    private var lastBegun: (ref: RecordRef, withoutElements: Bool)?
     /// What changed, for change events: every record written, with the fields written.
-    var changed: ChangedFields {
-        mergeLastChanged()
-        return changedRecords
-    }
+    private(set) var changed = ChangedFields()
     /// This replica's id, and as stored (its stamp's replica column).
     private lazy var ownID = store.replicaID
     private lazy var ownReplica = Rows.replicaBlob(ownID)
@@ -110,7 +99,7 @@ public final class WriteTransaction {
             try Self.checkName(field, "field name")
             if !pendingRegisters.contains(where: { Bytewise.equal($0.name, field) }) {
                 pendingRegisters.append((field, .scalar(value)))
-                lastChanged!.names.append(field)
+                changed.noteOfLast(field)
                 return
             }
         }
@@ -119,7 +108,7 @@ public final class WriteTransaction {
             let dot = try beginWrite(ref)
             try apply(.scalar(value), to: field, of: ref, dot: dot)
         }
-        if pendingRef == ref, hasNoElements(ref), lastChanged?.ref == ref { shortcut = ref }
+        if pendingRef == ref, hasNoElements(ref), changed.isLast(ref) { shortcut = ref }
     }
 
     /// Sets one file field to content already in the blob directory (rule 6).
@@ -181,7 +170,7 @@ public final class WriteTransaction {
             let dot = try beginWrite(ref)
             try clearRegister(field, of: ref)
             try replace(ref, .element(field, element), with: [Entry(dot: dot, payload: .marker)])
-            withoutElements.remove(ref)
+            begun[ref] = false
         }
     }
 
@@ -202,8 +191,7 @@ public final class WriteTransaction {
             let dot = try dot()
             try clearRecord(ref, keepingLiveness: false)
             try replace(ref, .liveness, with: [Entry(dot: dot, payload: .marker)])
-            begun.insert(ref)
-            withoutElements.insert(ref)
+            begun[ref] = true
             for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
                 try apply(fields[name]!, to: name, of: ref, dot: dot)
             }
@@ -219,8 +207,7 @@ public final class WriteTransaction {
             let dot = try dot()
             try replace(ref, .liveness, with: [])
             try replace(ref, .tombstones, with: [Entry(dot: dot, payload: .marker)])
-            begun.remove(ref)
-            withoutElements.remove(ref)
+            begun[ref] = nil
         }
     }
 
@@ -248,11 +235,11 @@ public final class WriteTransaction {
         throw ConcordError(.invalidOperation, "the \(what) \(name.debugDescription) contains a NUL byte, which names cannot hold; nothing was written — use another \(what)")
     }
 
-    /// Whether `ref` is in `withoutElements`.
+    /// Whether `ref` is begun and has no set elements.
     private func hasNoElements(_ ref: RecordRef) -> Bool {
-        if let lastWithoutElements, lastWithoutElements.ref == ref { return lastWithoutElements.answer }
-        let answer = withoutElements.contains(ref)
-        lastWithoutElements = (ref, answer)
+        if let lastBegun, lastBegun.ref == ref { return lastBegun.withoutElements }
+        guard let answer = begun[ref] else { return false }
+        lastBegun = (ref, answer)
         return answer
     }
 
@@ -264,20 +251,8 @@ public final class WriteTransaction {
 
     /// Notes that `names` of `ref` changed (no names: the record itself, its liveness or
     /// tombstones).
-    private func noteChanged(_ ref: RecordRef, _ names: some Sequence<String>) {
-        if lastChanged?.ref == ref {
-            lastChanged!.names.append(contentsOf: names)
-            return
-        }
-        mergeLastChanged()
-        lastChanged = (ref, Array(names))
-    }
-
-    private func mergeLastChanged() {
-        shortcut = nil
-        guard let last = lastChanged else { return }
-        changedRecords.note(last.names, of: last.ref)
-        lastChanged = nil
+    private func noteChanged(_ ref: RecordRef, _ names: some Collection<String>) {
+        changed.note(names, of: ref)
     }
 
     /// Runs one change's reads and writes. Checks that can fail before anything is written
@@ -297,25 +272,25 @@ public final class WriteTransaction {
 
     private func beginWrite(_ ref: RecordRef) throws -> Stamp {
         let dot = try dot()
-        if lastBegun == ref { return dot }
-        if begun.contains(ref) {
-            lastBegun = ref
+        if let lastBegun, lastBegun.ref == ref { return dot }
+        if let answer = begun[ref] {
+            lastBegun = (ref, answer)
             return dot
         }
         try flushRegisters()
         guard let livenessQuery else { throw ConcordError(.storage, "could not prepare the query of a record's liveness") }
         let (liveness, exists, hasElements) = try SlotIO.livenessAndExistence(livenessQuery, ref)
-        begun.insert(ref)
-        lastBegun = ref
+        // Without elements: a new record, one that had none, or one that was not visible
+        // and is cleared below.
+        let withoutElements = !exists || liveness.isEmpty || !hasElements
+        begun[ref] = withoutElements
+        lastBegun = (ref, withoutElements)
         if !exists {
             // A new record: nothing to clear, and its liveness is just this write's dot.
-            withoutElements.insert(ref)
             try renewLiveness(ref, dot, removingOwn: false)
             return dot
         }
         if liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
-        // Without elements: it had none, or it was not visible and was cleared above.
-        if liveness.isEmpty || !hasElements { withoutElements.insert(ref) }
         try renewLiveness(ref, dot, removingOwn: liveness.contains { $0.dot.replica == ownID })
         return dot
     }
@@ -365,7 +340,7 @@ public final class WriteTransaction {
             for element in Set(elements) {
                 try replace(ref, .element(name, element), with: [Entry(dot: dot, payload: .marker)])
             }
-            withoutElements.remove(ref)
+            begun[ref] = false
         }
     }
 
