@@ -312,6 +312,33 @@ struct Game: StoredRecord, Equatable {
     }
 }
 
+extension ObservationTests {
+    /// A record's liveness dots are written through statements bound by the store
+    /// (`renewLiveness`): an app observing the records (the `concord_records` view over
+    /// `concord_dots`) sees a new record appear, its liveness renewed by a later write, and
+    /// its deletion.
+    @Test(.timeLimit(.minutes(1)))
+    func appsObserveRecordsAppearAndGoWithGRDB() async throws {
+        let directory = TemporaryDirectory("observe-records")
+        let store = try Store(path: directory.file("o.db"))
+        let records = ValueObservation.tracking { db in
+            try Row.fetchAll(db, sql: "SELECT id, hlc FROM concord_dots WHERE kind = 0 ORDER BY id")
+                .map { "\($0["id"] as String)@\($0["hlc"] as Int64)" }
+        }
+        var iterator = records.removeDuplicates().values(in: store.reader).makeAsyncIterator()
+        #expect(try await iterator.next() == [])
+        let ref = RecordRef(collection: "c", id: "x")
+        try store.set(ref, "title", .string("Zelda"))
+        let created = try #require(try await iterator.next())
+        #expect(created.count == 1 && created[0].hasPrefix("x@"), "\(created)")
+        try store.set(ref, "title", .string("Link"))
+        let renewed = try #require(try await iterator.next())
+        #expect(renewed.count == 1 && renewed != created, "\(renewed) after \(created)")
+        try store.delete(ref)
+        #expect(try await iterator.next() == [])
+    }
+}
+
 @Suite struct BoundedSealTests {
     @Test func largeBacklogsSealInBoundedBatchesThatApplyToTheSameState() throws {
         let directory = TemporaryDirectory("bounded")
