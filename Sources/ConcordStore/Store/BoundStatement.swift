@@ -135,9 +135,9 @@ struct BoundStatement {
 }
 
 /// An upsert into `concord_fields` of up to ``limit`` rows in one statement, prepared once
-/// per row count and connection. SQLite runs one statement of ten rows in about two thirds of the time of
-/// ten statements of one row (Benchmarks/README.md, "What the schema costs"), and GRDB's
-/// work per executed statement is paid once.
+/// per row count and connection. SQLite runs one statement of ten rows in about two thirds
+/// of the time of ten statements of one row (Benchmarks/README.md, "What the schema
+/// costs"), and GRDB's work per executed statement is paid once.
 ///
 /// The leading parameters are shared by every row (the record, and whatever else the
 /// caller puts there); each row then has `parametersPerRow` of its own, from

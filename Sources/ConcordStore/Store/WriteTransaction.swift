@@ -35,7 +35,7 @@ public final class WriteTransaction {
     /// The record whose next scalar writes take the short way in ``set(_:_:_:)``, known by
     /// one comparison: a `set` wrote it last and left it begun in this transaction, without
     /// set elements, owning the register buffer and last noted as changed. Every other
-    /// change clears it first (``run(_:)``), as does reading what changed.
+    /// change clears it first (``run(_:)``).
     private var shortcut: RecordRef?
     /// The first error of a change that failed to be stored: it fails the whole transaction
     /// (every later call, and ``Store/write(_:)``), even if the caller caught it. The change
