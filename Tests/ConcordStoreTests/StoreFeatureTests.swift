@@ -281,15 +281,22 @@ struct Game: StoredRecord, Equatable {
 }
 
 @Suite struct ObservationTests {
+    let directory = TemporaryDirectory("observe")
+
+    /// A new store, and what `fetch` reads from it each time that changes, as an app
+    /// observing it with GRDB sees it.
+    func observe<T: Equatable & Sendable>(
+        _ fetch: @escaping @Sendable (Database) throws -> T
+    ) throws -> (store: Store, values: AsyncValueObservation<T>.Iterator) {
+        let store = try Store(path: directory.file("o.db"))
+        return (store, ValueObservation.tracking(fetch).removeDuplicates().values(in: store.reader).makeAsyncIterator())
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func appsObserveCurrentValuesWithGRDB() async throws {
-        let directory = TemporaryDirectory("observe")
-        let store = try Store(path: directory.file("o.db"))
-        let titles = ValueObservation.tracking { db in
+        var (store, iterator) = try observe { db in
             try String.fetchAll(db, sql: "SELECT value FROM concord_fields WHERE field = 'title' ORDER BY id")
         }
-        let values = titles.removeDuplicates().values(in: store.reader)
-        var iterator = values.makeAsyncIterator()
         #expect(try await iterator.next() == [])
         try store.set(RecordRef(collection: "c", id: "x"), "title", .string("Zelda"))
         let next = try await iterator.next()
@@ -310,22 +317,17 @@ struct Game: StoredRecord, Equatable {
         if seen == ["Link", "Mario"] { seen = try await iterator.next() }
         #expect(seen == ["Link", "Luigi"], "\(String(describing: seen))")
     }
-}
 
-extension ObservationTests {
     /// A record's liveness dots are written through statements bound by the store
     /// (`renewLiveness`): an app observing the records (the `concord_records` view over
     /// `concord_dots`) sees a new record appear, its liveness renewed by a later write, and
     /// its deletion.
     @Test(.timeLimit(.minutes(1)))
     func appsObserveRecordsAppearAndGoWithGRDB() async throws {
-        let directory = TemporaryDirectory("observe-records")
-        let store = try Store(path: directory.file("o.db"))
-        let records = ValueObservation.tracking { db in
+        var (store, iterator) = try observe { db in
             try Row.fetchAll(db, sql: "SELECT id, hlc FROM concord_dots WHERE kind = 0 ORDER BY id")
                 .map { "\($0["id"] as String)@\($0["hlc"] as Int64)" }
         }
-        var iterator = records.removeDuplicates().values(in: store.reader).makeAsyncIterator()
         #expect(try await iterator.next() == [])
         let ref = RecordRef(collection: "c", id: "x")
         try store.set(ref, "title", .string("Zelda"))

@@ -12,6 +12,17 @@ struct Columns: StoredColumns {
         self.statement = statement
     }
 
+    /// Steps the statement to its end, calling `body` for each row (whose columns this
+    /// reads). A step that fails throws SQLite's error, naming `sql`.
+    func forEachRow(sql: String, _ body: () throws -> Void) throws {
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else { throw DatabaseError(code: code, on: sqlite3_db_handle(statement), sql: sql) }
+            try body()
+        }
+    }
+
     func int64(_ column: Int32) -> Int64 {
         sqlite3_column_int64(statement, column)
     }

@@ -119,10 +119,7 @@ final class PointReader: Sendable {
             dots.reserveCapacity(16)
             var inOrder = true
             var elements: [(name: String, element: [UInt8], dot: Stamp)] = []
-            while true {
-                let step = sqlite3_step(statement)
-                if step == SQLITE_DONE { break }
-                guard step == SQLITE_ROW else { throw error(step) }
+            try columns.forEachRow(sql: Self.sql) {
                 switch sqlite3_column_int64(statement, 0) {
                 case 0:
                     let name = columns.text(1)
@@ -130,7 +127,7 @@ final class PointReader: Sendable {
                     switch try Rows.payload(columns, kind: 2) {
                     case let .scalar(scalar): value = .scalar(scalar)
                     case let .file(file): value = .file(file)
-                    case .marker: continue
+                    case .marker: return
                     }
                     if inOrder, let last = fields.last, !Bytewise.less(last.name, name) { inOrder = false }
                     fields.append((name, value))
@@ -180,10 +177,6 @@ final class PointReader: Sendable {
                 fields[name] = .set(set.elements.sorted(by: ScalarValue.canonicalOrder))
             }
             return fields.sorted { $0.key < $1.key }.map { (name: $0.key.value, value: $0.value) }
-        }
-
-        private func error(_ code: Int32) -> DatabaseError {
-            DatabaseError(code: code, on: handle, sql: Self.sql)
         }
     }
 }

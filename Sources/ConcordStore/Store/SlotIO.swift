@@ -91,10 +91,7 @@ enum SlotIO {
         var liveness: [Entry] = []
         var exists = false
         var hasElements = false
-        while true {
-            let code = sqlite3_step(handle)
-            if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else { throw DatabaseError(code: code, on: sqlite3_db_handle(handle), sql: livenessAndExistenceSQL) }
+        try columns.forEachRow(sql: livenessAndExistenceSQL) {
             exists = true
             switch columns.int64(0) {
             case Rows.slotLiveness: liveness.append(Entry(dot: try columns.stamp(hlc: 1, replica: 2), payload: .marker))
@@ -304,12 +301,7 @@ enum SlotIO {
             for key in record.slots.keys where record.slots[key]!.entries.count > 1 { record.slots[key]!.entries.sort { $0.dot < $1.dot } }
             try body(record.ref, ConcordCore.Record(slots: record.slots))
         }
-        while true {
-            let step = sqlite3_step(statement)
-            if step == SQLITE_DONE { break }
-            guard step == SQLITE_ROW else {
-                throw DatabaseError(code: step, on: connection, sql: allRecordsSQL)
-            }
+        try columns.forEachRow(sql: allRecordsSQL) {
             let collection = columns.text(0)
             let id = columns.text(1)
             if let ref = current?.ref, Bytewise.equal(ref.id, id), Bytewise.equal(ref.collection, collection) {
