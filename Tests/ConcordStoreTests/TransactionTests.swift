@@ -118,6 +118,56 @@ import Testing
         #expect(fallbacks > 0)
     }
 
+    /// A transaction that begins more records than one statement of liveness rows holds —
+    /// new ones, some deleted, re-created, kept or given set elements later in the same
+    /// transaction — leaves what the same writes leave made one call each, and each store's
+    /// next delta brings a replica that has seen nothing to the same.
+    @Test(arguments: 1...4)
+    func manyRecordsInATransactionMeanWhatTheyMeanOneByOne(seed: UInt64) throws {
+        let directory = TemporaryDirectory()
+        let clock = ManualClock()
+        let batched = try Store.temporary(directory, "batched", clock: clock)
+        let single = try Store.temporary(directory, "single", clock: clock)
+        var random = SeededGenerator(seed: seed)
+        var written: [RecordRef] = []
+        for round in 0..<5 {
+            clock.advance(by: 1)
+            var operations: [Operation] = []
+            for index in 0..<random.int(40...100) {
+                let ref = RecordRef(collection: random.pick(["m", "n"]), id: "r\(round)-\(index)")
+                written.append(ref)
+                for name in Self.names.prefix(random.int(1...4)) { operations.append(.set(ref, name, .int(Int64(index)))) }
+                guard random.chance(0.3) else { continue }
+                // A record this transaction or an earlier one wrote.
+                let earlier = random.pick(written)
+                let value = ScalarValue.int(Int64(random.int(0...3)))
+                switch random.int(0...5) {
+                case 0: operations.append(.delete(earlier))
+                case 1: operations.append(.create(earlier, ["f1": .scalar(value)]))
+                case 2: operations.append(.keepRecord(earlier))
+                case 3: operations.append(.add(earlier, "f9", value))
+                case 4: operations.append(.remove(earlier, "f9", value))
+                default: operations.append(.set(earlier, random.pick(Self.names.prefix(6)), value))
+                }
+            }
+            try batched.write { tx throws(ConcordError) in
+                for operation in operations { try Self.run(operation, tx) }
+            }
+            for operation in operations {
+                try single.write { tx throws(ConcordError) in try Self.run(operation, tx) }
+            }
+            #expect(try Self.shape(batched) == Self.shape(single), "seed \(seed) round \(round)")
+            #expect(try batched.conflicts().map(\.description) == single.conflicts().map(\.description), "seed \(seed) round \(round)")
+        }
+        let fromBatched = try Store.temporary(directory, "from-batched", clock: clock)
+        let fromSingle = try Store.temporary(directory, "from-single", clock: clock)
+        try batched.push(to: [fromBatched])
+        try single.push(to: [fromSingle])
+        #expect(try Self.shape(fromBatched) == Self.shape(batched))
+        #expect(try Self.shape(fromSingle) == Self.shape(single))
+        #expect(try batched.seal() == nil)
+    }
+
     /// A field written twice in one transaction holds the second value, a register written
     /// then turned into a set holds the set, and a record created after its fields were
     /// written holds only what the creation wrote.

@@ -72,6 +72,19 @@ package enum Bytewise {
         return left.count - right.count
     }
 
+    /// A word of `value`'s first eight bytes and its length in bytes: strings with different
+    /// keys differ, so a search for a string among a few compares one word for each and the
+    /// bytes only of those with its key.
+    @inlinable
+    package static func key(_ value: String) -> UInt64 {
+        var value = value
+        return value.withUTF8 { bytes in
+            var word = UInt64(truncatingIfNeeded: bytes.count) &* 0x9E37_79B9_7F4A_7C15
+            for (index, byte) in bytes.prefix(8).enumerated() { word ^= UInt64(byte) << (8 * UInt64(index)) }
+            return word
+        }
+    }
+
     /// Whether `value` holds a NUL byte, which SQLite's text ends at.
     @inlinable
     package static func containsNUL(_ value: String) -> Bool {

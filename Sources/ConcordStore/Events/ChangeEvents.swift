@@ -66,7 +66,10 @@ struct ChangedFields {
         if let last = notes.indices.last, notes[last].ref == ref {
             notes[last].names.append(contentsOf: changed)
         } else {
-            notes.append((ref, Array(changed)))
+            var names: [String] = []
+            names.reserveCapacity(Swift.max(changed.count, 8))  // a record's fields are usually noted one by one
+            names.append(contentsOf: changed)
+            notes.append((ref, names))
         }
     }
 

@@ -21,8 +21,11 @@ struct BoundStatement {
     /// (with NULLs) once, so that `execute()` steps it with the bindings set here instead of
     /// validating arguments of its own.
     init(_ statement: Statement) {
-        let count = Int(sqlite3_bind_parameter_count(statement.sqliteStatement))
-        statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: count)))
+        // A statement from the cache was marked in an earlier transaction already.
+        if statement.arguments.isEmpty {
+            let count = Int(sqlite3_bind_parameter_count(statement.sqliteStatement))
+            statement.setUncheckedArguments(StatementArguments(Array(repeating: DatabaseValue.null, count: count)))
+        }
         self.statement = statement
     }
 
@@ -35,7 +38,12 @@ struct BoundStatement {
     /// executed: so the text is marked, and a statement bound here is never the one a
     /// caller runs through GRDB's arguments.
     static func cached(_ db: Database, sql: String) throws -> BoundStatement {
-        BoundStatement(try db.cachedStatement(sql: sql + "\n-- bound through SQLite's C API"))
+        BoundStatement(try db.cachedStatement(sql: marked(sql)))
+    }
+
+    /// `sql` marked as the text of a statement bound here (``cached(_:sql:)``).
+    static func marked(_ sql: String) -> String {
+        sql + "\n-- bound through SQLite's C API"
     }
 
     /// Binds the arguments with `bind`, then executes the statement. The text and blobs are
@@ -108,12 +116,43 @@ struct BoundStatement {
 
         /// Binds a record's collection and id at 1 and 2: every per-record table's key starts so.
         func bind(_ ref: RecordRef) {
-            bind(ref.collection, at: 1)
-            bind(ref.id, at: 2)
+            bind(ref, at: 1)
+        }
+
+        /// Binds a record's collection at `index` and its id at the next.
+        func bind(_ ref: RecordRef, at index: Int32) {
+            bind(ref.collection, at: index)
+            bind(ref.id, at: index + 1)
         }
 
         /// Binds a payload's `kind`, `value`, `file_size` and `media_type` columns
-        /// (``Rows/columns(_:)``) at `index` and the three after it.
+        /// (``Rows/columns(_:)``) at `index` and the three after it. A scalar's last two are
+        /// NULL, and are left so when binding for ``BoundStatement/execute(_:)`` (with an
+        /// arena), whose parameters are all NULL until bound.
+        func bind(_ payload: Payload, at index: Int32) {
+            guard case let .scalar(value) = payload, arena != nil else {
+                return bind(Rows.columns(payload), at: index)
+            }
+            bind(value, at: index)
+        }
+
+        /// Binds a scalar's `kind` and `value` columns at `index` and the one after it: the
+        /// common integers and strings directly, the others as ``Rows/columns(_:)`` encodes them.
+        func bind(_ value: ScalarValue, at index: Int32) {
+            switch value {
+            case let .int(number):
+                bind(Rows.kindInt, at: index)
+                bind(number, at: index + 1)
+            case let .string(text) where !Bytewise.containsNUL(text):
+                bind(Rows.kindString, at: index)
+                bind(text, at: index + 1)
+            default:
+                let columns = Rows.columns(.scalar(value))
+                bind(columns.kind, at: index)
+                bind(columns.value, at: index + 1)
+            }
+        }
+
         func bind(_ columns: (kind: Int64, value: DatabaseValue, size: DatabaseValue, type: DatabaseValue), at index: Int32) {
             bind(columns.kind, at: index)
             bind(columns.value, at: index + 1)
@@ -134,10 +173,11 @@ struct BoundStatement {
     }
 }
 
-/// An upsert into `concord_fields` of up to ``limit`` rows in one statement, prepared once
-/// per row count and connection. SQLite runs one statement of ten rows in about two thirds
-/// of the time of ten statements of one row (Benchmarks/README.md, "What the schema
-/// costs"), and GRDB's work per executed statement is paid once.
+/// An insert or upsert of up to ``limit`` rows in one statement (into `concord_fields`, or a
+/// record's liveness rows), prepared once per row count and connection. SQLite runs one
+/// statement of ten rows in about two thirds of the time of ten statements of one row
+/// (Benchmarks/README.md, "What the schema costs"), and GRDB's work per executed statement
+/// is paid once.
 ///
 /// The leading parameters are shared by every row (the record, and whatever else the
 /// caller puts there); each row then has `parametersPerRow` of its own, from
@@ -145,38 +185,58 @@ struct BoundStatement {
 struct BatchedUpsert {
     /// The most rows one statement takes.
     static let limit = 32
-    private let parametersPerRow: Int
-    private let firstRowParameter: Int
-    private let row: (_ first: Int) -> String
-    private let onConflict: String
-    private var prepared: [Int: BoundStatement] = [:]
 
-    /// - Parameters:
-    ///   - row: a row's `VALUES` tuple, given the number of its first parameter.
-    ///   - onConflict: the statement's `ON CONFLICT` clause.
-    init(sharedParameters: Int, parametersPerRow: Int, row: @escaping (_ first: Int) -> String, onConflict: String) {
-        self.parametersPerRow = parametersPerRow
-        self.firstRowParameter = sharedParameters + 1
-        self.row = row
-        self.onConflict = onConflict
+    /// What the statements of one kind are: their SQL for every row count, written once per
+    /// process (writing it for each transaction was a twentieth of a local write).
+    struct Shape: Sendable {
+        let firstRowParameter: Int
+        let parametersPerRow: Int
+        /// The SQL of the statement of `rows` rows at `rows - 1`.
+        let sql: [String]
+
+        /// - Parameters:
+        ///   - target: the table and its columns, as `INSERT INTO` names them.
+        ///   - row: a row's `VALUES` tuple, given the number of its first parameter.
+        ///   - onConflict: the statements' `ON CONFLICT` clause, if any.
+        init(
+            into target: String, sharedParameters: Int, parametersPerRow: Int,
+            row: (_ first: Int) -> String, onConflict: String = ""
+        ) {
+            let first = sharedParameters + 1
+            firstRowParameter = first
+            self.parametersPerRow = parametersPerRow
+            let rows = (0..<BatchedUpsert.limit).map { row(first + parametersPerRow * $0) }
+            sql = (1...BatchedUpsert.limit).map { count in
+                BoundStatement.marked("""
+                    INSERT INTO \(target)
+                    VALUES \(rows.prefix(count).joined(separator: ", "))
+                    \(onConflict)
+                    """)
+            }
+        }
+
+        /// The table and columns of an upsert of registers.
+        static let fields = "concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)"
+    }
+
+    let shape: Shape
+    private var prepared: [BoundStatement?] = Array(repeating: nil, count: BatchedUpsert.limit)
+
+    init(_ shape: Shape) {
+        self.shape = shape
     }
 
     /// The number of row `index`'s first parameter.
     func parameter(row index: Int) -> Int32 {
-        Int32(firstRowParameter + parametersPerRow * index)
+        Int32(shape.firstRowParameter + shape.parametersPerRow * index)
     }
 
-    /// The statement for `rows` rows, prepared on first use.
+    /// The statement for `rows` rows, from the connection's statement cache on first use.
     mutating func statement(_ db: Database, rows: Int) throws -> BoundStatement {
         precondition(rows > 0 && rows <= Self.limit)
-        if let statement = prepared[rows] { return statement }
-        let values = (0..<rows).map { row(Int(parameter(row: $0))) }.joined(separator: ", ")
-        let statement = try BoundStatement.cached(db, sql: """
-            INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
-            VALUES \(values)
-            \(onConflict)
-            """)
-        prepared[rows] = statement
+        if let statement = prepared[rows - 1] { return statement }
+        let statement = BoundStatement(try db.cachedStatement(sql: shape.sql[rows - 1]))
+        prepared[rows - 1] = statement
         return statement
     }
 }

@@ -169,6 +169,17 @@ extension Store {
         try join(snapshot: try SnapshotCodec.decode(bytes))
     }
 
+    /// The apply's upsert of a record's single observed scalars: parameters 1 and 2 the
+    /// record, 3 the origin, then per field its name, kind, value and hlc.
+    private static let appliedRegisterWrites = BatchedUpsert.Shape(into: BatchedUpsert.Shape.fields, sharedParameters: 3, parametersPerRow: 4, row: { first in
+        "(?1, ?2, ?\(first), ?\(first + 1), ?\(first + 2), NULL, NULL, ?\(first + 3), ?3, 1, \(Rows.cleanSQL))"
+    }, onConflict: """
+        ON CONFLICT (collection, id, field) DO UPDATE SET
+            kind = excluded.kind, value = excluded.value, file_size = NULL, media_type = NULL, hlc = excluded.hlc, replica = excluded.replica
+        WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
+          AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), \(Rows.cleanSQL))
+        """)
+
     private func applySlots(_ db: Database, _ delta: Delta, context: CausalContext) throws -> ChangedFields {
         let observed = delta.observed
         try db.execute(sql: """
@@ -182,15 +193,7 @@ extension Store {
         // One upsert replaces a single observed scalar with the delta's new one, for all such
         // fields of a record at once; anything else (concurrent values, files, sets,
         // liveness), and a field the upsert did not replace, takes the per-slot join.
-        // Parameters: 1 and 2 the record, 3 the origin, then per field its name, kind, value, hlc.
-        var fastUpserts = BatchedUpsert(sharedParameters: 3, parametersPerRow: 4, row: { first in
-            "(?1, ?2, ?\(first), ?\(first + 1), ?\(first + 2), NULL, NULL, ?\(first + 3), ?3, 1, \(Rows.cleanSQL))"
-        }, onConflict: """
-            ON CONFLICT (collection, id, field) DO UPDATE SET
-                kind = excluded.kind, value = excluded.value, file_size = NULL, media_type = NULL, hlc = excluded.hlc, replica = excluded.replica
-            WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
-              AND concord_fields.hlc <= coalesce((SELECT hlc FROM temp.concord_observed o WHERE o.replica = concord_fields.replica), \(Rows.cleanSQL))
-            """)
+        var fastUpserts = BatchedUpsert(Self.appliedRegisterWrites)
         var dotJoins = DotJoinStatements()
         let origin = delta.origin
         let originBlob = Rows.replicaBlob(origin)
@@ -234,10 +237,8 @@ extension Store {
                     binder.bind(originBlob, at: 3)
                     for (index, row) in rows.enumerated() {
                         let first = fastUpserts.parameter(row: index)
-                        let columns = Rows.columns(.scalar(row.value))
                         binder.bind(row.name, at: first)
-                        binder.bind(columns.kind, at: first + 1)
-                        binder.bind(columns.value, at: first + 2)
+                        binder.bind(row.value, at: first + 1)
                         binder.bind(Rows.hlc(row.hlc), at: first + 3)
                     }
                 }

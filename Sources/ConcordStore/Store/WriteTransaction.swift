@@ -27,11 +27,10 @@ public final class WriteTransaction {
     /// This replica's id, and as stored (its stamp's replica column).
     private lazy var ownID = store.replicaID
     private lazy var ownReplica = Rows.replicaBlob(ownID)
-    /// Register writes of one record (`pendingRef`) not yet run: the common write is
-    /// buffered and run as one multi-row upsert per record (``flushRegisters()``), which
-    /// costs SQLite a third less than one statement per field.
-    private var pendingRef: RecordRef?
-    private var pendingRegisters: [(name: String, payload: Payload)] = []
+    /// Register writes of one record not yet run: the common write is buffered and run as
+    /// one multi-row upsert per record (``flushRegisters()``), which costs SQLite a third
+    /// less than one statement per field.
+    private var pending = RegisterBuffer()
     /// The record whose next scalar writes take the short way in ``set(_:_:_:)``, known by
     /// one comparison: a `set` wrote it last and left it begun in this transaction, without
     /// set elements, owning the register buffer and last noted as changed. Every other
@@ -45,7 +44,7 @@ public final class WriteTransaction {
     /// The upsert of up to ``BatchedUpsert/limit`` registers of one record, all written with
     /// this transaction's stamp: parameters 1 and 2 the record, 3 the hlc, 4 the replica, 5
     /// the dirty mark, then per register its name, kind, value, file size and media type.
-    private var registerUpserts = BatchedUpsert(sharedParameters: 5, parametersPerRow: 5, row: { first in
+    private static let registerWrites = BatchedUpsert.Shape(into: BatchedUpsert.Shape.fields, sharedParameters: 5, parametersPerRow: 5, row: { first in
         "(?1, ?2, ?\(first), ?\(first + 1), ?\(first + 2), ?\(first + 3), ?\(first + 4), ?3, ?4, 1, ?5)"
     }, onConflict: """
         ON CONFLICT (collection, id, field) DO UPDATE SET
@@ -53,13 +52,30 @@ public final class WriteTransaction {
             hlc = excluded.hlc, replica = excluded.replica, dirty = excluded.dirty
         WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
         """)
+    private var registerUpserts = BatchedUpsert(registerWrites)
+
+    /// Records whose liveness this transaction renewed and whose liveness dot (its stamp)
+    /// and outbox row are not written yet: they are written together, up to
+    /// ``BatchedUpsert/limit`` in one statement per table (``flushLiveness()``), before
+    /// any statement that reads or writes a record's slots otherwise, and before the
+    /// commit. Every record here is in `begun`.
+    private var pendingLiveness: [RecordRef] = []
+    /// The inserts of pending liveness dots and upserts of their outbox rows: parameter 1
+    /// the hlc (and 2 this replica, for the dots), then each record's collection and id.
+    private static let livenessDotInserts = BatchedUpsert.Shape(
+        into: "concord_dots (collection, id, kind, hlc, replica)", sharedParameters: 2, parametersPerRow: 2,
+        row: { first in "(?\(first), ?\(first + 1), \(Rows.slotLiveness), ?1, ?2)" })
+    private static let livenessMarkUpserts = BatchedUpsert.Shape(
+        into: "concord_outbox (collection, id, kind, field, element, hlc)", sharedParameters: 1, parametersPerRow: 2,
+        row: { first in "(?\(first), ?\(first + 1), \(Rows.slotLiveness), '', x'', ?1)" },
+        onConflict: "ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)")
+    private var livenessDots = BatchedUpsert(livenessDotInserts)
+    private var livenessMarks = BatchedUpsert(livenessMarkUpserts)
 
     /// The statements of a record's first write in a transaction, taken from the
     /// connection's statement cache once per transaction (looking them up there hashes
     /// their SQL every time).
     private lazy var livenessQuery: Statement? = try? db.cachedStatement(sql: SlotIO.livenessAndExistenceSQL)
-    private lazy var livenessDot: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.insertDotSQL)
-    private lazy var livenessOutbox: BoundStatement? = try? BoundStatement.cached(db, sql: SlotIO.markOutboxSQL)
     private lazy var ownDotsRemoval: BoundStatement? = try? BoundStatement.cached(db, sql: """
         DELETE FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = \(Rows.slotLiveness) AND replica = ?3
         """)
@@ -93,12 +109,11 @@ public final class WriteTransaction {
 
     /// Sets one scalar field.
     public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
-        if let shortcut, shortcut == ref, pendingRegisters.count < BatchedUpsert.limit {
+        if let shortcut, shortcut == ref {
             // A further field of the record written last: its liveness is renewed, it has no
             // set elements to clear, and the write joins the record's buffered upsert.
             try Self.checkName(field, "field name")
-            if !pendingRegisters.contains(where: { Bytewise.equal($0.name, field) }) {
-                pendingRegisters.append((field, .scalar(value)))
+            if pending.appendIfRoom(field, .scalar(value)) {
                 changed.noteOfLast(field)
                 return
             }
@@ -108,7 +123,7 @@ public final class WriteTransaction {
             let dot = try beginWrite(ref)
             try apply(.scalar(value), to: field, of: ref, dot: dot)
         }
-        if pendingRef == ref, hasNoElements(ref), changed.isLast(ref) { shortcut = ref }
+        if pending.ref == ref, hasNoElements(ref), changed.isLast(ref) { shortcut = ref }
     }
 
     /// Sets one file field to content already in the blob directory (rule 6).
@@ -246,7 +261,10 @@ public final class WriteTransaction {
     /// Runs what is still buffered, before the transaction commits. Throws the error of a
     /// change that failed earlier even if it was caught: the transaction then rolls back whole.
     func finish() throws(ConcordError) {
-        try run { try flushRegisters() }
+        try run {
+            try flushRegisters()
+            try flushLiveness()
+        }
     }
 
     /// Notes that `names` of `ref` changed (no names: the record itself, its liveness or
@@ -287,43 +305,46 @@ public final class WriteTransaction {
         lastBegun = (ref, withoutElements)
         if !exists {
             // A new record: nothing to clear, and its liveness is just this write's dot.
-            try renewLiveness(ref, dot, removingOwn: false)
+            try renewLiveness(ref, removingOwn: false)
             return dot
         }
         if liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
-        try renewLiveness(ref, dot, removingOwn: liveness.contains { $0.dot.replica == ownID })
+        try renewLiveness(ref, removingOwn: liveness.contains { $0.dot.replica == ownID })
         return dot
     }
 
     /// Replaces the record's liveness as `replace(ref, .liveness, …)` would with the other
-    /// replicas' dots and this write's (rule 5), through statements bound once per
-    /// transaction: this replica's earlier dots go (`removingOwn`: there are some), the
-    /// others stay, this write's dot is added and the slot is marked in the outbox.
-    private func renewLiveness(_ ref: RecordRef, _ dot: Stamp, removingOwn: Bool) throws {
-        guard let livenessDot, let livenessOutbox, let ownDotsRemoval else {
-            throw ConcordError(.storage, "could not prepare the statements of a record's liveness")
-        }
+    /// replicas' dots and this write's (rule 5): this replica's earlier dots go now
+    /// (`removingOwn`: there are some), the others stay, and this write's dot and the
+    /// slot's outbox row are written with other records' (``flushLiveness()``).
+    private func renewLiveness(_ ref: RecordRef, removingOwn: Bool) throws {
         if removingOwn {
+            guard let ownDotsRemoval else { throw ConcordError(.storage, "could not prepare the removal of a record's liveness dots") }
             try ownDotsRemoval.execute { binder in
                 binder.bind(ref)
                 binder.bind(ownReplica, at: 3)
             }
         }
-        let hlc = Rows.hlc(dot.hlc)
-        try livenessDot.execute { binder in
-            binder.bind(ref)
-            binder.bind(Rows.slotLiveness, at: 3)
-            binder.bind(hlc, at: 4)
-            binder.bind(ownReplica, at: 5)
-        }
-        try livenessOutbox.execute { binder in
-            binder.bind(ref)
-            binder.bind(Rows.slotLiveness, at: 3)
-            binder.bind("", at: 4)
-            binder.bind(Data(), at: 5)
-            binder.bind(hlc, at: 6)
-        }
+        if pendingLiveness.count == BatchedUpsert.limit { try flushLiveness() }
+        pendingLiveness.append(ref)
         noteChanged(ref, [])
+    }
+
+    /// Writes the pending liveness dots and outbox rows (``pendingLiveness``).
+    private func flushLiveness() throws {
+        guard !pendingLiveness.isEmpty else { return }
+        let refs = pendingLiveness
+        pendingLiveness.removeAll(keepingCapacity: true)
+        let hlc = Rows.hlc(try dot().hlc)
+        try livenessDots.statement(db, rows: refs.count).execute { binder in
+            binder.bind(hlc, at: 1)
+            binder.bind(ownReplica, at: 2)
+            for (index, ref) in refs.enumerated() { binder.bind(ref, at: livenessDots.parameter(row: index)) }
+        }
+        try livenessMarks.statement(db, rows: refs.count).execute { binder in
+            binder.bind(hlc, at: 1)
+            for (index, ref) in refs.enumerated() { binder.bind(ref, at: livenessMarks.parameter(row: index)) }
+        }
     }
 
     private func apply(_ write: FieldWrite, to name: String, of ref: RecordRef, dot: Stamp) throws {
@@ -351,13 +372,12 @@ public final class WriteTransaction {
     /// when the buffer runs.
     private func setRegister(_ ref: RecordRef, _ name: String, _ payload: Payload) throws {
         noteChanged(ref, CollectionOfOne(name))
-        if pendingRef != ref || pendingRegisters.count == BatchedUpsert.limit
-            || pendingRegisters.contains(where: { Bytewise.equal($0.name, name) }) {
+        if pending.ref != ref || !pending.appendIfRoom(name, payload) {
             // A second write of a field in one buffer runs after the first, as it was made.
             try flushRegisters()
-            pendingRef = ref
+            pending.ref = ref
+            _ = pending.appendIfRoom(name, payload)
         }
-        pendingRegisters.append((name, payload))
     }
 
     /// Runs the buffered register writes: one upsert for all of them, and, if it replaced
@@ -365,9 +385,8 @@ public final class WriteTransaction {
     /// replace are replaced slot-wise. (A replaced row takes the same values again.) Every
     /// statement that reads or writes the record's registers runs after this.
     private func flushRegisters() throws {
-        guard let ref = pendingRef, !pendingRegisters.isEmpty else { return }
-        let rows = pendingRegisters
-        pendingRegisters.removeAll(keepingCapacity: true)
+        guard let ref = pending.ref, !pending.rows.isEmpty else { return }
+        let rows = pending.take()
         let dot = try dot()
         try registerUpserts.statement(db, rows: rows.count).execute { binder in bindRegisters(binder, ref, rows, dot) }
         if db.changesCount < rows.count {
@@ -391,7 +410,7 @@ public final class WriteTransaction {
         for (index, row) in rows.enumerated() {
             let first = registerUpserts.parameter(row: index)
             binder.bind(row.name, at: first)
-            binder.bind(Rows.columns(row.payload), at: first + 1)
+            binder.bind(row.payload, at: first + 1)
         }
     }
 
@@ -418,6 +437,7 @@ public final class WriteTransaction {
 
     private func clearRecord(_ ref: RecordRef, keepingLiveness: Bool) throws {
         try flushRegisters()
+        try flushLiveness()
         for key in try SlotIO.slotKeys(db, ref) where !(keepingLiveness && key == .liveness) {
             try replace(ref, key, with: [])
         }
@@ -427,6 +447,7 @@ public final class WriteTransaction {
     /// file versions in history, and marks the slot in the outbox.
     private func replace(_ ref: RecordRef, _ key: SlotKey, with entries: [Entry]) throws {
         try flushRegisters()
+        try flushLiveness()
         if case let .field(name) = key {
             let old = try SlotIO.entries(db, ref, key)
             try FileHistory.record(db, ref, name, superseded: old, by: entries, at: now)
@@ -509,5 +530,34 @@ extension Store {
     /// Resolves a file fork by keeping one version, in one write.
     public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
         try write { tx throws(ConcordError) in try tx.keepVersion(ref, field, hash: hash) }
+    }
+}
+
+/// The buffered register writes of one record (``WriteTransaction``'s `pending`).
+struct RegisterBuffer {
+    /// The record the rows are of.
+    var ref: RecordRef?
+    private(set) var rows: [(name: String, payload: Payload)] = []
+    /// Each row's name as ``Bytewise/key(_:)``.
+    private var keys: [UInt64] = []
+
+    /// Appends a write of `name` unless the buffer is full (one statement's rows) or holds a
+    /// write of `name` already (the next one runs after it).
+    mutating func appendIfRoom(_ name: String, _ payload: Payload) -> Bool {
+        guard rows.count < BatchedUpsert.limit else { return false }
+        let key = Bytewise.key(name)
+        for index in keys.indices where keys[index] == key && Bytewise.equal(rows[index].name, name) { return false }
+        rows.append((name, payload))
+        keys.append(key)
+        return true
+    }
+
+    /// The rows, leaving the buffer empty (and its record as it was).
+    mutating func take() -> [(name: String, payload: Payload)] {
+        defer {
+            rows.removeAll(keepingCapacity: true)
+            keys.removeAll(keepingCapacity: true)
+        }
+        return rows
     }
 }
