@@ -37,6 +37,10 @@
  *   batched-writes-noquery, batched-writes-nodirty, batched-writes-noquery-nodirty
  *                    without the existence query, the partial index, or both (attribution only)
  *   batched-fields   the batched register upserts alone
+ *   writes-now       the store's statements for these writes since schema version 3 and the
+ *                    batched liveness rows: per record its three-descent existence query and one
+ *                    upsert of its ten registers (no partial index); per 32 records one insert of
+ *                    their liveness dots and one upsert of their outbox rows
  *   batched-apply    per record the liveness join (the observed dots the delta does not hold
  *                    deleted, nothing read back; the delta's new dot inserted) and one upsert of
  *                    the record's ten fields with the lookup of what the origin observed
@@ -292,7 +296,7 @@ int main(int argc, char **argv) {
     if (sqlite3_open(path, &db) != SQLITE_OK) { fprintf(stderr, "cannot open %s\n", path); return 1; }
     exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;");
     int raw = strncmp(which, "raw-", 4) == 0;
-    int nodirty = strstr(which, "-nodirty") != 0;
+    int nodirty = strstr(which, "-nodirty") != 0 || strcmp(which, "writes-now") == 0;  /* schema version 3: no partial index */
     if (raw) {
         exec(db, "CREATE TABLE fields (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, value ANY,"
                  " stamp INTEGER NOT NULL, PRIMARY KEY (collection, id, field)) STRICT, WITHOUT ROWID");
@@ -348,6 +352,71 @@ int main(int argc, char **argv) {
             }
         }
         exec(db, "COMMIT");
+        end = now();
+    } else if (strcmp(which, "writes-now") == 0) {
+        sqlite3_stmt *query = prepare(db,
+            "SELECT kind, hlc, replica FROM concord_dots WHERE collection = ?1 AND id = ?2 UNION ALL"
+            " SELECT -1, NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_fields WHERE collection = ?1 AND id = ?2) UNION ALL"
+            " SELECT -2, NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)");
+        sqlite3_stmt *upsert = prepareBatched(db, 5, 5, writeRow,
+            "ON CONFLICT (collection, id, field) DO UPDATE SET kind = excluded.kind, value = excluded.value,"
+            " file_size = excluded.file_size, media_type = excluded.media_type, hlc = excluded.hlc,"
+            " replica = excluded.replica, dirty = excluded.dirty WHERE concord_fields.versions = 1 AND concord_fields.kind != 6");
+        enum { LIVENESS_ROWS = 32 };
+        char sql[8192];
+        sqlite3_stmt *dots[LIVENESS_ROWS + 1] = {0}, *marks[LIVENESS_ROWS + 1] = {0};
+        for (int rows = 1; rows <= LIVENESS_ROWS; rows++) {
+            size_t used = (size_t)snprintf(sql, sizeof sql, "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES ");
+            for (int row = 0; row < rows; row++)
+                used += (size_t)snprintf(sql + used, sizeof sql - used, "%s(?%d, ?%d, 0, ?1, ?2)", row ? ", " : "", 3 + 2 * row, 4 + 2 * row);
+            dots[rows] = prepare(db, sql);
+            used = (size_t)snprintf(sql, sizeof sql, "INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES ");
+            for (int row = 0; row < rows; row++)
+                used += (size_t)snprintf(sql + used, sizeof sql - used, "%s(?%d, ?%d, 0, '', x'', ?1)", row ? ", " : "", 2 + 2 * row, 3 + 2 * row);
+            snprintf(sql + used, sizeof sql - used, " ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)");
+            marks[rows] = prepare(db, sql);
+        }
+        char ids[LIVENESS_ROWS][32];
+        int pending = 0;
+        start = now();
+        exec(db, "BEGIN IMMEDIATE");
+        for (int record = 0; record < RECORDS; record++) {
+            char *id = ids[pending];
+            snprintf(id, 32, "item%d", record);
+            bindRecord(query, id);
+            step(query);
+            bindRecord(upsert, id);
+            sqlite3_bind_int64(upsert, 3, base);
+            sqlite3_bind_blob(upsert, 4, replicaA, 16, SQLITE_STATIC);
+            sqlite3_bind_int64(upsert, 5, base);
+            for (int field = 0; field < FIELDS; field++) {
+                int first = 6 + 5 * field;
+                sqlite3_bind_text(upsert, first, names[field], -1, SQLITE_STATIC);
+                bindValue(upsert, first + 2, record, field, 0, 1);
+            }
+            step(upsert);
+            pending++;
+            int last = record % 100 == 99;
+            if (pending == LIVENESS_ROWS || last) {
+                sqlite3_stmt *dot = dots[pending], *mark = marks[pending];
+                sqlite3_bind_int64(dot, 1, base);
+                sqlite3_bind_blob(dot, 2, replicaA, 16, SQLITE_STATIC);
+                sqlite3_bind_int64(mark, 1, base);
+                for (int row = 0; row < pending; row++) {
+                    sqlite3_bind_text(dot, 3 + 2 * row, "items", -1, SQLITE_STATIC);
+                    sqlite3_bind_text(dot, 4 + 2 * row, ids[row], -1, SQLITE_TRANSIENT);
+                    sqlite3_bind_text(mark, 2 + 2 * row, "items", -1, SQLITE_STATIC);
+                    sqlite3_bind_text(mark, 3 + 2 * row, ids[row], -1, SQLITE_TRANSIENT);
+                }
+                step(dot);
+                step(mark);
+                pending = 0;
+            }
+            if (last) {
+                exec(db, "COMMIT");
+                if (record + 1 < RECORDS) exec(db, "BEGIN IMMEDIATE");
+            }
+        }
         end = now();
     } else if (strcmp(which, "raw-apply") == 0) {
         sqlite3_stmt *merge = prepare(db, rawMerge);
