@@ -201,6 +201,8 @@ extension Store {
         let now = configuration.clock.millisecondsSinceEpoch()
         var changes = ChangedFields()
         let seenByOrigin: (Stamp) -> Bool = { $0.hlc <= observed[$0.replica] }
+        // The dots waiting to be inserted (`dotJoins`) are of the records before this one: a
+        // delta holds each record once (`Delta` checks its records are strictly ascending).
         for change in delta.records {
             // The fields the fast upsert changed, noted once per record.
             var upserted: [String] = []
@@ -279,6 +281,7 @@ extension Store {
                 changes.note(slot.key.fieldName.map { [$0] } ?? [], of: change.ref)
             }
         }
+        try dotJoins.flush(db)
         return changes
     }
 
@@ -302,12 +305,7 @@ extension Store {
         }
         var changed = db.changesCount > 0
         for entry in entries where !context.contains(entry.dot) {
-            try statements.insertion(db).execute { binder in
-                binder.bind(ref)
-                binder.bind(kind, at: 3)
-                binder.bind(Rows.hlc(entry.dot.hlc), at: 4)
-                binder.bind(Rows.replicaBlob(entry.dot.replica), at: 5)
-            }
+            try statements.insert(db, ref, kind: kind, entry.dot)
             changed = true
         }
         return changed
@@ -606,10 +604,17 @@ extension Store {
 }
 
 /// The statements of the apply's liveness and tombstone joins (`joinDots`), prepared once
-/// per apply.
+/// per apply. The dots to insert wait, and are inserted up to ``BatchedUpsert/limit`` in one
+/// statement (``flush(_:)``): when that many wait, and at the end of the apply.
 private struct DotJoinStatements {
     private var removals: [Int: BoundStatement] = [:]
-    private var insert: BoundStatement?
+    /// Dots: parameters 1 to 5 of each row its record's collection and id, the slot's kind,
+    /// the hlc and the replica.
+    private static let dotInserts = BatchedUpsert.Shape(
+        into: "concord_dots (collection, id, kind, hlc, replica)", sharedParameters: 0, parametersPerRow: 5,
+        row: { first in "(?\(first), ?\(first + 1), ?\(first + 2), ?\(first + 3), ?\(first + 4))" })
+    private var inserts = BatchedUpsert(dotInserts)
+    private var pending: [(ref: RecordRef, kind: Int64, dot: Stamp)] = []
 
     /// Deletes a record's dots of one kind that the delta's origin had observed, except
     /// the `count` dots given: parameters 1 and 2 the record, 3 the kind, then each dot's
@@ -628,11 +633,25 @@ private struct DotJoinStatements {
         return statement
     }
 
-    /// Inserts one dot: parameters 1 and 2 the record, 3 the kind, 4 and 5 its hlc and replica.
-    mutating func insertion(_ db: Database) throws -> BoundStatement {
-        if let insert { return insert }
-        let statement = BoundStatement(try db.makeStatement(sql: SlotIO.insertDotSQL))
-        insert = statement
-        return statement
+    /// Inserts one dot of a record's liveness or tombstones (`kind`), with others.
+    mutating func insert(_ db: Database, _ ref: RecordRef, kind: Int64, _ dot: Stamp) throws {
+        if pending.count == BatchedUpsert.limit { try flush(db) }
+        pending.append((ref, kind, dot))
+    }
+
+    /// Inserts the dots waiting.
+    mutating func flush(_ db: Database) throws {
+        guard !pending.isEmpty else { return }
+        let rows = pending
+        pending.removeAll(keepingCapacity: true)
+        try inserts.statement(db, rows: rows.count).execute { binder in
+            for (index, row) in rows.enumerated() {
+                let first = inserts.parameter(row: index)
+                binder.bind(row.ref, at: first)
+                binder.bind(row.kind, at: first + 2)
+                binder.bind(Rows.hlc(row.dot.hlc), at: first + 3)
+                binder.bind(Rows.replicaBlob(row.dot.replica), at: first + 4)
+            }
+        }
     }
 }
