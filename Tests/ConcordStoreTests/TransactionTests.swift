@@ -47,12 +47,36 @@ import Testing
         }.sorted()
     }
 
-    @Test(arguments: 1...10)
-    func aTransactionMeansWhatItsWritesMeanOneByOne(seed: UInt64) throws {
+    /// Two stores on one clock given the same writes: `batched` each round's in one
+    /// transaction, `single` one call each.
+    struct Pair {
         let directory = TemporaryDirectory()
         let clock = ManualClock()
-        let batched = try Store.temporary(directory, "batched", clock: clock)
-        let single = try Store.temporary(directory, "single", clock: clock)
+        let batched: Store
+        let single: Store
+
+        init() throws {
+            batched = try Store.temporary(directory, "batched", clock: clock)
+            single = try Store.temporary(directory, "single", clock: clock)
+        }
+
+        /// Runs `operations` on both, then expects the same slots and conflicts of both.
+        func write(_ operations: [Operation], _ comment: Comment) throws {
+            try batched.write { tx throws(ConcordError) in
+                for operation in operations { try TransactionTests.run(operation, tx) }
+            }
+            for operation in operations {
+                try single.write { tx throws(ConcordError) in try TransactionTests.run(operation, tx) }
+            }
+            #expect(try TransactionTests.shape(batched) == TransactionTests.shape(single), comment)
+            #expect(try batched.conflicts().map(\.description) == single.conflicts().map(\.description), comment)
+        }
+    }
+
+    @Test(arguments: 1...10)
+    func aTransactionMeansWhatItsWritesMeanOneByOne(seed: UInt64) throws {
+        let stores = try Pair()
+        let (directory, clock, batched, single) = (stores.directory, stores.clock, stores.batched, stores.single)
         var random = SeededGenerator(seed: seed)
         let files = try (1...3).map { try batched.blobs.add(bytes: Array("file \($0)".utf8)) }
         for file in files { _ = try single.blobs.add(bytes: try batched.blobs.bytes(file.hash)) }
@@ -99,20 +123,13 @@ import Testing
             fallbacks += try Self.refs.reduce(0) { count, ref in
                 try count + (batched.state().records[ref]?.slots.values.filter { $0.entries.count > 1 }.count ?? 0)
             }
-            try batched.write { tx throws(ConcordError) in
-                for operation in operations { try Self.run(operation, tx) }
-            }
-            for operation in operations {
-                try single.write { tx throws(ConcordError) in try Self.run(operation, tx) }
-            }
+            try stores.write(operations, "seed \(seed) round \(round)")
             for ref in Self.refs + [RecordRef(collection: "n", id: "r\(round)")] {
                 let read = try batched.record(ref)
                 let expected = try single.record(ref)
                 #expect(read?.map(\.name) == expected?.map(\.name) && read?.map(\.value) == expected?.map(\.value),
                         "seed \(seed) round \(round): \(ref) reads \(String(describing: read)), one by one \(String(describing: expected))")
             }
-            #expect(try Self.shape(batched) == Self.shape(single), "seed \(seed) round \(round)")
-            #expect(try batched.conflicts().map(\.description) == single.conflicts().map(\.description), "seed \(seed) round \(round)")
         }
         // The run reached registers the batched upsert could not replace.
         #expect(fallbacks > 0)
@@ -124,14 +141,11 @@ import Testing
     /// next delta brings a replica that has seen nothing to the same.
     @Test(arguments: 1...4)
     func manyRecordsInATransactionMeanWhatTheyMeanOneByOne(seed: UInt64) throws {
-        let directory = TemporaryDirectory()
-        let clock = ManualClock()
-        let batched = try Store.temporary(directory, "batched", clock: clock)
-        let single = try Store.temporary(directory, "single", clock: clock)
+        let stores = try Pair()
         var random = SeededGenerator(seed: seed)
         var written: [RecordRef] = []
         for round in 0..<5 {
-            clock.advance(by: 1)
+            stores.clock.advance(by: 1)
             var operations: [Operation] = []
             for index in 0..<random.int(40...100) {
                 let ref = RecordRef(collection: random.pick(["m", "n"]), id: "r\(round)-\(index)")
@@ -150,22 +164,15 @@ import Testing
                 default: operations.append(.set(earlier, random.pick(Self.names.prefix(6)), value))
                 }
             }
-            try batched.write { tx throws(ConcordError) in
-                for operation in operations { try Self.run(operation, tx) }
-            }
-            for operation in operations {
-                try single.write { tx throws(ConcordError) in try Self.run(operation, tx) }
-            }
-            #expect(try Self.shape(batched) == Self.shape(single), "seed \(seed) round \(round)")
-            #expect(try batched.conflicts().map(\.description) == single.conflicts().map(\.description), "seed \(seed) round \(round)")
+            try stores.write(operations, "seed \(seed) round \(round)")
         }
-        let fromBatched = try Store.temporary(directory, "from-batched", clock: clock)
-        let fromSingle = try Store.temporary(directory, "from-single", clock: clock)
-        try batched.push(to: [fromBatched])
-        try single.push(to: [fromSingle])
-        #expect(try Self.shape(fromBatched) == Self.shape(batched))
-        #expect(try Self.shape(fromSingle) == Self.shape(single))
-        #expect(try batched.seal() == nil)
+        let fromBatched = try Store.temporary(stores.directory, "from-batched", clock: stores.clock)
+        let fromSingle = try Store.temporary(stores.directory, "from-single", clock: stores.clock)
+        try stores.batched.push(to: [fromBatched])
+        try stores.single.push(to: [fromSingle])
+        #expect(try Self.shape(fromBatched) == Self.shape(stores.batched))
+        #expect(try Self.shape(fromSingle) == Self.shape(stores.single))
+        #expect(try stores.batched.seal() == nil)
     }
 
     /// A field written twice in one transaction holds the second value, a register written

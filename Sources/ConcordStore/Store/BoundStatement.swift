@@ -19,7 +19,9 @@ struct BoundStatement {
 
     /// `statement`, whose arguments will be bound by ``execute(_:)``. It is marked as bound
     /// (with NULLs) once, so that `execute()` steps it with the bindings set here instead of
-    /// validating arguments of its own.
+    /// validating arguments of its own: a statement from the connection's cache, under SQL
+    /// that only a `BoundStatement` runs (``cached(_:sql:)``), stays marked from the
+    /// transaction that first took it.
     init(_ statement: Statement) {
         // A statement from the cache was marked in an earlier transaction already.
         if statement.arguments.isEmpty {

@@ -389,18 +389,18 @@ extension SlotIO {
         private let clean = Rows.hlc(0)
 
         init(_ db: Database) throws {
-            dots = BoundStatement(try db.cachedStatement(sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5)"))
-            elements = BoundStatement(try db.cachedStatement(sql: """
+            dots = try BoundStatement.cached(db, sql: "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5)")
+            elements = try BoundStatement.cached(db, sql: """
                 INSERT INTO concord_elements (collection, id, field, element, hlc, replica) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                """))
-            fields = BoundStatement(try db.cachedStatement(sql: """
+                """)
+            fields = try BoundStatement.cached(db, sql: """
                 INSERT INTO concord_fields (collection, id, field, kind, value, file_size, media_type, hlc, replica, versions, dirty)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-                """))
-            versions = BoundStatement(try db.cachedStatement(sql: """
+                """)
+            versions = try BoundStatement.cached(db, sql: """
                 INSERT INTO concord_field_versions (collection, id, field, hlc, replica, kind, value, file_size, media_type)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                """))
+                """)
         }
 
         private mutating func blob(_ replica: ReplicaID) -> Data {
