@@ -183,15 +183,10 @@ enum SlotIO {
         UNION ALL
         SELECT -2, NULL, NULL WHERE EXISTS (SELECT 1 FROM concord_elements WHERE collection = ?1 AND id = ?2)
         """
-    static let insertDotSQL = "INSERT INTO concord_dots (collection, id, kind, hlc, replica) VALUES (?, ?, ?, ?, ?)"
     static let markOutboxSQL = """
         INSERT INTO concord_outbox (collection, id, kind, field, element, hlc) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)
         """
-
-    static func insertDot(_ db: Database, _ ref: RecordRef, kind: Int64, _ dot: Stamp, replica: Data) throws {
-        try db.cachedStatement(sql: insertDotSQL).execute(arguments: [ref.collection, ref.id, kind, Rows.hlc(dot.hlc), replica])
-    }
 
     static func markOutbox(_ db: Database, _ ref: RecordRef, kind: Int64, field: String, element: Data, hlc: UInt64) throws {
         try db.cachedStatement(sql: markOutboxSQL).execute(arguments: [ref.collection, ref.id, kind, field, element, Rows.hlc(hlc)])
