@@ -132,11 +132,16 @@ struct BoundStatement {
         /// NULL, and are left so when binding for ``BoundStatement/execute(_:)`` (with an
         /// arena), whose parameters are all NULL until bound.
         func bind(_ payload: Payload, at index: Int32) {
-            guard case let .scalar(value) = payload, arena != nil else {
+            guard case let .scalar(value) = payload, startsUnbound else {
                 return bind(Rows.columns(payload), at: index)
             }
             bind(value, at: index)
         }
+
+        /// Whether every parameter is NULL until bound here: so for the binder of
+        /// ``BoundStatement/execute(_:)`` (the one with an arena), which clears the bindings
+        /// after each run.
+        private var startsUnbound: Bool { arena != nil }
 
         /// Binds a scalar's `kind` and `value` columns at `index` and the one after it: the
         /// common integers and strings directly, the others as ``Rows/columns(_:)`` encodes them.
@@ -182,8 +187,8 @@ struct BoundStatement {
 /// is paid once.
 ///
 /// The leading parameters are shared by every row (the record, and whatever else the
-/// caller puts there); each row then has `parametersPerRow` of its own, from
-/// ``parameter(row:)``.
+/// caller puts there); each row then has `parametersPerRow` of its own, from the number
+/// ``execute(_:_:shared:row:)`` hands its `row` binding.
 struct BatchedUpsert {
     /// The most rows one statement takes.
     static let limit = 32
@@ -228,13 +233,60 @@ struct BatchedUpsert {
         self.shape = shape
     }
 
-    /// The number of row `index`'s first parameter.
-    func parameter(row index: Int) -> Int32 {
-        Int32(shape.firstRowParameter + shape.parametersPerRow * index)
+    /// Writes `rows`, up to ``limit`` in one statement: `shared` binds the parameters every
+    /// row shares, `row` one row's own, from the number of its first parameter. (Inlined, with
+    /// `upsert`, into each write path, so the bindings cost no closure calls per row.)
+    @inline(__always)
+    mutating func execute<Rows: Collection>(
+        _ db: Database, _ rows: Rows,
+        shared: (BoundStatement.Binder) -> Void = { _ in },
+        row: (BoundStatement.Binder, Int32, Rows.Element) -> Void
+    ) throws {
+        var start = rows.startIndex
+        while start != rows.endIndex {
+            let end = rows.index(start, offsetBy: Self.limit, limitedBy: rows.endIndex) ?? rows.endIndex
+            let chunk = rows[start..<end]
+            let shape = shape
+            try statement(db, rows: chunk.count).execute { binder in
+                shared(binder)
+                for (index, element) in chunk.enumerated() {
+                    row(binder, Int32(shape.firstRowParameter + shape.parametersPerRow * index), element)
+                }
+            }
+            start = end
+        }
+    }
+
+    /// Upserts `rows` as ``execute(_:_:shared:row:)`` does, for an upsert whose `ON
+    /// CONFLICT … WHERE` may leave a row as it is: a statement that changed fewer rows than
+    /// it was given runs again for each of them alone (a row it replaced takes the same
+    /// values again). Returns the rows left as they were, in order, for the caller to
+    /// replace slot-wise.
+    @inline(__always)
+    mutating func upsert<Rows: Collection>(
+        _ db: Database, _ rows: Rows,
+        shared: (BoundStatement.Binder) -> Void = { _ in },
+        row: (BoundStatement.Binder, Int32, Rows.Element) -> Void
+    ) throws -> [Rows.Element] {
+        var unchanged: [Rows.Element] = []
+        var start = rows.startIndex
+        while start != rows.endIndex {
+            let end = rows.index(start, offsetBy: Self.limit, limitedBy: rows.endIndex) ?? rows.endIndex
+            let chunk = rows[start..<end]
+            try execute(db, chunk, shared: shared, row: row)
+            if db.changesCount < chunk.count {
+                for element in chunk {
+                    try execute(db, CollectionOfOne(element), shared: shared, row: row)
+                    if db.changesCount == 0 { unchanged.append(element) }
+                }
+            }
+            start = end
+        }
+        return unchanged
     }
 
     /// The statement for `rows` rows, from the connection's statement cache on first use.
-    mutating func statement(_ db: Database, rows: Int) throws -> BoundStatement {
+    private mutating func statement(_ db: Database, rows: Int) throws -> BoundStatement {
         precondition(rows > 0 && rows <= Self.limit)
         if let statement = prepared[rows - 1] { return statement }
         let statement = BoundStatement(try db.cachedStatement(sql: shape.sql[rows - 1]))

@@ -432,24 +432,22 @@ extension SlotIO {
                     }
                 case let .field(name):
                     let winner = entries[entries.count - 1]
-                    let columns = Rows.columns(winner.payload)
                     try fields.execute { binder in
                         binder.bind(ref)
                         binder.bind(name, at: 3)
-                        binder.bind(columns, at: 4)
+                        binder.bind(winner.payload, at: 4)
                         binder.bind(Rows.hlc(winner.dot.hlc), at: 8)
                         binder.bind(blob(winner.dot.replica), at: 9)
                         binder.bind(Int64(entries.count), at: 10)
                         binder.bind(clean, at: 11)
                     }
                     for entry in entries.dropLast() {
-                        let columns = Rows.columns(entry.payload)
                         try versions.execute { binder in
                             binder.bind(ref)
                             binder.bind(name, at: 3)
                             binder.bind(Rows.hlc(entry.dot.hlc), at: 4)
                             binder.bind(blob(entry.dot.replica), at: 5)
-                            binder.bind(columns, at: 6)
+                            binder.bind(entry.payload, at: 6)
                         }
                     }
                 }

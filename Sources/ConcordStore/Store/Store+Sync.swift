@@ -204,9 +204,6 @@ extension Store {
         // The dots waiting to be inserted (`dotJoins`) are of the records before this one: a
         // delta holds each record once (`Delta` checks its records are strictly ascending).
         for change in delta.records {
-            // The fields the fast upsert changed, noted once per record.
-            var upserted: [String] = []
-            defer { if !upserted.isEmpty { changes.note(upserted, of: change.ref) } }
             // The record's fields for the fast upsert; those it did not replace, to join.
             var fast: [(name: String, value: ScalarValue, hlc: UInt64)] = []
             var slots: [(key: SlotKey, entries: [Entry])] = []
@@ -232,34 +229,22 @@ extension Store {
                     slots.append(slot)
                 }
             }
-            for start in stride(from: 0, to: fast.count, by: BatchedUpsert.limit) {
-                let batch = fast[start..<min(start + BatchedUpsert.limit, fast.count)]
-                let bind = { (binder: BoundStatement.Binder, rows: ArraySlice<(name: String, value: ScalarValue, hlc: UInt64)>) in
+            if !fast.isEmpty {
+                let unchanged = try fastUpserts.upsert(db, fast, shared: { binder in
                     binder.bind(change.ref)
                     binder.bind(originBlob, at: 3)
-                    for (index, row) in rows.enumerated() {
-                        let first = fastUpserts.parameter(row: index)
-                        binder.bind(row.name, at: first)
-                        binder.bind(row.value, at: first + 1)
-                        binder.bind(Rows.hlc(row.hlc), at: first + 3)
-                    }
+                }, row: { binder, first, row in
+                    binder.bind(row.name, at: first)
+                    binder.bind(row.value, at: first + 1)
+                    binder.bind(Rows.hlc(row.hlc), at: first + 3)
+                })
+                // The fields it changed are noted at once; those it did not replace are joined.
+                let upserted = unchanged.isEmpty ? fast.map(\.name) : fast.map(\.name).filter { name in
+                    !unchanged.contains { Bytewise.equal($0.name, name) }
                 }
-                try fastUpserts.statement(db, rows: batch.count).execute { bind($0, batch) }
-                if db.changesCount == batch.count {
-                    upserted.append(contentsOf: batch.lazy.map(\.name))
-                    continue
-                }
-                // Some were not replaced: each again on its own (one replaced takes the same
-                // values again), and those it does not replace are joined.
-                let single = try fastUpserts.statement(db, rows: 1)
-                for index in batch.indices {
-                    try single.execute { bind($0, batch[index...index]) }
-                    if db.changesCount == 1 {
-                        upserted.append(batch[index].name)
-                    } else {
-                        let row = batch[index]
-                        slots.append((.field(row.name), [Entry(dot: Stamp(hlc: row.hlc, replica: origin), payload: .scalar(row.value))]))
-                    }
+                if !upserted.isEmpty { changes.note(upserted, of: change.ref) }
+                for row in unchanged {
+                    slots.append((.field(row.name), [Entry(dot: Stamp(hlc: row.hlc, replica: origin), payload: .scalar(row.value))]))
                 }
             }
             for slot in slots {
@@ -644,14 +629,11 @@ private struct DotJoinStatements {
         guard !pending.isEmpty else { return }
         let rows = pending
         pending.removeAll(keepingCapacity: true)
-        try inserts.statement(db, rows: rows.count).execute { binder in
-            for (index, row) in rows.enumerated() {
-                let first = inserts.parameter(row: index)
-                binder.bind(row.ref, at: first)
-                binder.bind(row.kind, at: first + 2)
-                binder.bind(Rows.hlc(row.dot.hlc), at: first + 3)
-                binder.bind(Rows.replicaBlob(row.dot.replica), at: first + 4)
-            }
+        try inserts.execute(db, rows) { binder, first, row in
+            binder.bind(row.ref, at: first)
+            binder.bind(row.kind, at: first + 2)
+            binder.bind(Rows.hlc(row.dot.hlc), at: first + 3)
+            binder.bind(Rows.replicaBlob(row.dot.replica), at: first + 4)
         }
     }
 }

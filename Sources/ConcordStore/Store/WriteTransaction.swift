@@ -303,12 +303,8 @@ public final class WriteTransaction {
         let withoutElements = !exists || liveness.isEmpty || !hasElements
         begun[ref] = withoutElements
         lastBegun = (ref, withoutElements)
-        if !exists {
-            // A new record: nothing to clear, and its liveness is just this write's dot.
-            try renewLiveness(ref, removingOwn: false)
-            return dot
-        }
-        if liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
+        // A record that is not visible is cleared first; a new one has nothing to clear.
+        if exists && liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
         try renewLiveness(ref, removingOwn: liveness.contains { $0.dot.replica == ownID })
         return dot
     }
@@ -336,15 +332,14 @@ public final class WriteTransaction {
         let refs = pendingLiveness
         pendingLiveness.removeAll(keepingCapacity: true)
         let hlc = Rows.hlc(try dot().hlc)
-        try livenessDots.statement(db, rows: refs.count).execute { binder in
+        let replica = ownReplica
+        try livenessDots.execute(db, refs, shared: { binder in
             binder.bind(hlc, at: 1)
-            binder.bind(ownReplica, at: 2)
-            for (index, ref) in refs.enumerated() { binder.bind(ref, at: livenessDots.parameter(row: index)) }
-        }
-        try livenessMarks.statement(db, rows: refs.count).execute { binder in
-            binder.bind(hlc, at: 1)
-            for (index, ref) in refs.enumerated() { binder.bind(ref, at: livenessMarks.parameter(row: index)) }
-        }
+            binder.bind(replica, at: 2)
+        }, row: { binder, first, ref in binder.bind(ref, at: first) })
+        try livenessMarks.execute(db, refs, shared: { binder in binder.bind(hlc, at: 1) }, row: { binder, first, ref in
+            binder.bind(ref, at: first)
+        })
     }
 
     private func apply(_ write: FieldWrite, to name: String, of ref: RecordRef, dot: Stamp) throws {
@@ -388,30 +383,18 @@ public final class WriteTransaction {
         guard let ref = pending.ref, !pending.rows.isEmpty else { return }
         let rows = pending.take()
         let dot = try dot()
-        try registerUpserts.statement(db, rows: rows.count).execute { binder in bindRegisters(binder, ref, rows, dot) }
-        if db.changesCount < rows.count {
-            let single = try registerUpserts.statement(db, rows: 1)
-            for row in rows {
-                try single.execute { binder in bindRegisters(binder, ref, CollectionOfOne(row), dot) }
-                if db.changesCount == 0 { try replace(ref, .field(row.name), with: [Entry(dot: dot, payload: row.payload)]) }
-            }
-        }
-    }
-
-    private func bindRegisters(
-        _ binder: BoundStatement.Binder, _ ref: RecordRef,
-        _ rows: some Collection<(name: String, payload: Payload)>,
-        _ dot: Stamp
-    ) {
-        binder.bind(ref)
-        binder.bind(Rows.hlc(dot.hlc), at: 3)
-        binder.bind(ownReplica, at: 4)
-        binder.bind(Rows.hlc(dot.hlc), at: 5)
-        for (index, row) in rows.enumerated() {
-            let first = registerUpserts.parameter(row: index)
+        let hlc = Rows.hlc(dot.hlc)
+        let replica = ownReplica
+        let unchanged = try registerUpserts.upsert(db, rows, shared: { binder in
+            binder.bind(ref)
+            binder.bind(hlc, at: 3)
+            binder.bind(replica, at: 4)
+            binder.bind(hlc, at: 5)
+        }, row: { binder, first, row in
             binder.bind(row.name, at: first)
             binder.bind(row.payload, at: first + 1)
-        }
+        })
+        for row in unchanged { try replace(ref, .field(row.name), with: [Entry(dot: dot, payload: row.payload)]) }
     }
 
     /// Clears a register before its name becomes a set. Not skipped for a record new in this
