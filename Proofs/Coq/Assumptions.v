@@ -11,8 +11,16 @@ From Concord Require Import Stamp Context DotStore Values CausalRegister ORSet S
 Print Assumptions stamp_trichotomy.
 Print Assumptions stamp_lt_trans.
 Print Assumptions stamp_lt_irrefl.
+Print Assumptions tick_fails.
+Print Assumptions tick_succeeds.
 Print Assumptions tick_gt_latest.
 Print Assumptions tick_ge_physical.
+Print Assumptions tick_gt_observed.
+Print Assumptions tick_le_lead.
+Print Assumptions tick_le_uint64Max.
+Print Assumptions observe_never_stops_tick.
+Print Assumptions tick_after_observe_le_lead.
+Print Assumptions tick_again_within_lead.
 Print Assumptions rule2_tick_after_observe.
 Print Assumptions rule2_stamp_after_observe.
 
@@ -81,11 +89,13 @@ Print Assumptions seal_is_join.
 Print Assumptions sealed_delta_valid.
 Print Assumptions keepVersion_is_setFile.
 Print Assumptions newReplica_sealed.
+Print Assumptions nextDot_pass.
 
 (* The rules on the store *)
 Print Assumptions exchange.
 Print Assumptions exchange_applicable.
 Print Assumptions newReplicas_concurrent.
+Print Assumptions sealed_replica_writes.
 Print Assumptions rule1_store_concurrent_writes_greater_stamp_wins.
 Print Assumptions rule2_store_causally_later_write_wins.
 Print Assumptions rule3_store_add_wins_over_concurrent_remove.

@@ -9,11 +9,19 @@
     - The outbox [Set<SlotRef>] is a predicate on slots.  Loops over
       [record.slots.keys] ([clearRecord], [clearElements]) replace, at once, every slot
       of the record that is stored (has entries: a replica's own state has no scopes).
-    - [nextDot] ticks the clock and inserts [0 ... dot.hlc] for the replica.  Swift first
-      calls [clock.observe(state.context.maxHLC(for: id))]; that maximum is not a
-      function of a context-as-set, so instead the theorems assume what the Swift
-      replica maintains: its clock is at least every hlc in its context
-      ([pd_clock] / [sr_clock]).
+    - [nextDot] ticks the clock (at [now], with the lead [HLC.maxLead]) and inserts
+      [0 ... dot.hlc] for the replica; when [tick] throws [clockExhausted] it is [None], and
+      so is every mutation (Swift throws before changing anything but the clock).  Swift
+      first calls [clock.pass(state.context.maxHLC(for: id))]; that maximum is not a
+      function of a context-as-set, so instead the theorems assume what the Swift replica
+      maintains: its clock has issued (or passed) every own hlc in its context
+      ([pd_own] / [sr_own]) — then [pass] changes nothing ([nextDot_pass]) — and has
+      observed every hlc in its context ([pd_clock] / [sr_clock]; [Replica.apply] and
+      [join(snapshot:)] call [clock.observe]).
+    - A stamp is above everything the replica had seen only when its clock follows what
+      it observed at [now] ([within_lead]: within [HLC.maxLead] of [now]); beyond it a
+      new dot can be below another replica's liveness dot, so [touchLiveness] inserts it
+      in dot order, and the local writes keep their slots sorted at any [now].
     - [makeDelta] takes the [coveredVector] of the context and its [maxHLC(for: id)]
       as arguments; the theorems pass the values the ranges give. *)
 
@@ -69,13 +77,18 @@ Definition isVisible (rec : StoreRecord) : bool :=
 Definition hasDeleteUpdateConflict (rec : StoreRecord) : bool :=
   isVisible rec && match entries (slots rec Tombstones) with [] => false | _ => true end.
 
-(** [private mutating func nextDot(now:) -> Stamp] *)
-Definition nextDot (r : Replica) (now : nat) : Replica * Stamp :=
-  let h := snd (tick (rep_clock r) now) in
-  (mkReplica (rep_id r)
-     (mkState (ctx_insert_range (context (rep_state r)) 0 h (rep_id r)) (collections (rep_state r)))
-     (fst (tick (rep_clock r) now)) (rep_outbox r) (rep_sealedSeq r) (rep_sealedUpTo r),
-   mkStamp h (rep_id r)).
+(** [private mutating func nextDot(now:) throws -> Stamp] ([None]: [clock.tick] throws
+    [clockExhausted]); the [clock.pass] before the tick is an invariant, see above. *)
+Definition nextDot (r : Replica) (now : nat) : option (Replica * Stamp) :=
+  match tick (rep_clock r) now maxLead with
+  | Some (clock, h) =>
+      Some (mkReplica (rep_id r)
+              (mkState (ctx_insert_range (context (rep_state r)) 0 h (rep_id r))
+                       (collections (rep_state r)))
+              clock (rep_outbox r) (rep_sealedSeq r) (rep_sealedUpTo r),
+            mkStamp h (rep_id r))
+  | None => None
+  end.
 
 (** [private mutating func clearRecord(_ ref:, keepingLiveness:)] *)
 Definition clearRecord (r : Replica) (ref : RecordRef) (keepingLiveness : bool) : Replica :=
@@ -83,18 +96,28 @@ Definition clearRecord (r : Replica) (ref : RecordRef) (keepingLiveness : bool) 
                                 negb (keepingLiveness && slotkey_eqb k Liveness))
                 (fun _ _ _ => []).
 
+(** [entries.insert(entry, at: entries.firstIndex { dot < $0.dot } ?? entries.endIndex)]
+    in [touchLiveness]: [e] goes before the first entry whose dot is greater than its own. *)
+Fixpoint insert_by_dot (e : Entry) (l : list Entry) : list Entry :=
+  match l with
+  | [] => [e]
+  | x :: l' => if stamp_ltb (dot e) (dot x) then e :: l else x :: insert_by_dot e l'
+  end.
+
 (** [private mutating func touchLiveness(_ ref:, dot:)] *)
 Definition touchLiveness (r : Replica) (ref : RecordRef) (d : Stamp) : Replica :=
   let current := entries (slots (record (rep_state r) ref) Liveness) in
   let others := filter (fun e => negb (Nat.eqb (replica (dot e)) (rep_id r))) current in
-  replace r ref Liveness (others ++ [mkEntry d Marker]).
+  replace r ref Liveness (insert_by_dot (mkEntry d Marker) others).
 
-(** [private mutating func beginWrite(_ ref:, now:) -> Stamp] *)
-Definition beginWrite (r : Replica) (ref : RecordRef) (now : nat) : Replica * Stamp :=
-  let r1 := fst (nextDot r now) in
-  let d := snd (nextDot r now) in
-  let r2 := if isVisible (record (rep_state r1) ref) then r1 else clearRecord r1 ref true in
-  (touchLiveness r2 ref d, d).
+(** [private mutating func beginWrite(_ ref:, now:) throws -> Stamp] *)
+Definition beginWrite (r : Replica) (ref : RecordRef) (now : nat) : option (Replica * Stamp) :=
+  match nextDot r now with
+  | Some (r1, d) =>
+      let r2 := if isVisible (record (rep_state r1) ref) then r1 else clearRecord r1 ref true in
+      Some (touchLiveness r2 ref d, d)
+  | None => None
+  end.
 
 (** [private mutating func clearRegister(_ name:, of ref:)] *)
 Definition clearRegister (r : Replica) (name : string) (ref : RecordRef) : Replica :=
@@ -133,18 +156,19 @@ Definition applyWrites (r : Replica) (fields : list (string * FieldWrite)) (ref 
                        (d : Stamp) : Replica :=
   fold_left (fun r' nw => applyWrite r' (snd nw) (fst nw) ref d) fields r.
 
-(** [mutating func put(_ ref:, _ fields:, now:) -> Stamp] *)
+(** [mutating func put(_ ref:, _ fields:, now:) throws -> Stamp] *)
 Definition put (r : Replica) (ref : RecordRef) (fields : list (string * FieldWrite)) (now : nat)
-  : Replica * Stamp :=
-  let r1 := fst (beginWrite r ref now) in
-  let d := snd (beginWrite r ref now) in
-  (applyWrites r1 fields ref d, d).
+  : option (Replica * Stamp) :=
+  match beginWrite r ref now with
+  | Some (r1, d) => Some (applyWrites r1 fields ref d, d)
+  | None => None
+  end.
 
-(** [mutating func set(_ ref:, _ field:, _ value:, now:)] *)
+(** [mutating func set(_ ref:, _ field:, _ value:, now:) throws] *)
 Definition set (r : Replica) (ref : RecordRef) (field : string) (v : ScalarValue) (now : nat) :=
   put r ref [(field, FWScalar v)] now.
 
-(** [mutating func setFile(_ ref:, _ field:, _ file:, now:)] *)
+(** [mutating func setFile(_ ref:, _ field:, _ file:, now:) throws] *)
 Definition setFile (r : Replica) (ref : RecordRef) (field : string) (f : FileRef) (now : nat) :=
   put r ref [(field, FWFile f)] now.
 
@@ -154,46 +178,51 @@ Definition fileVersions (rec : StoreRecord) (name : string) : list (Stamp * File
            (entries (slots rec (Field name))).
 
 (** [mutating func keepVersion(_ ref:, _ field:, hash:, now:) throws -> Stamp]
-    ([None]: the Swift function throws). *)
+    ([None]: the Swift function throws: no such version, or [clockExhausted]). *)
 Definition keepVersion (r : Replica) (ref : RecordRef) (field : string) (h : ContentHash) (now : nat)
   : option (Replica * Stamp) :=
   match find (fun v => hash_eqb (hash (snd v)) h) (rev (fileVersions (record (rep_state r) ref) field)) with
-  | Some v => Some (setFile r ref field (snd v) now)
+  | Some v => setFile r ref field (snd v) now
   | None => None
   end.
 
-(** [mutating func add(_ ref:, _ field:, _ element:, now:)] *)
+(** [mutating func add(_ ref:, _ field:, _ element:, now:) throws] *)
 Definition add (r : Replica) (ref : RecordRef) (field : string) (element : ScalarValue) (now : nat)
-  : Replica * Stamp :=
-  let r1 := fst (beginWrite r ref now) in
-  let d := snd (beginWrite r ref now) in
-  (replace (clearRegister r1 field ref) ref (Element field element) [mkEntry d Marker], d).
+  : option (Replica * Stamp) :=
+  match beginWrite r ref now with
+  | Some (r1, d) => Some (replace (clearRegister r1 field ref) ref (Element field element) [mkEntry d Marker], d)
+  | None => None
+  end.
 
-(** [mutating func remove(_ ref:, _ field:, _ element:, now:)] *)
+(** [mutating func remove(_ ref:, _ field:, _ element:, now:) throws] *)
 Definition remove (r : Replica) (ref : RecordRef) (field : string) (element : ScalarValue) (now : nat)
-  : Replica * Stamp :=
-  let r1 := fst (beginWrite r ref now) in
-  let d := snd (beginWrite r ref now) in
-  (replace r1 ref (Element field element) [], d).
+  : option (Replica * Stamp) :=
+  match beginWrite r ref now with
+  | Some (r1, d) => Some (replace r1 ref (Element field element) [], d)
+  | None => None
+  end.
 
-(** [mutating func create(_ ref:, _ fields:, now:)] *)
+(** [mutating func create(_ ref:, _ fields:, now:) throws] *)
 Definition create (r : Replica) (ref : RecordRef) (fields : list (string * FieldWrite)) (now : nat)
-  : Replica * Stamp :=
-  let r1 := fst (nextDot r now) in
-  let d := snd (nextDot r now) in
-  (applyWrites (touchLiveness (clearRecord r1 ref false) ref d) fields ref d, d).
+  : option (Replica * Stamp) :=
+  match nextDot r now with
+  | Some (r1, d) => Some (applyWrites (touchLiveness (clearRecord r1 ref false) ref d) fields ref d, d)
+  | None => None
+  end.
 
-(** [mutating func delete(_ ref:, now:)] *)
-Definition delete (r : Replica) (ref : RecordRef) (now : nat) : Replica * Stamp :=
-  let r1 := fst (nextDot r now) in
-  let d := snd (nextDot r now) in
-  (replace (replace r1 ref Liveness []) ref Tombstones [mkEntry d Marker], d).
+(** [mutating func delete(_ ref:, now:) throws] *)
+Definition delete (r : Replica) (ref : RecordRef) (now : nat) : option (Replica * Stamp) :=
+  match nextDot r now with
+  | Some (r1, d) => Some (replace (replace r1 ref Liveness []) ref Tombstones [mkEntry d Marker], d)
+  | None => None
+  end.
 
-(** [mutating func keepRecord(_ ref:, now:)] *)
-Definition keepRecord (r : Replica) (ref : RecordRef) (now : nat) : Replica * Stamp :=
-  let r1 := fst (beginWrite r ref now) in
-  let d := snd (beginWrite r ref now) in
-  (replace r1 ref Tombstones [], d).
+(** [mutating func keepRecord(_ ref:, now:) throws] *)
+Definition keepRecord (r : Replica) (ref : RecordRef) (now : nat) : option (Replica * Stamp) :=
+  match beginWrite r ref now with
+  | Some (r1, d) => Some (replace r1 ref Tombstones [], d)
+  | None => None
+  end.
 
 (** [private func makeDelta(seq:) -> Delta], given [coveredVector] and
     [maxHLC(for: id)] of the context. *)
@@ -232,18 +261,28 @@ Record Pending (s0 : StoreState) (V : VersionVector) (u : nat) (r : Replica) : P
                (replica (dot e) = rep_id r /\ V (rep_id r) < hlc (dot e) /\ hlc (dot e) <= u);
   pd_ordered : forall c i k, ordered dot (entries (slot_at (rep_state r) c i k));
   pd_noscopes : noScopes (rep_state r);
-  pd_clock : forall x, context (rep_state r) x = true -> hlc x <= latest (rep_clock r);
+  pd_own : forall x, context (rep_state r) x = true -> replica x = rep_id r ->
+           hlc x <= latest (rep_clock r);
+  pd_clock : forall x, context (rep_state r) x = true -> hlc x <= clock_observed (rep_clock r);
   pd_sealed : rep_sealedUpTo r = V (rep_id r)
 }.
 
-(** A replica that has just sealed, whose clock has followed its context. *)
+(** A replica that has just sealed, whose clock has passed its own dots and observed its
+    whole context, and has not issued [UInt64.max]. *)
 Record sealed_replica (r : Replica) (V : VersionVector) : Prop := {
   sr_base : sealed_base (rep_state r) V;
   sr_outbox : forall c i k, rep_outbox r c i k = false;
   sr_sealed : rep_sealedUpTo r = V (rep_id r);
-  sr_clock : forall x, context (rep_state r) x = true -> hlc x <= latest (rep_clock r);
+  sr_own : forall x, context (rep_state r) x = true -> replica x = rep_id r ->
+           hlc x <= latest (rep_clock r);
+  sr_clock : forall x, context (rep_state r) x = true -> hlc x <= clock_observed (rep_clock r);
   sr_room : latest (rep_clock r) < uint64Max
 }.
+
+(** At [now] the replica's clock follows everything it observed: a write then takes a
+    stamp above every stamp the replica had seen.  Swift calls [tick] with the default
+    lead [HLC.maxLead]. *)
+Definition within_lead (r : Replica) (now : nat) : Prop := follows (rep_clock r) now maxLead.
 
 Definition new_ok (s0 : StoreState) (V : VersionVector) (id : ReplicaID) (u : nat)
                   (c i : string) (k : SlotKey) (es : list Entry) : Prop :=
@@ -274,7 +313,7 @@ Proof. intros H x. unfold ctx_of_vv. rewrite H. reflexivity. Qed.
 
 Lemma sealed_pending r V : sealed_replica r V -> Pending (rep_state r) V (V (rep_id r)) r.
 Proof.
-  intros [Hb Ho Hs Hc _]. constructor.
+  intros [Hb Ho Hs Hown Hc _]. constructor.
   - eapply ctx_eq_trans; [apply (sb_ctx _ _ Hb)|]. apply ctx_of_vv_ext.
     intro; symmetry; apply vv_set_same_point.
   - lia.
@@ -282,6 +321,7 @@ Proof.
   - intros c i k e He. left; assumption.
   - intros c i k. destruct (sb_wf _ _ Hb c i k); assumption.
   - apply (sb_noscopes _ _ Hb).
+  - exact Hown.
   - exact Hc.
   - exact Hs.
 Qed.
@@ -304,6 +344,7 @@ Proof.
     + apply (pd_ordered _ _ _ _ Hp).
   - intros c i k x. change (scope (slot_at (rep_state (replace_where r P f)) c i k) x = ctx_empty x).
     rewrite replace_where_slot. destruct (P c i k); [reflexivity|]. apply (pd_noscopes _ _ _ _ Hp).
+  - apply (pd_own _ _ _ _ Hp).
   - apply (pd_clock _ _ _ _ Hp).
   - apply (pd_sealed _ _ _ _ Hp).
 Qed.
@@ -342,32 +383,73 @@ Proof.
   - rewrite H1, Nat.eqb_refl. lia.
 Qed.
 
-Lemma nextDot_slot r now c i k :
-  slot_at (rep_state (fst (nextDot r now))) c i k = slot_at (rep_state r) c i k.
-Proof. reflexivity. Qed.
-
-Lemma nextDot_dot r now : snd (nextDot r now) = mkStamp (snd (tick (rep_clock r) now)) (rep_id r).
-Proof. reflexivity. Qed.
-
-Lemma pending_nextDot s0 V u r now :
-  Pending s0 V u r -> latest (rep_clock r) < uint64Max ->
-  let d := snd (nextDot r now) in
-  Pending s0 V (hlc d) (fst (nextDot r now)) /\ replica d = rep_id r /\ u < hlc d /\
-  (forall x, context (rep_state r) x = true -> hlc x < hlc d).
+Lemma nextDot_inv r now r1 d :
+  nextDot r now = Some (r1, d) ->
+  tick (rep_clock r) now maxLead = Some (rep_clock r1, hlc d) /\ replica d = rep_id r /\
+  r1 = mkReplica (rep_id r)
+         (mkState (ctx_insert_range (context (rep_state r)) 0 (hlc d) (rep_id r))
+                  (collections (rep_state r)))
+         (rep_clock r1) (rep_outbox r) (rep_sealedSeq r) (rep_sealedUpTo r).
 Proof.
-  intros Hp Hroom d.
-  pose proof (tick_gt_latest (rep_clock r) now Hroom) as Ht.
-  assert (Hhd : hlc d = snd (tick (rep_clock r) now)) by reflexivity.
+  unfold nextDot. destruct (tick (rep_clock r) now maxLead) as [[c h]|] eqn:E; [|discriminate].
+  intro H. inversion H; subst. cbn [rep_clock hlc replica]. auto.
+Qed.
+
+(** [nextDot] throws exactly when the clock has issued [UInt64.max]. *)
+Lemma nextDot_fails r now : nextDot r now = None <-> uint64Max <= latest (rep_clock r).
+Proof.
+  rewrite <- (tick_fails (rep_clock r) now maxLead). unfold nextDot.
+  destruct (tick (rep_clock r) now maxLead) as [[c h]|]; split; intro H;
+    solve [discriminate | reflexivity].
+Qed.
+
+Lemma nextDot_slot r now r1 d c i k :
+  nextDot r now = Some (r1, d) -> slot_at (rep_state r1) c i k = slot_at (rep_state r) c i k.
+Proof. intro E. apply nextDot_inv in E as [_ [_ ->]]. reflexivity. Qed.
+
+Lemma nextDot_collections r now r1 d :
+  nextDot r now = Some (r1, d) -> collections (rep_state r1) = collections (rep_state r).
+Proof. intro E. apply nextDot_inv in E as [_ [_ ->]]. reflexivity. Qed.
+
+Lemma nextDot_outbox r now r1 d : nextDot r now = Some (r1, d) -> rep_outbox r1 = rep_outbox r.
+Proof. intro E. apply nextDot_inv in E as [_ [_ ->]]. reflexivity. Qed.
+
+Lemma nextDot_id r now r1 d : nextDot r now = Some (r1, d) -> rep_id r1 = rep_id r.
+Proof. intro E. apply nextDot_inv in E as [_ [_ ->]]. reflexivity. Qed.
+
+(** Swift's [clock.pass(state.context.maxHLC(for: id))] changes nothing on a pending
+    replica: its own dots are [0 ... u] ([u = maxHLC(for: id)]), and its clock has passed
+    [u] already.  So [nextDot] models the Swift function exactly there. *)
+Lemma nextDot_pass s0 V u r : Pending s0 V u r -> pass (rep_clock r) u = rep_clock r.
+Proof.
+  intro Hp. destruct u as [|u'].
+  - apply pass_id; lia.
+  - assert (Hx : context (rep_state r) (mkStamp (S u') (rep_id r)) = true).
+    { rewrite (pd_ctx _ _ _ _ Hp). apply ctx_of_vv_spec; cbn. rewrite vv_set_same. lia. }
+    apply pass_id; [apply (pd_own _ _ _ _ Hp _ Hx eq_refl) | apply (pd_clock _ _ _ _ Hp _ Hx)].
+Qed.
+
+Lemma pending_nextDot s0 V u r now r1 d :
+  Pending s0 V u r -> nextDot r now = Some (r1, d) ->
+  Pending s0 V (hlc d) r1 /\ replica d = rep_id r /\ u < hlc d /\ rep_id r1 = rep_id r /\
+  (forall x, context (rep_state r) x = true -> replica x = rep_id r -> hlc x < hlc d).
+Proof.
+  intros Hp E. destruct (nextDot_inv r now r1 d E) as [Ht [Hrep Hr1]].
+  pose proof (tick_gt_latest _ _ _ _ _ Ht) as Hgt.
+  pose proof (tick_latest _ _ _ _ _ Ht) as Hl.
+  pose proof (tick_observed _ _ _ _ _ Ht) as Ho.
   assert (Hu : u <= latest (rep_clock r)).
-  { destruct u as [|u']; [lia|]. apply (pd_clock _ _ _ _ Hp (mkStamp (S u') (rep_id r))).
+  { destruct u as [|u']; [lia|].
+    apply (pd_own _ _ _ _ Hp (mkStamp (S u') (rep_id r))); [|reflexivity].
     rewrite (pd_ctx _ _ _ _ Hp). apply ctx_of_vv_spec; cbn. rewrite vv_set_same. lia. }
-  assert (Hlt : forall x, context (rep_state r) x = true -> hlc x < hlc d).
-  { intros x Hx. apply (pd_clock _ _ _ _ Hp) in Hx. lia. }
-  split; [|split; [reflexivity | split; [lia | exact Hlt]]].
-  constructor; cbn [rep_id rep_state rep_clock rep_outbox rep_sealedUpTo context collections fst nextDot].
+  assert (Hown : forall x, context (rep_state r) x = true -> replica x = rep_id r -> hlc x < hlc d).
+  { intros x Hx Hr. pose proof (pd_own _ _ _ _ Hp x Hx Hr). lia. }
+  split; [|split; [exact Hrep | split; [lia | split; [rewrite Hr1; reflexivity | exact Hown]]]].
+  rewrite Hr1.
+  constructor; cbn [rep_id rep_state rep_clock rep_outbox rep_sealedUpTo context collections].
   - intro x. unfold ctx_insert_range, ctx_union. rewrite (pd_ctx _ _ _ _ Hp).
-    unfold ctx_of_vv, ctx_range, vv_set. rewrite <- Hhd.
-    destruct (Nat.eqb_spec (replica x) (rep_id r)) as [E|E]; cbn [andb orb].
+    unfold ctx_of_vv, ctx_range, vv_set.
+    destruct (Nat.eqb_spec (replica x) (rep_id r)) as [Ex|Ex]; cbn [andb orb].
     + destruct (Nat.ltb_spec 0 u), (Nat.leb_spec (hlc x) u), (Nat.leb_spec (hlc x) (hlc d)),
                (Nat.ltb_spec 0 (hlc d)); cbn; lia || reflexivity.
     + rewrite orb_false_r. reflexivity.
@@ -377,39 +459,69 @@ Proof.
     right. repeat split; auto. lia.
   - apply (pd_ordered _ _ _ _ Hp).
   - apply (pd_noscopes _ _ _ _ Hp).
-  - intros x Hx. unfold ctx_insert_range, ctx_union in Hx. apply orb_true_iff in Hx as [Hx|Hx].
-    + rewrite tick_latest, <- Hhd. apply Hlt in Hx. lia.
-    + rewrite tick_latest, <- Hhd. apply ctx_range_spec in Hx. rewrite <- Hhd in Hx. lia.
+  - intros x Hx Hr. rewrite Hl. unfold ctx_insert_range, ctx_union in Hx.
+    apply orb_true_iff in Hx as [Hx|Hx].
+    + apply Hown in Hx; [lia | exact Hr].
+    + apply ctx_range_spec in Hx. lia.
+  - intros x Hx. rewrite Ho. unfold ctx_insert_range, ctx_union in Hx.
+    apply orb_true_iff in Hx as [Hx|Hx].
+    + apply (pd_clock _ _ _ _ Hp) in Hx. lia.
+    + apply ctx_range_spec in Hx. lia.
   - apply (pd_sealed _ _ _ _ Hp).
 Qed.
 
-Lemma ordered_app_single (l : list Entry) y :
-  ordered dot l -> (forall x, In x l -> stamp_lt (dot x) (dot y)) -> ordered dot (l ++ [y]).
+(** Within the lead, the new dot is above every dot the replica had seen, whichever
+    replica issued it. *)
+Lemma nextDot_after_seen s0 V u r now r1 d :
+  Pending s0 V u r -> within_lead r now -> nextDot r now = Some (r1, d) ->
+  forall x, context (rep_state r) x = true -> hlc x < hlc d.
 Proof.
-  induction l as [|x l IH]; intros Ho Hlt; cbn; [repeat constructor|].
-  apply ordered_cons in Ho as [Ho Hx]. constructor.
-  - apply IH; [assumption|]. intros; apply Hlt; right; assumption.
-  - apply Forall_forall. intros z Hz. apply in_app_or in Hz as [Hz|[<-|[]]].
-    + apply Hx; assumption.
-    + apply Hlt; left; reflexivity.
+  intros Hp Hl E x Hx. destruct (nextDot_inv r now r1 d E) as [Ht _].
+  pose proof (tick_gt_followed _ _ _ _ _ Ht Hl). pose proof (pd_clock _ _ _ _ Hp x Hx). lia.
 Qed.
 
+Lemma in_insert_by_dot e l x : In x (insert_by_dot e l) <-> e = x \/ In x l.
+Proof.
+  induction l as [|y l IH]; cbn; [tauto|].
+  destruct (stamp_ltb (dot e) (dot y)); cbn; [tauto|]. rewrite IH. tauto.
+Qed.
+
+Lemma ordered_insert_by_dot e l :
+  ordered dot l -> (forall x, In x l -> dot x <> dot e) -> ordered dot (insert_by_dot e l).
+Proof.
+  induction l as [|y l IH]; intros Ho Hne; cbn; [repeat constructor|].
+  pose proof Ho as Ho'. apply ordered_cons in Ho' as [Hl Hy].
+  destruct (stamp_ltb (dot e) (dot y)) eqn:E.
+  - constructor; [exact Ho|]. apply Forall_forall. intros z [<-|Hz]; [exact E|].
+    apply (stamp_lt_trans _ (dot y)); [exact E | apply Hy, Hz].
+  - assert (Hye : stamp_lt (dot y) (dot e)).
+    { destruct (stamp_trichotomy (dot e) (dot y)) as [H|[H|H]];
+        [unfold stamp_lt in H; congruence | | exact H].
+      exfalso. apply (Hne y); [left; reflexivity | symmetry; exact H]. }
+    constructor.
+    + apply IH; [exact Hl|]. intros x Hx. apply Hne. right; exact Hx.
+    + apply Forall_forall. intros z Hz. apply in_insert_by_dot in Hz as [->|Hz]; [exact Hye|].
+      apply Hy, Hz.
+Qed.
+
+(** The writer's liveness dot replaces its own, among the others' in dot order: the slot
+    stays sorted whatever the clock issued. *)
 Lemma pending_touchLiveness s0 V h r ref d :
   Pending s0 V h r -> replica d = rep_id r -> V (rep_id r) < hlc d -> hlc d <= h ->
-  (forall e, In e (entries (slots (record (rep_state r) ref) Liveness)) -> stamp_lt (dot e) d) ->
   Pending s0 V h (touchLiveness r ref d).
 Proof.
-  intros Hp H1 H2 H3 Hlt. unfold touchLiveness, replace. apply pending_replace_where; [assumption|].
+  intros Hp H1 H2 H3. unfold touchLiveness, replace. apply pending_replace_where; [assumption|].
   intros c i k HP. apply at_slot_true in HP as [-> [-> ->]].
   change (slots (record (rep_state r) ref) Liveness)
     with (slot_at (rep_state r) (ref_collection ref) (ref_id ref) Liveness) in *.
   split.
-  - apply ordered_app_single.
+  - apply ordered_insert_by_dot.
     + apply ordered_filter, (pd_ordered _ _ _ _ Hp).
-    + intros x Hx. apply filter_In in Hx as [Hx _]. apply Hlt; assumption.
-  - intros e He. apply in_app_or in He as [He|[<-|[]]].
-    + apply filter_In in He as [He _]. apply (pd_entries _ _ _ _ Hp); assumption.
+    + intros x Hx E. apply filter_In in Hx as [_ Hx]. cbn [dot] in E.
+      rewrite E, H1, Nat.eqb_refl in Hx. discriminate.
+  - intros e He. apply in_insert_by_dot in He as [<-|He].
     + right; cbn; auto.
+    + apply filter_In in He as [He _]. apply (pd_entries _ _ _ _ Hp); assumption.
 Qed.
 
 Lemma clear_sub r P c i k e :
@@ -418,32 +530,40 @@ Lemma clear_sub r P c i k e :
 Proof. rewrite replace_where_slot. destruct (P c i k); cbn; [intros []|auto]. Qed.
 
 (** What every local write guarantees: the replica is pending over its sealed state,
-    and the write's dot is its own and above everything it had seen. *)
+    and the write's dot is its own and above every own dot it had seen (no dot is issued
+    twice). *)
 Definition op_result (r : Replica) (V : VersionVector) (r' : Replica) (d : Stamp) : Prop :=
   Pending (rep_state r) V (hlc d) r' /\ replica d = rep_id r /\ V (rep_id r) < hlc d /\
-  (forall x, context (rep_state r) x = true -> hlc x < hlc d) /\ rep_id r' = rep_id r.
+  (forall x, context (rep_state r) x = true -> replica x = rep_id r -> hlc x < hlc d) /\
+  rep_id r' = rep_id r.
 
-Lemma pending_beginWrite V r ref now :
-  sealed_replica r V ->
-  op_result r V (fst (beginWrite r ref now)) (snd (beginWrite r ref now)).
+Lemma beginWrite_inv r ref now r' d :
+  beginWrite r ref now = Some (r', d) ->
+  exists r1, nextDot r now = Some (r1, d) /\
+    r' = touchLiveness (if isVisible (record (rep_state r1) ref) then r1 else clearRecord r1 ref true) ref d.
 Proof.
-  intros Hs. pose proof (sealed_pending r V Hs) as Hp.
-  destruct (pending_nextDot _ V _ r now Hp (sr_room _ _ Hs)) as [Hp1 [Hrep [Hu Hlt]]].
-  unfold beginWrite. cbn [fst snd].
-  set (r1 := fst (nextDot r now)) in *. set (d := snd (nextDot r now)) in *.
-  assert (Hctx : forall e, In e (entries (slot_at (rep_state r) (ref_collection ref) (ref_id ref) Liveness)) ->
-                 stamp_lt (dot e) d).
-  { intros e He. apply stamp_lt_of_hlc, Hlt.
-    eapply (pending_entries_ctx (rep_state r) V); [apply (sr_base _ _ Hs) | exact Hp | exact He]. }
+  unfold beginWrite. destruct (nextDot r now) as [[r1 d1]|]; [|discriminate].
+  intro E. inversion E; subst. eauto.
+Qed.
+
+Lemma beginWrite_fails r ref now : beginWrite r ref now = None <-> nextDot r now = None.
+Proof.
+  unfold beginWrite. destruct (nextDot r now) as [[r1 d1]|]; split; intro H; solve [discriminate | reflexivity].
+Qed.
+
+Lemma pending_beginWrite V r ref now r' d :
+  sealed_replica r V -> beginWrite r ref now = Some (r', d) -> op_result r V r' d.
+Proof.
+  intros Hs E. pose proof (sealed_pending r V Hs) as Hp.
+  destruct (beginWrite_inv r ref now r' d E) as [r1 [N ->]].
+  destruct (pending_nextDot _ V _ r now r1 d Hp N) as [Hp1 [Hrep [Hu [Hid Hown]]]].
+  assert (Hrep1 : replica d = rep_id r1) by congruence.
+  assert (Hu1 : V (rep_id r1) < hlc d) by (rewrite Hid; exact Hu).
   destruct (isVisible (record (rep_state r1) ref)).
   - split; [|repeat split; auto].
-    apply pending_touchLiveness; [exact Hp1 | exact Hrep | exact Hu | lia | exact Hctx].
+    apply pending_touchLiveness; [exact Hp1 | exact Hrep1 | exact Hu1 | lia].
   - split; [|repeat split; auto].
-    apply pending_touchLiveness; [apply pending_clear; exact Hp1 | exact Hrep | exact Hu | lia |].
-    intros e He. apply Hctx.
-    change (slots (record _ ref) Liveness) with
-      (slot_at (rep_state (clearRecord r1 ref true)) (ref_collection ref) (ref_id ref) Liveness) in He.
-    apply clear_sub in He. exact He.
+    apply pending_touchLiveness; [apply pending_clear; exact Hp1 | exact Hrep1 | exact Hu1 | lia].
 Qed.
 
 Lemma clearRegister_id r name ref : rep_id (clearRegister r name ref) = rep_id r.
@@ -477,75 +597,135 @@ Proof.
   split; [assumption | congruence].
 Qed.
 
-Lemma put_result V r ref fields now :
-  sealed_replica r V -> op_result r V (fst (put r ref fields now)) (snd (put r ref fields now)).
+Lemma put_inv r ref fields now r' d :
+  put r ref fields now = Some (r', d) ->
+  exists r1, beginWrite r ref now = Some (r1, d) /\ r' = applyWrites r1 fields ref d.
 Proof.
-  intro Hs. destruct (pending_beginWrite V r ref now Hs) as [Hp [H1 [H2 [H3 H4]]]].
-  unfold put; cbn [fst snd].
-  destruct (pending_applyWrites _ V _ fields _ ref (snd (beginWrite r ref now)) Hp) as [Hp' Hid];
+  unfold put. destruct (beginWrite r ref now) as [[r1 d1]|]; [|discriminate].
+  intro E. inversion E; subst. eauto.
+Qed.
+
+Lemma put_result V r ref fields now r' d :
+  sealed_replica r V -> put r ref fields now = Some (r', d) -> op_result r V r' d.
+Proof.
+  intros Hs E. destruct (put_inv r ref fields now r' d E) as [r1 [B ->]].
+  destruct (pending_beginWrite V r ref now r1 d Hs B) as [Hp [H1 [H2 [H3 H4]]]].
+  destruct (pending_applyWrites _ V _ fields _ ref d Hp) as [Hp' Hid];
     try rewrite H4; try assumption; try lia.
   split; [assumption|]. repeat split; auto. congruence.
 Qed.
 
-Lemma add_result V r ref field element now :
-  sealed_replica r V -> op_result r V (fst (add r ref field element now)) (snd (add r ref field element now)).
+Lemma add_result V r ref field element now r' d :
+  sealed_replica r V -> add r ref field element now = Some (r', d) -> op_result r V r' d.
 Proof.
-  intro Hs. destruct (pending_beginWrite V r ref now Hs) as [Hp [H1 [H2 [H3 H4]]]].
-  unfold add; cbn [fst snd]. split; [|repeat split; auto].
+  intros Hs E. unfold add in E. destruct (beginWrite r ref now) as [[r1 d1]|] eqn:B; [|discriminate].
+  inversion E; subst; clear E.
+  destruct (pending_beginWrite V r ref now r1 d Hs B) as [Hp [H1 [H2 [H3 H4]]]].
+  split; [|repeat split; auto].
   - unfold replace. apply pending_own; try (unfold clearRegister; destruct stored; cbn [rep_id replace replace_where]; rewrite H4; assumption); try lia.
     unfold clearRegister; destruct stored; [apply pending_clear|]; assumption.
   - unfold clearRegister; destruct stored; exact H4.
 Qed.
 
-Lemma remove_result V r ref field element now :
-  sealed_replica r V ->
-  op_result r V (fst (remove r ref field element now)) (snd (remove r ref field element now)).
+Lemma remove_result V r ref field element now r' d :
+  sealed_replica r V -> remove r ref field element now = Some (r', d) -> op_result r V r' d.
 Proof.
-  intro Hs. destruct (pending_beginWrite V r ref now Hs) as [Hp [H1 [H2 [H3 H4]]]].
-  unfold remove; cbn [fst snd]. split; [|repeat split; auto].
+  intros Hs E. unfold remove in E. destruct (beginWrite r ref now) as [[r1 d1]|] eqn:B; [|discriminate].
+  inversion E; subst; clear E.
+  destruct (pending_beginWrite V r ref now r1 d Hs B) as [Hp [H1 [H2 [H3 H4]]]].
+  split; [|repeat split; auto].
   unfold replace. apply pending_clear. assumption.
 Qed.
 
-Lemma keepRecord_result V r ref now :
-  sealed_replica r V -> op_result r V (fst (keepRecord r ref now)) (snd (keepRecord r ref now)).
+Lemma keepRecord_result V r ref now r' d :
+  sealed_replica r V -> keepRecord r ref now = Some (r', d) -> op_result r V r' d.
 Proof.
-  intro Hs. destruct (pending_beginWrite V r ref now Hs) as [Hp [H1 [H2 [H3 H4]]]].
-  unfold keepRecord; cbn [fst snd]. split; [|repeat split; auto].
+  intros Hs E. unfold keepRecord in E. destruct (beginWrite r ref now) as [[r1 d1]|] eqn:B; [|discriminate].
+  inversion E; subst; clear E.
+  destruct (pending_beginWrite V r ref now r1 d Hs B) as [Hp [H1 [H2 [H3 H4]]]].
+  split; [|repeat split; auto].
   unfold replace. apply pending_clear. assumption.
 Qed.
 
-Lemma delete_result V r ref now :
-  sealed_replica r V -> op_result r V (fst (delete r ref now)) (snd (delete r ref now)).
+Lemma delete_result V r ref now r' d :
+  sealed_replica r V -> delete r ref now = Some (r', d) -> op_result r V r' d.
 Proof.
-  intro Hs. pose proof (sealed_pending r V Hs) as Hp.
-  destruct (pending_nextDot _ V _ r now Hp (sr_room _ _ Hs)) as [Hp1 [Hrep [Hu Hlt]]].
-  unfold delete; cbn [fst snd]. split; [|repeat split; auto].
-  unfold replace. apply pending_own; try assumption; try lia. apply pending_clear. assumption.
+  intros Hs E. pose proof (sealed_pending r V Hs) as Hp.
+  unfold delete in E. destruct (nextDot r now) as [[r1 d1]|] eqn:N; [|discriminate].
+  inversion E; subst; clear E.
+  destruct (pending_nextDot _ V _ r now r1 d Hp N) as [Hp1 [Hrep [Hu [Hid Hown]]]].
+  assert (Hrep1 : replica d = rep_id r1) by congruence.
+  assert (Hu1 : V (rep_id r1) < hlc d) by (rewrite Hid; exact Hu).
+  split; [|repeat split; auto].
+  unfold replace. apply pending_own; [apply pending_clear; exact Hp1 | exact Hrep1 | exact Hu1 | lia].
 Qed.
 
-Lemma create_result V r ref fields now :
-  sealed_replica r V -> op_result r V (fst (create r ref fields now)) (snd (create r ref fields now)).
+Lemma create_result V r ref fields now r' d :
+  sealed_replica r V -> create r ref fields now = Some (r', d) -> op_result r V r' d.
 Proof.
-  intro Hs. pose proof (sealed_pending r V Hs) as Hp.
-  destruct (pending_nextDot _ V _ r now Hp (sr_room _ _ Hs)) as [Hp1 [Hrep [Hu Hlt]]].
-  unfold create; cbn [fst snd].
-  set (r1 := fst (nextDot r now)) in *. set (d := snd (nextDot r now)) in *.
+  intros Hs E. pose proof (sealed_pending r V Hs) as Hp.
+  unfold create in E. destruct (nextDot r now) as [[r1 d1]|] eqn:N; [|discriminate].
+  inversion E; subst; clear E.
+  destruct (pending_nextDot _ V _ r now r1 d Hp N) as [Hp1 [Hrep [Hu [Hid Hown]]]].
+  rewrite <- Hid in Hrep, Hu.
   assert (Hp2 : Pending (rep_state r) V (hlc d) (touchLiveness (clearRecord r1 ref false) ref d)).
-  { apply pending_touchLiveness; try assumption; try lia.
-    - apply pending_clear; assumption.
-    - intros e He.
-      change (slots (record _ ref) Liveness) with
-        (slot_at (rep_state (clearRecord r1 ref false)) (ref_collection ref) (ref_id ref) Liveness) in He.
-      unfold clearRecord in He. rewrite replace_where_slot in He.
-      rewrite is_ref_refl in He. cbn [andb negb] in He.
-      destruct (stored (rep_state r1) (ref_collection ref) (ref_id ref) Liveness) eqn:E;
-        cbn [andb] in He.
-      + destruct He.
-      + unfold stored in E.
-        destruct (entries (slot_at (rep_state r1) (ref_collection ref) (ref_id ref) Liveness)) eqn:E2;
-          [try rewrite E2 in He; cbn in He; contradiction | discriminate]. }
-  destruct (pending_applyWrites _ V _ fields _ ref d Hp2) as [Hp' Hid]; try assumption; try lia.
-  split; [assumption|]. repeat split; auto.
+  { apply pending_touchLiveness; try assumption; try lia. apply pending_clear; assumption. }
+  destruct (pending_applyWrites _ V _ fields _ ref d Hp2) as [Hp' Hid']; try assumption; try lia.
+  split; [assumption|]. split; [congruence|]. split; [rewrite <- Hid; exact Hu|].
+  split; [exact Hown|]. transitivity (rep_id r1); [exact Hid' | exact Hid].
+Qed.
+
+(** Within the lead, a [put] (so [set], [setFile]) takes a stamp above everything its
+    replica had seen. *)
+Lemma put_after_seen V r ref fields now r' d :
+  sealed_replica r V -> within_lead r now -> put r ref fields now = Some (r', d) ->
+  forall x, context (rep_state r) x = true -> hlc x < hlc d.
+Proof.
+  intros Hs Hl E. destruct (put_inv r ref fields now r' d E) as [r1 [B _]].
+  destruct (beginWrite_inv r ref now r1 d B) as [r2 [N _]].
+  apply (nextDot_after_seen _ V _ r now r2 d (sealed_pending r V Hs) Hl N).
+Qed.
+
+(** Every mutation throws ([clockExhausted]) exactly when [nextDot] does: when the clock
+    has issued [UInt64.max].  A sealed replica ([sr_room]) is never there. *)
+Lemma put_fails r ref fields now : put r ref fields now = None <-> nextDot r now = None.
+Proof.
+  rewrite <- (beginWrite_fails r ref now). unfold put.
+  destruct (beginWrite r ref now) as [[r1 d1]|]; split; intro H; solve [discriminate | reflexivity].
+Qed.
+
+Lemma add_fails r ref field element now : add r ref field element now = None <-> nextDot r now = None.
+Proof.
+  rewrite <- (beginWrite_fails r ref now). unfold add.
+  destruct (beginWrite r ref now) as [[r1 d1]|]; split; intro H; solve [discriminate | reflexivity].
+Qed.
+
+Lemma remove_fails r ref field element now : remove r ref field element now = None <-> nextDot r now = None.
+Proof.
+  rewrite <- (beginWrite_fails r ref now). unfold remove.
+  destruct (beginWrite r ref now) as [[r1 d1]|]; split; intro H; solve [discriminate | reflexivity].
+Qed.
+
+Lemma keepRecord_fails r ref now : keepRecord r ref now = None <-> nextDot r now = None.
+Proof.
+  rewrite <- (beginWrite_fails r ref now). unfold keepRecord.
+  destruct (beginWrite r ref now) as [[r1 d1]|]; split; intro H; solve [discriminate | reflexivity].
+Qed.
+
+Lemma create_fails r ref fields now : create r ref fields now = None <-> nextDot r now = None.
+Proof.
+  unfold create. destruct (nextDot r now) as [[r1 d1]|]; split; intro H; solve [discriminate | reflexivity].
+Qed.
+
+Lemma delete_fails r ref now : delete r ref now = None <-> nextDot r now = None.
+Proof.
+  unfold delete. destruct (nextDot r now) as [[r1 d1]|]; split; intro H; solve [discriminate | reflexivity].
+Qed.
+
+Lemma sealed_nextDot r V now : sealed_replica r V -> exists r1 d, nextDot r now = Some (r1, d).
+Proof.
+  intro Hs. destruct (nextDot r now) as [[r1 d]|] eqn:E; [eauto|].
+  apply nextDot_fails in E. pose proof (sr_room _ _ Hs). lia.
 Qed.
 
 (** ** Sealing: a replica's state is its sealed state joined with the delta it seals *)
@@ -739,64 +919,82 @@ Proof.
 Qed.
 
 (** [put]: the writer's liveness dot is in the record's liveness slot. *)
-Lemma put_liveness r ref fields now :
-  In (mkEntry (snd (put r ref fields now)) Marker)
-     (entries (slot_at (rep_state (fst (put r ref fields now))) (ref_collection ref) (ref_id ref) Liveness)).
+Lemma put_liveness r ref fields now r' d :
+  put r ref fields now = Some (r', d) ->
+  In (mkEntry d Marker) (entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) Liveness)).
 Proof.
-  unfold put; cbn [fst snd].
+  intro E. destruct (put_inv r ref fields now r' d E) as [r1 [B ->]].
+  destruct (beginWrite_inv r ref now r1 d B) as [r2 [_ ->]].
   rewrite (proj1 (applyWrites_nonfield _ _ _ _ _ _ Liveness eq_refl)).
-  unfold beginWrite; cbn [fst snd]. unfold touchLiveness, replace. rewrite replace_where_slot, at_slot_refl.
-  cbn [entries]. apply in_or_app. right; left; reflexivity.
+  unfold touchLiveness, replace. rewrite replace_where_slot, at_slot_refl.
+  cbn [entries]. apply in_insert_by_dot. left; reflexivity.
 Qed.
 
 (** [set]/[setFile]: the field's slot holds the new value alone, and is in the outbox. *)
-Lemma set_field r ref name v now :
-  entries (slot_at (rep_state (fst (set r ref name v now))) (ref_collection ref) (ref_id ref) (Field name))
-    = [mkEntry (snd (set r ref name v now)) (PScalar v)] /\
-  rep_outbox (fst (set r ref name v now)) (ref_collection ref) (ref_id ref) (Field name) = true.
+Lemma set_field r ref name v now r' d :
+  set r ref name v now = Some (r', d) ->
+  entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) (Field name)) = [mkEntry d (PScalar v)] /\
+  rep_outbox r' (ref_collection ref) (ref_id ref) (Field name) = true.
 Proof.
-  unfold set, put, applyWrites; cbn [fst snd fold_left applyWrite].
+  unfold set. intro E. destruct (put_inv _ _ _ _ r' d E) as [r1 [_ ->]].
+  unfold applyWrites; cbn [fold_left applyWrite fst snd].
   unfold replace; rewrite replace_where_slot, at_slot_refl; cbn [rep_outbox replace_where].
   rewrite at_slot_refl, orb_true_r; split; reflexivity.
 Qed.
 
-Lemma setFile_field r ref name f now :
-  entries (slot_at (rep_state (fst (setFile r ref name f now))) (ref_collection ref) (ref_id ref) (Field name))
-    = [mkEntry (snd (setFile r ref name f now)) (PFile f)] /\
-  rep_outbox (fst (setFile r ref name f now)) (ref_collection ref) (ref_id ref) (Field name) = true.
+Lemma setFile_field r ref name f now r' d :
+  setFile r ref name f now = Some (r', d) ->
+  entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) (Field name)) = [mkEntry d (PFile f)] /\
+  rep_outbox r' (ref_collection ref) (ref_id ref) (Field name) = true.
 Proof.
-  unfold setFile, put, applyWrites; cbn [fst snd fold_left applyWrite].
+  unfold setFile. intro E. destruct (put_inv _ _ _ _ r' d E) as [r1 [_ ->]].
+  unfold applyWrites; cbn [fold_left applyWrite fst snd].
   unfold replace; rewrite replace_where_slot, at_slot_refl; cbn [rep_outbox replace_where].
   rewrite at_slot_refl, orb_true_r; split; reflexivity.
 Qed.
 
 (** [add]: the element's slot holds the new add alone. *)
-Lemma add_element r ref name x now :
-  entries (slot_at (rep_state (fst (add r ref name x now))) (ref_collection ref) (ref_id ref) (Element name x))
-    = [mkEntry (snd (add r ref name x now)) Marker].
-Proof. unfold add, replace; cbn [fst snd]. rewrite replace_where_slot, at_slot_refl. reflexivity. Qed.
+Lemma add_element r ref name x now r' d :
+  add r ref name x now = Some (r', d) ->
+  entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) (Element name x)) = [mkEntry d Marker].
+Proof.
+  unfold add. destruct (beginWrite r ref now) as [[r1 d1]|]; [|discriminate].
+  intro E; inversion E; subst; clear E.
+  unfold replace. rewrite replace_where_slot, at_slot_refl. reflexivity.
+Qed.
 
 (** [remove]: the element's slot is emptied, and in the outbox. *)
-Lemma remove_element r ref name x now :
-  entries (slot_at (rep_state (fst (remove r ref name x now))) (ref_collection ref) (ref_id ref) (Element name x))
-    = [] /\
-  rep_outbox (fst (remove r ref name x now)) (ref_collection ref) (ref_id ref) (Element name x) = true.
+Lemma remove_element r ref name x now r' d :
+  remove r ref name x now = Some (r', d) ->
+  entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) (Element name x)) = [] /\
+  rep_outbox r' (ref_collection ref) (ref_id ref) (Element name x) = true.
 Proof.
-  unfold remove, replace; cbn [fst snd]. rewrite replace_where_slot, at_slot_refl.
+  unfold remove. destruct (beginWrite r ref now) as [[r1 d1]|]; [|discriminate].
+  intro E; inversion E; subst; clear E.
+  unfold replace. rewrite replace_where_slot, at_slot_refl.
   cbn [rep_outbox replace_where]. rewrite at_slot_refl, orb_true_r. split; reflexivity.
 Qed.
 
 (** [delete]: the tombstone slot holds the delete's dot; only the record's liveness and
     tombstone slots enter the outbox. *)
-Lemma delete_tombstone r ref now :
-  entries (slot_at (rep_state (fst (delete r ref now))) (ref_collection ref) (ref_id ref) Tombstones)
-    = [mkEntry (snd (delete r ref now)) Marker].
-Proof. unfold delete, replace; cbn [fst snd]. rewrite replace_where_slot, at_slot_refl. reflexivity. Qed.
+Lemma delete_tombstone r ref now r' d :
+  delete r ref now = Some (r', d) ->
+  entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) Tombstones) = [mkEntry d Marker].
+Proof.
+  unfold delete. destruct (nextDot r now) as [[r1 d1]|]; [|discriminate].
+  intro E; inversion E; subst; clear E.
+  unfold replace. rewrite replace_where_slot, at_slot_refl. reflexivity.
+Qed.
 
-Lemma delete_outbox r ref now c i k :
-  rep_outbox (fst (delete r ref now)) c i k =
+Lemma delete_outbox r ref now r' d c i k :
+  delete r ref now = Some (r', d) ->
+  rep_outbox r' c i k =
   rep_outbox r c i k || at_slot ref Liveness c i k || at_slot ref Tombstones c i k.
-Proof. reflexivity. Qed.
+Proof.
+  unfold delete. destruct (nextDot r now) as [[r1 d1]|] eqn:N; [|discriminate].
+  intro E; inversion E; subst; clear E.
+  cbn [replace replace_where rep_outbox]. rewrite (nextDot_outbox _ _ _ _ N). reflexivity.
+Qed.
 
 (** ** Re-creation: every slot of the record is cleared or was already empty *)
 
@@ -875,9 +1073,6 @@ Proof.
   - rewrite orb_true_r. auto.
 Qed.
 
-Lemma nextDot_outbox r now : rep_outbox (fst (nextDot r now)) = rep_outbox r.
-Proof. reflexivity. Qed.
-
 Lemma touchLiveness_outbox r ref d c i k :
   rep_outbox r c i k = true -> rep_outbox (touchLiveness r ref d) c i k = true.
 Proof. intro H. cbn [touchLiveness replace replace_where rep_outbox]. rewrite H. reflexivity. Qed.
@@ -916,49 +1111,56 @@ Proof.
       * right. rewrite <- Hslot. assumption.
 Qed.
 
-Lemma put_recreates r V ref fields now :
+Lemma put_recreates r V ref fields now r' d :
   sealed_replica r V -> isVisible (record (rep_state r) ref) = false ->
-  only_dot ref (snd (put r ref fields now)) (fst (put r ref fields now)) /\
-  cleared ref (rep_state r) (fst (put r ref fields now)).
+  put r ref fields now = Some (r', d) ->
+  only_dot ref d r' /\ cleared ref (rep_state r) r'.
 Proof.
-  intros Hs Hinv. unfold put, beginWrite; cbn [fst snd].
-  assert (Hvis : isVisible (record (rep_state (fst (nextDot r now))) ref) = false) by exact Hinv.
+  intros Hs Hinv E. destruct (put_inv r ref fields now r' d E) as [r1 [B ->]].
+  destruct (beginWrite_inv r ref now r1 d B) as [r2 [N ->]].
+  assert (Hvis : isVisible (record (rep_state r2) ref) = false)
+    by (unfold record; rewrite (nextDot_collections _ _ _ _ N); exact Hinv).
   rewrite Hvis.
-  destruct (recreate_local r ref (fst (nextDot r now)) (snd (nextDot r now)) eq_refl (fun _ _ _ => eq_refl) true)
+  destruct (recreate_local r ref r2 d (nextDot_collections _ _ _ _ N)
+              (fun c i k => f_equal (fun o => o c i k) (nextDot_outbox _ _ _ _ N)) true)
     as [H1 H2].
   { intros _. unfold isVisible, record in Hinv.
-    destruct (entries (slot_at (rep_state r) (ref_collection ref) (ref_id ref) Liveness)) eqn:E;
+    destruct (entries (slot_at (rep_state r) (ref_collection ref) (ref_id ref) Liveness)) eqn:E';
       [reflexivity|]. change (slots (collections (rep_state r) (ref_collection ref) (ref_id ref)) Liveness)
         with (slot_at (rep_state r) (ref_collection ref) (ref_id ref) Liveness) in Hinv.
-    rewrite E in Hinv. discriminate. }
+    rewrite E' in Hinv. discriminate. }
   apply only_dot_applyWrites; assumption.
 Qed.
 
-Lemma create_recreates r V ref fields now :
-  sealed_replica r V ->
-  only_dot ref (snd (create r ref fields now)) (fst (create r ref fields now)) /\
-  cleared ref (rep_state r) (fst (create r ref fields now)).
+Lemma create_recreates r V ref fields now r' d :
+  sealed_replica r V -> create r ref fields now = Some (r', d) ->
+  only_dot ref d r' /\ cleared ref (rep_state r) r'.
 Proof.
-  intros Hs. unfold create; cbn [fst snd].
-  destruct (recreate_local r ref (fst (nextDot r now)) (snd (nextDot r now)) eq_refl (fun _ _ _ => eq_refl) false)
+  intros Hs. unfold create. destruct (nextDot r now) as [[r1 d1]|] eqn:N; [|discriminate].
+  intro E; inversion E; subst; clear E.
+  destruct (recreate_local r ref r1 d (nextDot_collections _ _ _ _ N)
+              (fun c i k => f_equal (fun o => o c i k) (nextDot_outbox _ _ _ _ N)) false)
     as [H1 H2]; [discriminate|].
   apply only_dot_applyWrites; assumption.
 Qed.
 
 (** [keepRecord]: the tombstone slot is emptied, and in the outbox. *)
-Lemma keepRecord_tombstones r ref now :
-  entries (slot_at (rep_state (fst (keepRecord r ref now))) (ref_collection ref) (ref_id ref) Tombstones)
-    = [] /\
-  rep_outbox (fst (keepRecord r ref now)) (ref_collection ref) (ref_id ref) Tombstones = true.
+Lemma keepRecord_tombstones r ref now r' d :
+  keepRecord r ref now = Some (r', d) ->
+  entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) Tombstones) = [] /\
+  rep_outbox r' (ref_collection ref) (ref_id ref) Tombstones = true.
 Proof.
-  unfold keepRecord, replace; cbn [fst snd]. rewrite replace_where_slot, at_slot_refl.
+  unfold keepRecord. destruct (beginWrite r ref now) as [[r1 d1]|]; [|discriminate].
+  intro E; inversion E; subst; clear E.
+  unfold replace. rewrite replace_where_slot, at_slot_refl.
   cbn [rep_outbox replace_where]. rewrite at_slot_refl, orb_true_r. split; reflexivity.
 Qed.
 
 (** ** A fresh replica ([Replica(id:)]) satisfies the hypotheses of the scenarios *)
 
+(** [init(id:)]: an empty state and [HybridLogicalClock()]. *)
 Definition newReplica (id : ReplicaID) : Replica :=
-  mkReplica id emptyState (mkClock 0) (fun _ _ _ => false) 0 0.
+  mkReplica id emptyState (initClock 0 0) (fun _ _ _ => false) 0 0.
 
 Theorem newReplica_sealed id : sealed_replica (newReplica id) vv_empty.
 Proof.
@@ -971,5 +1173,10 @@ Proof.
   - reflexivity.
   - reflexivity.
   - intros x H. discriminate.
+  - intros x H. discriminate.
   - exact uint64Max_pos.
 Qed.
+
+(** A fresh replica follows everything it observed (nothing) at any time. *)
+Lemma newReplica_within_lead id now : within_lead (newReplica id) now.
+Proof. left. reflexivity. Qed.

@@ -2,10 +2,12 @@
 
     Every scenario starts from replicas that have just sealed ([sealed_replica]); each
     performs one of the [Replica] mutations ([put], [delete], [add], [remove], [create],
-    [setFile], ...) with a dot from its own clock at an arbitrary physical time, seals the
-    result into a delta ([sealed_delta]), and the deltas are applied with [apply_step]
-    (every branch of [StoreState.apply]).  The register- and set-level forms of rules 1,
-    2, 3 and 6 are in [CausalRegister.v] and [ORSet.v]. *)
+    [setFile], ...) with a dot from its own clock, seals the result into a delta
+    ([sealed_delta]), and the deltas are applied with [apply_step] (every branch of
+    [StoreState.apply]).  Every mutation is taken at an arbitrary physical time; only
+    the claim that a new stamp exceeds everything its writer had seen needs a time whose
+    lead the writer's clock follows ([within_lead]).  The register- and set-level forms
+    of rules 1, 2, 3 and 6 are in [CausalRegister.v] and [ORSet.v]. *)
 
 From Coq Require Import Arith Lia Bool List String.
 From Concord Require Import Stamp Context DotStore Values StoreState Delta Replica.
@@ -260,17 +262,17 @@ Qed.
 Theorem rule3_store_add_wins_over_concurrent_remove rA rB V ref name x nowA nowB seqA seqB
     rA' da rB' db tA tB :
   concurrent_pair rA rB V ->
-  remove rA ref name x nowA = (rA', da) ->
-  add rB ref name x nowB = (rB', db) ->
+  remove rA ref name x nowA = Some (rA', da) ->
+  add rB ref name x nowB = Some (rB', db) ->
   apply_step (rep_state rA') (sealed_delta rB' V (hlc db) seqB) tA ->
   apply_step (rep_state rB') (sealed_delta rA' V (hlc da) seqA) tB ->
   state_eq tA tB /\
   In (mkEntry db Marker) (entries (slot_at tA (ref_collection ref) (ref_id ref) (Element name x))).
 Proof.
   intros Hpair EA EB HA HB. pose proof Hpair as [HsA [HsB [Hst Hne]]].
-  pose proof (remove_result V rA ref name x nowA HsA) as ResA. rewrite EA in ResA; cbn [fst snd] in ResA.
-  pose proof (add_result V rB ref name x nowB HsB) as ResB. rewrite EB in ResB; cbn [fst snd] in ResB.
-  pose proof (add_element rB ref name x nowB) as Fel. rewrite EB in Fel. cbn [fst snd] in Fel.
+  pose proof (remove_result V rA ref name x nowA rA' da HsA EA) as ResA.
+  pose proof (add_result V rB ref name x nowB rB' db HsB EB) as ResB.
+  pose proof (add_element rB ref name x nowB rB' db EB) as Fel.
   destruct (op_pending_exchange rA rB V rA' da rB' db seqA seqB tA tB Hpair ResA ResB HA HB) as [Heq HtB].
   split; [assumption|].
   destruct ResA as [HpA [HrA [HuA [_ HidA]]]]. destruct ResB as [HpB [HrB [HuB [HltB HidB]]]].
@@ -340,8 +342,8 @@ Definition fieldPayload (rec : StoreRecord) (name : string) : option Payload :=
 Theorem rule4_delete_concurrent_with_update_keeps_record rA rB V ref fields nowA nowB seqA seqB
     rA' da rB' db tA tB :
   concurrent_pair rA rB V ->
-  delete rA ref nowA = (rA', da) ->
-  put rB ref fields nowB = (rB', db) ->
+  delete rA ref nowA = Some (rA', da) ->
+  put rB ref fields nowB = Some (rB', db) ->
   apply_step (rep_state rA') (sealed_delta rB' V (hlc db) seqB) tA ->
   apply_step (rep_state rB') (sealed_delta rA' V (hlc da) seqA) tB ->
   state_eq tA tB /\
@@ -352,11 +354,11 @@ Theorem rule4_delete_concurrent_with_update_keeps_record rA rB V ref fields nowA
              (slot_at (rep_state rB') (ref_collection ref) (ref_id ref) k)).
 Proof.
   intros Hpair EA EB HA HB. pose proof Hpair as [HsA [HsB [Hst Hne]]].
-  pose proof (delete_result V rA ref nowA HsA) as ResA. rewrite EA in ResA; cbn [fst snd] in ResA.
-  pose proof (put_result V rB ref fields nowB HsB) as ResB. rewrite EB in ResB; cbn [fst snd] in ResB.
-  pose proof (put_liveness rB ref fields nowB) as Flive. rewrite EB in Flive; cbn [fst snd] in Flive.
-  pose proof (delete_tombstone rA ref nowA) as Ftomb. rewrite EA in Ftomb; cbn [fst snd] in Ftomb.
-  pose proof (delete_outbox rA ref nowA) as Fout. rewrite EA in Fout; cbn [fst snd] in Fout.
+  pose proof (delete_result V rA ref nowA rA' da HsA EA) as ResA.
+  pose proof (put_result V rB ref fields nowB rB' db HsB EB) as ResB.
+  pose proof (put_liveness rB ref fields nowB rB' db EB) as Flive.
+  pose proof (delete_tombstone rA ref nowA rA' da EA) as Ftomb.
+  pose proof (fun c i k => delete_outbox rA ref nowA rA' da c i k EA) as Fout.
   destruct (op_pending_exchange rA rB V rA' da rB' db seqA seqB tA tB Hpair ResA ResB HA HB) as [Heq HtB].
   destruct ResA as [HpA [HrA [HuA [_ HidA]]]]. destruct ResB as [HpB [HrB [HuB [HltB HidB]]]].
   rewrite Hst in HpA. set (s0 := rep_state rB) in *. set (dA := sealed_delta rA' V (hlc da) seqA) in *.
@@ -408,8 +410,8 @@ Qed.
 Theorem rule6_store_concurrent_file_writes_fork rA rB V ref name f1 f2 nowA nowB seqA seqB
     rA' da rB' db tA tB :
   concurrent_pair rA rB V ->
-  setFile rA ref name f1 nowA = (rA', da) ->
-  setFile rB ref name f2 nowB = (rB', db) ->
+  setFile rA ref name f1 nowA = Some (rA', da) ->
+  setFile rB ref name f2 nowB = Some (rB', db) ->
   apply_step (rep_state rA') (sealed_delta rB' V (hlc db) seqB) tA ->
   apply_step (rep_state rB') (sealed_delta rA' V (hlc da) seqA) tB ->
   state_eq tA tB /\
@@ -418,14 +420,10 @@ Theorem rule6_store_concurrent_file_writes_fork rA rB V ref name f1 f2 nowA nowB
   (hash f1 <> hash f2 -> fileFork (record tA ref) name = true).
 Proof.
   intros Hpair EA EB HA HB. pose proof Hpair as [HsA [HsB [Hst Hne]]].
-  pose proof (put_result V rA ref [(name, FWFile f1)] nowA HsA) as ResA.
-  change (put rA ref [(name, FWFile f1)] nowA) with (setFile rA ref name f1 nowA) in ResA.
-  rewrite EA in ResA; cbn [fst snd] in ResA.
-  pose proof (put_result V rB ref [(name, FWFile f2)] nowB HsB) as ResB.
-  change (put rB ref [(name, FWFile f2)] nowB) with (setFile rB ref name f2 nowB) in ResB.
-  rewrite EB in ResB; cbn [fst snd] in ResB.
-  pose proof (setFile_field rA ref name f1 nowA) as [FA OA]. rewrite EA in FA, OA; cbn [fst snd] in FA, OA.
-  pose proof (setFile_field rB ref name f2 nowB) as [FB _]. rewrite EB in FB; cbn [fst snd] in FB.
+  pose proof (put_result V rA ref [(name, FWFile f1)] nowA rA' da HsA EA) as ResA.
+  pose proof (put_result V rB ref [(name, FWFile f2)] nowB rB' db HsB EB) as ResB.
+  pose proof (setFile_field rA ref name f1 nowA rA' da EA) as [FA OA].
+  pose proof (setFile_field rB ref name f2 nowB rB' db EB) as [FB _].
   destruct (op_pending_exchange rA rB V rA' da rB' db seqA seqB tA tB Hpair ResA ResB HA HB) as [Heq HtB].
   destruct ResA as [HpA [HrA [HuA [_ HidA]]]]. destruct ResB as [HpB [HrB [HuB [HltB HidB]]]].
   rewrite Hst in HpA. set (s0 := rep_state rB) in *. set (dA := sealed_delta rA' V (hlc da) seqA) in *.
@@ -565,11 +563,12 @@ End LaterWrite.
 
 Theorem rule2_store_causally_later_write_wins r V ref name v now seq r' d :
   sealed_replica r V ->
-  set r ref name v now = (r', d) ->
+  set r ref name v now = Some (r', d) ->
   let s0 := rep_state r in
   let t w := joined (joined s0 w) (delta_state (sealed_delta r' V (hlc d) seq)) in
-  (* the new stamp exceeds every stamp the writer had seen, for any physical time [now] *)
-  (forall x, context s0 x = true -> stamp_lt x d) /\
+  (* the new stamp exceeds every stamp the writer had seen, however far behind its
+     physical time [now] is, when its clock follows what it observed at [now] *)
+  (within_lead r now -> forall x, context s0 x = true -> stamp_lt x d) /\
   (* on any replica, no write the writer had seen survives in the field *)
   (forall w, state_wf w ->
      forall e, In e (entries (slot_at (t w) (ref_collection ref) (ref_id ref) (Field name))) ->
@@ -580,10 +579,10 @@ Theorem rule2_store_causally_later_write_wins r V ref name v now seq r' d :
      fieldPayload (record (t w) ref) name = Some (PScalar v)).
 Proof.
   intros Hs E s0 t.
-  pose proof (put_result V r ref [(name, FWScalar v)] now Hs) as Res.
-  change (put r ref [(name, FWScalar v)] now) with (set r ref name v now) in Res.
-  rewrite E in Res; cbn [fst snd] in Res. destruct Res as [Hp [Hr [Hu [Hlt Hid]]]].
-  pose proof (set_field r ref name v now) as [F O]. rewrite E in F, O; cbn [fst snd] in F, O.
+  pose proof (put_result V r ref [(name, FWScalar v)] now r' d Hs E) as Res.
+  pose proof (fun Hl => put_after_seen V r ref [(name, FWScalar v)] now r' d Hs Hl E) as Hlt.
+  destruct Res as [Hp [Hr [Hu [_ Hid]]]].
+  pose proof (set_field r ref name v now r' d E) as [F O].
   assert (Hb : sealed_base s0 V) by apply (sr_base _ _ Hs).
   rewrite <- Hid in Hu.
   assert (Hnew : forall e, In e (entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) (Field name))) ->
@@ -591,7 +590,7 @@ Proof.
   { intros e He. rewrite F in He. destruct He as [<-|[]]. cbn [dot].
     apply (seal_new_entry s0 V (hlc d) r' Hb Hu (mkEntry d (PScalar v))); cbn [dot]; [congruence | exact Hu]. }
   split; [|split].
-  - intros x Hx. apply stamp_lt_of_hlc, Hlt. exact Hx.
+  - intros Hl x Hx. apply stamp_lt_of_hlc, (Hlt Hl). exact Hx.
   - intros w Hw e He. destruct (later_write_survivors s0 V (hlc d) seq r' Hb Hp Hu w _ _ _ e Hw O He)
       as [[e' [I D]]|C]; [left|right; exact C].
     rewrite F in I. destruct I as [<-|[]]. symmetry; exact D.
@@ -604,7 +603,7 @@ Qed.
 
 Theorem rule6_store_resolution_supersedes_observed_versions r V ref name f now seq r' d :
   sealed_replica r V ->
-  setFile r ref name f now = (r', d) ->
+  setFile r ref name f now = Some (r', d) ->
   let s0 := rep_state r in
   let t w := joined (joined s0 w) (delta_state (sealed_delta r' V (hlc d) seq)) in
   (* on any replica, whatever else it holds, no version the resolver had seen remains *)
@@ -617,10 +616,9 @@ Theorem rule6_store_resolution_supersedes_observed_versions r V ref name f now s
      fileFork (record (t w) ref) name = false).
 Proof.
   intros Hs E s0 t.
-  pose proof (put_result V r ref [(name, FWFile f)] now Hs) as Res.
-  change (put r ref [(name, FWFile f)] now) with (setFile r ref name f now) in Res.
-  rewrite E in Res; cbn [fst snd] in Res. destruct Res as [Hp [Hr [Hu [Hlt Hid]]]].
-  pose proof (setFile_field r ref name f now) as [F O]. rewrite E in F, O; cbn [fst snd] in F, O.
+  pose proof (put_result V r ref [(name, FWFile f)] now r' d Hs E) as Res.
+  destruct Res as [Hp [Hr [Hu [_ Hid]]]].
+  pose proof (setFile_field r ref name f now r' d E) as [F O].
   assert (Hb : sealed_base s0 V) by apply (sr_base _ _ Hs).
   rewrite <- Hid in Hu.
   assert (Hdnew : context s0 d = false).
@@ -644,10 +642,10 @@ Qed.
 (** Keeping one version of a fork is such a write. *)
 Lemma keepVersion_is_setFile r ref name h now r' d :
   keepVersion r ref name h now = Some (r', d) ->
-  exists f, hash f = h /\ setFile r ref name f now = (r', d).
+  exists f, hash f = h /\ setFile r ref name f now = Some (r', d).
 Proof.
   unfold keepVersion. destruct (find _ _) as [[st f]|] eqn:E; [|discriminate].
-  intro H. inversion H; subst. exists f. split; [|reflexivity].
+  intro H. exists f. split; [|exact H].
   apply find_some in E as [_ E]. cbn in E. unfold hash_eqb in E.
   destruct (ContentHash_eq_dec (hash f) h); [assumption|discriminate].
 Qed.
@@ -672,7 +670,7 @@ Section Recreate.
        entries (slot_at (t w) (ref_collection ref) (ref_id ref) k) =
        entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) k)).
   Proof.
-    destruct Hres as [Hp [Hr [Hu [Hlt Hid]]]].
+    destruct Hres as [Hp [Hr [Hu [_ Hid]]]].
     assert (Hb : sealed_base s0 V) by apply (sr_base _ _ Hs).
     rewrite <- Hid in Hu.
     assert (Hnew : forall k e, In e (entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) k)) ->
@@ -710,7 +708,7 @@ End Recreate.
 Theorem rule5_store_recreation_after_observed_delete r V ref fields now seq r' d :
   sealed_replica r V ->
   isVisible (record (rep_state r) ref) = false ->
-  put r ref fields now = (r', d) ->
+  put r ref fields now = Some (r', d) ->
   let s0 := rep_state r in
   let t w := joined (joined s0 w) (delta_state (sealed_delta r' V (hlc d) seq)) in
   (forall k e, In e (entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) k)) -> dot e = d) /\
@@ -722,15 +720,15 @@ Theorem rule5_store_recreation_after_observed_delete r V ref fields now seq r' d
      entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) k)).
 Proof.
   intros Hs Hinv E s0 t.
-  pose proof (put_result V r ref fields now Hs) as Res. rewrite E in Res; cbn [fst snd] in Res.
-  pose proof (put_recreates r V ref fields now Hs Hinv) as [Ho Hc]. rewrite E in Ho, Hc; cbn [fst snd] in Ho, Hc.
+  pose proof (put_result V r ref fields now r' d Hs E) as Res.
+  pose proof (put_recreates r V ref fields now r' d Hs Hinv E) as [Ho Hc].
   split; [exact Ho|]. apply (recreate_merged r V ref seq r' d Hs Res Ho Hc).
 Qed.
 
 (** The same for an explicit [create], whether or not the record was visible. *)
 Theorem rule5_store_create_replaces_observed_record r V ref fields now seq r' d :
   sealed_replica r V ->
-  create r ref fields now = (r', d) ->
+  create r ref fields now = Some (r', d) ->
   let s0 := rep_state r in
   let t w := joined (joined s0 w) (delta_state (sealed_delta r' V (hlc d) seq)) in
   (forall k e, In e (entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) k)) -> dot e = d) /\
@@ -742,8 +740,8 @@ Theorem rule5_store_create_replaces_observed_record r V ref fields now seq r' d 
      entries (slot_at (rep_state r') (ref_collection ref) (ref_id ref) k)).
 Proof.
   intros Hs E s0 t.
-  pose proof (create_result V r ref fields now Hs) as Res. rewrite E in Res; cbn [fst snd] in Res.
-  pose proof (create_recreates r V ref fields now Hs) as [Ho Hc]. rewrite E in Ho, Hc; cbn [fst snd] in Ho, Hc.
+  pose proof (create_result V r ref fields now r' d Hs E) as Res.
+  pose proof (create_recreates r V ref fields now r' d Hs E) as [Ho Hc].
   split; [exact Ho|]. apply (recreate_merged r V ref seq r' d Hs Res Ho Hc).
 Qed.
 
@@ -752,8 +750,8 @@ Qed.
 Theorem rule1_store_concurrent_writes_greater_stamp_wins rA rB V ref name v1 v2 nowA nowB seqA seqB
     rA' da rB' db tA tB :
   concurrent_pair rA rB V ->
-  set rA ref name v1 nowA = (rA', da) ->
-  set rB ref name v2 nowB = (rB', db) ->
+  set rA ref name v1 nowA = Some (rA', da) ->
+  set rB ref name v2 nowB = Some (rB', db) ->
   stamp_lt da db ->
   apply_step (rep_state rA') (sealed_delta rB' V (hlc db) seqB) tA ->
   apply_step (rep_state rB') (sealed_delta rA' V (hlc da) seqA) tB ->
@@ -764,14 +762,10 @@ Theorem rule1_store_concurrent_writes_greater_stamp_wins rA rB V ref name v1 v2 
   fieldPayload (record tB ref) name = Some (PScalar v2).
 Proof.
   intros Hpair EA EB Hlt HA HB. pose proof Hpair as [HsA [HsB [Hst Hne]]].
-  pose proof (put_result V rA ref [(name, FWScalar v1)] nowA HsA) as ResA.
-  change (put rA ref [(name, FWScalar v1)] nowA) with (set rA ref name v1 nowA) in ResA.
-  rewrite EA in ResA; cbn [fst snd] in ResA.
-  pose proof (put_result V rB ref [(name, FWScalar v2)] nowB HsB) as ResB.
-  change (put rB ref [(name, FWScalar v2)] nowB) with (set rB ref name v2 nowB) in ResB.
-  rewrite EB in ResB; cbn [fst snd] in ResB.
-  pose proof (set_field rA ref name v1 nowA) as [FA OA]. rewrite EA in FA, OA; cbn [fst snd] in FA, OA.
-  pose proof (set_field rB ref name v2 nowB) as [FB _]. rewrite EB in FB; cbn [fst snd] in FB.
+  pose proof (put_result V rA ref [(name, FWScalar v1)] nowA rA' da HsA EA) as ResA.
+  pose proof (put_result V rB ref [(name, FWScalar v2)] nowB rB' db HsB EB) as ResB.
+  pose proof (set_field rA ref name v1 nowA rA' da EA) as [FA OA].
+  pose proof (set_field rB ref name v2 nowB rB' db EB) as [FB _].
   destruct (op_pending_exchange rA rB V rA' da rB' db seqA seqB tA tB Hpair ResA ResB HA HB) as [Heq HtB].
   destruct ResA as [HpA [HrA [HuA [_ HidA]]]]. destruct ResB as [HpB [HrB [HuB [HltB HidB]]]].
   rewrite Hst in HpA. set (s0 := rep_state rB) in *. set (dA := sealed_delta rA' V (hlc da) seqA) in *.
@@ -819,7 +813,7 @@ Qed.
 
 Theorem rule4_keepRecord_removes_observed_tombstones r V ref now seq r' d :
   sealed_replica r V ->
-  keepRecord r ref now = (r', d) ->
+  keepRecord r ref now = Some (r', d) ->
   let s0 := rep_state r in
   let t w := joined (joined s0 w) (delta_state (sealed_delta r' V (hlc d) seq)) in
   forall w, state_wf w ->
@@ -827,9 +821,9 @@ Theorem rule4_keepRecord_removes_observed_tombstones r V ref now seq r' d :
             context s0 (dot e) = false.
 Proof.
   intros Hs E s0 t w Hw e He.
-  pose proof (keepRecord_result V r ref now Hs) as Res. rewrite E in Res; cbn [fst snd] in Res.
-  destruct Res as [Hp [Hr [Hu [Hlt Hid]]]]. rewrite <- Hid in Hu.
-  pose proof (keepRecord_tombstones r ref now) as [F O]. rewrite E in F, O; cbn [fst snd] in F, O.
+  pose proof (keepRecord_result V r ref now r' d Hs E) as Res.
+  destruct Res as [Hp [Hr [Hu [_ Hid]]]]. rewrite <- Hid in Hu.
+  pose proof (keepRecord_tombstones r ref now r' d E) as [F O].
   destruct (later_write_survivors s0 V (hlc d) seq r' (sr_base _ _ Hs) Hp Hu w _ _ _ e Hw O He)
     as [[e' [I _]]|C]; [rewrite F in I; destruct I | exact C].
 Qed.
@@ -841,6 +835,28 @@ Theorem newReplicas_concurrent a b : a <> b -> concurrent_pair (newReplica a) (n
 Proof.
   intro H. split; [apply newReplica_sealed|]. split; [apply newReplica_sealed|]. split; [reflexivity|].
   exact H.
+Qed.
+
+(** Every mutation of a sealed replica succeeds, at any time: the [Some] hypotheses of the
+    scenarios are met ([tick] throws only on a clock that issued [UInt64.max] itself). *)
+Theorem sealed_replica_writes r V ref fields name x now :
+  sealed_replica r V ->
+  (exists r' d, put r ref fields now = Some (r', d)) /\
+  (exists r' d, add r ref name x now = Some (r', d)) /\
+  (exists r' d, remove r ref name x now = Some (r', d)) /\
+  (exists r' d, create r ref fields now = Some (r', d)) /\
+  (exists r' d, delete r ref now = Some (r', d)) /\
+  (exists r' d, keepRecord r ref now = Some (r', d)).
+Proof.
+  intro Hs. pose proof (sr_room _ _ Hs) as Hroom.
+  assert (N : nextDot r now <> None) by (rewrite nextDot_fails; lia).
+  repeat split.
+  - destruct (put r ref fields now) as [[r' d]|] eqn:E; [eauto|]. apply put_fails in E. contradiction.
+  - destruct (add r ref name x now) as [[r' d]|] eqn:E; [eauto|]. apply add_fails in E. contradiction.
+  - destruct (remove r ref name x now) as [[r' d]|] eqn:E; [eauto|]. apply remove_fails in E. contradiction.
+  - destruct (create r ref fields now) as [[r' d]|] eqn:E; [eauto|]. apply create_fails in E. contradiction.
+  - destruct (delete r ref now) as [[r' d]|] eqn:E; [eauto|]. apply delete_fails in E. contradiction.
+  - destruct (keepRecord r ref now) as [[r' d]|] eqn:E; [eauto|]. apply keepRecord_fails in E. contradiction.
 Qed.
 
 (** In every exchange, each delta can be applied to the other replica's state: the

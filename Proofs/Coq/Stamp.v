@@ -88,82 +88,278 @@ Proof. rewrite stamp_lt_iff. lia. Qed.
 
 (** ** The hybrid logical clock ([HybridLogicalClock.swift]) *)
 
-(** [HLC.counterBits], [HLC.maxPhysical], [UInt64.max].  They are kept opaque so that
-    no tactic ever unfolds the unary numbers. *)
+(** [HLC.counterBits], [HLC.maxPhysical], [UInt64.max], [HLC.maxLead] (one day in
+    milliseconds).  They are kept opaque so that no tactic ever unfolds the unary numbers. *)
 Definition counterBits : nat := 16.
 Definition maxPhysical : nat := Nat.pow 2 48 - 1.
 Definition uint64Max : nat := Nat.pow 2 64 - 1.
+Definition maxLead : nat := 24 * 60 * 60 * 1000.
+
+(** [HLC.ceiling]: [maxPhysical << counterBits], the first value of the last millisecond. *)
+Definition ceiling : nat := maxPhysical * Nat.pow 2 counterBits.
+
 Lemma uint64Max_pos : 0 < uint64Max.
 Proof.
   unfold uint64Max. pose proof (Nat.pow_le_mono_r 2 1 64 ltac:(lia) ltac:(lia)) as H.
   change (2 ^ 1) with 2 in H. lia.
 Qed.
 
-#[global] Opaque maxPhysical uint64Max.
+(** The whole range of stamps lies below [UInt64.max], with room for one more value:
+    [ceiling + 1 = 2^64 - 2^16 + 1 < 2^64 - 1]. *)
+Lemma ceiling_lt_uint64Max : S ceiling < uint64Max.
+Proof.
+  unfold ceiling, maxPhysical, uint64Max, counterBits.
+  rewrite Nat.mul_sub_distr_r, Nat.mul_1_l, <- Nat.pow_add_r.
+  change (48 + 16) with 64.
+  pose proof (Nat.pow_le_mono_r 2 2 16 ltac:(lia) ltac:(lia)) as H1.
+  pose proof (Nat.pow_le_mono_r 2 16 64 ltac:(lia) ltac:(lia)) as H2.
+  change (2 ^ 2) with 4 in H1.
+  generalize dependent (2 ^ 64). generalize dependent (2 ^ 16). intros. lia.
+Qed.
+
+Lemma ceiling_eq : ceiling = maxPhysical * Nat.pow 2 counterBits.
+Proof. reflexivity. Qed.
+
+#[global] Opaque maxPhysical uint64Max maxLead ceiling.
 
 (** [HLC.value(physical:)] with counter 0: [min(millis, maxPhysical) << 16]. *)
 Definition hlc_value (physicalMillis : nat) : nat :=
   Nat.min physicalMillis maxPhysical * Nat.pow 2 counterBits.
 
-(** [struct HybridLogicalClock { latest: UInt64 }] *)
-Record HybridLogicalClock := mkClock { latest : nat }.
+Lemma hlc_value_mono a b : a <= b -> hlc_value a <= hlc_value b.
+Proof.
+  intro H. unfold hlc_value. apply Nat.mul_le_mono_r. apply Nat.min_le_compat_r. exact H.
+Qed.
 
-(** [mutating func tick(physicalMillis:) -> UInt64]: returns the new clock and the value. *)
-Definition tick (clock : HybridLogicalClock) (physicalMillis : nat) : HybridLogicalClock * nat :=
-  let floor := hlc_value physicalMillis in
-  let next := if Nat.eqb (latest clock) uint64Max then uint64Max
-              else Nat.max floor (S (latest clock)) in
-  (mkClock next, next).
+Lemma hlc_value_le_ceiling a : hlc_value a <= ceiling.
+Proof.
+  unfold hlc_value. rewrite ceiling_eq.
+  apply Nat.mul_le_mono_r, Nat.le_min_r.
+Qed.
 
-(** [mutating func observe(_ remote: UInt64)] *)
+(** The [limit] of [tick]: [HLC.value(physical: overflow ? HLC.maxPhysical : now + maxLead)].
+    Naturals do not overflow, and where [UInt64] does ([now + lead >= 2^64]) the sum is past
+    [maxPhysical], where [HLC.value] clamps it to [maxPhysical] anyway: one formula. *)
+Definition lead_limit (now lead : nat) : nat := hlc_value (now + lead).
+
+Lemma hlc_value_le_lead_limit now lead : hlc_value now <= lead_limit now lead.
+Proof. apply hlc_value_mono. lia. Qed.
+
+Lemma lead_limit_lt_uint64Max now lead : S (lead_limit now lead) < uint64Max.
+Proof.
+  pose proof (hlc_value_le_ceiling (now + lead)). pose proof ceiling_lt_uint64Max.
+  unfold lead_limit. lia.
+Qed.
+
+(** [struct HybridLogicalClock { latest: UInt64; observed: UInt64 }].  The second field is
+    Swift's [observed]; it is named [clock_observed] here because [Delta.v] has a field
+    [observed] of its own. *)
+Record HybridLogicalClock := mkClock { latest : nat; clock_observed : nat }.
+
+(** [init(latest:observed:)]: [observed = max(observed, latest)]. *)
+Definition initClock (latest0 observed0 : nat) : HybridLogicalClock :=
+  mkClock latest0 (Nat.max observed0 latest0).
+
+(** The value [tick(physicalMillis:maxLead:)] issues once past its guard:
+    [next = latest + 1], and, when [physicalMillis] is a time ([<= HLC.maxPhysical]),
+    [max(next, HLC.value(physical: physicalMillis), min(observed, limit) + 1)]. *)
+Definition tick_next (clock : HybridLogicalClock) (physicalMillis lead : nat) : nat :=
+  if Nat.leb physicalMillis maxPhysical
+  then Nat.max (Nat.max (S (latest clock)) (hlc_value physicalMillis))
+               (S (Nat.min (clock_observed clock) (lead_limit physicalMillis lead)))
+  else S (latest clock).
+
+(** [mutating func tick(physicalMillis:maxLead:) throws -> UInt64]: [None] is the
+    [clockExhausted] error ([guard latest < .max]; the clock is unchanged), [Some] the new
+    clock ([latest = next], [observed = max(observed, next)]) and the value. *)
+Definition tick (clock : HybridLogicalClock) (physicalMillis lead : nat)
+  : option (HybridLogicalClock * nat) :=
+  if Nat.ltb (latest clock) uint64Max then
+    let next := tick_next clock physicalMillis lead in
+    Some (mkClock next (Nat.max (clock_observed clock) next), next)
+  else None.
+
+(** [mutating func observe(_ remote: UInt64)]: [observed = max(observed, remote)]. *)
 Definition observe (clock : HybridLogicalClock) (remote : nat) : HybridLogicalClock :=
-  mkClock (Nat.max (latest clock) remote).
+  mkClock (latest clock) (Nat.max (clock_observed clock) remote).
 
-Lemma tick_latest clock now : latest (fst (tick clock now)) = snd (tick clock now).
+(** [mutating func pass(_ own: UInt64)]: [latest = max(latest, own)],
+    [observed = max(observed, own)]. *)
+Definition pass (clock : HybridLogicalClock) (own : nat) : HybridLogicalClock :=
+  mkClock (Nat.max (latest clock) own) (Nat.max (clock_observed clock) own).
+
+(** *** Failure: exactly when the clock itself issued [UInt64.max] *)
+
+(** [tick] fails iff [latest] is [UInt64.max] (for a 64-bit [latest], [uint64Max <= latest]
+    is [latest = UInt64.max]); it succeeds, with the value [tick_next], otherwise. *)
+Theorem tick_fails clock now lead : tick clock now lead = None <-> uint64Max <= latest clock.
+Proof.
+  unfold tick. destruct (Nat.ltb_spec (latest clock) uint64Max) as [L|L]; split; intro H;
+    solve [discriminate | lia | reflexivity].
+Qed.
+
+Lemma tick_some clock now lead :
+  latest clock < uint64Max ->
+  tick clock now lead =
+  Some (mkClock (tick_next clock now lead) (Nat.max (clock_observed clock) (tick_next clock now lead)),
+        tick_next clock now lead).
+Proof. intro H. unfold tick. destruct (Nat.ltb_spec (latest clock) uint64Max); [reflexivity | lia]. Qed.
+
+Theorem tick_succeeds clock now lead :
+  latest clock < uint64Max -> exists clock' v, tick clock now lead = Some (clock', v).
+Proof. intro H. rewrite (tick_some clock now lead H). eauto. Qed.
+
+Lemma tick_inv clock now lead clock' v :
+  tick clock now lead = Some (clock', v) ->
+  latest clock < uint64Max /\ v = tick_next clock now lead /\
+  clock' = mkClock v (Nat.max (clock_observed clock) v).
+Proof.
+  unfold tick. destruct (Nat.ltb_spec (latest clock) uint64Max); [|discriminate].
+  intro E. inversion E; subst. auto.
+Qed.
+
+Lemma tick_latest clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> latest clock' = v.
+Proof. intro E. apply tick_inv in E as [_ [_ ->]]. reflexivity. Qed.
+
+Lemma tick_observed clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> clock_observed clock' = Nat.max (clock_observed clock) v.
+Proof. intro E. apply tick_inv in E as [_ [_ ->]]. reflexivity. Qed.
+
+(** *** What [tick] issues *)
+
+(** Own values strictly increase: no value is issued twice. *)
+Theorem tick_gt_latest clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> latest clock < v.
+Proof.
+  intro E. apply tick_inv in E as [_ [-> _]]. unfold tick_next.
+  destruct (Nat.leb_spec now maxPhysical); lia.
+Qed.
+
+(** [tick] is at least the physical time, when that is a time: stamps follow real time
+    when clocks agree. *)
+Theorem tick_ge_physical clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> now <= maxPhysical -> hlc_value now <= v.
+Proof.
+  intros E Hn. apply tick_inv in E as [_ [-> _]]. unfold tick_next.
+  destruct (Nat.leb_spec now maxPhysical); lia.
+Qed.
+
+(** [tick] exceeds everything the clock observed, when that lies within [lead] of a
+    physical time [now]. *)
+Theorem tick_gt_observed clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> now <= maxPhysical ->
+  clock_observed clock <= lead_limit now lead -> clock_observed clock < v.
+Proof.
+  intros E Hn Ho. apply tick_inv in E as [_ [-> _]]. unfold tick_next.
+  destruct (Nat.leb_spec now maxPhysical); lia.
+Qed.
+
+(** A tick at [now] follows everything the clock observed: it had issued past it already,
+    or [now] is a time and what it observed lies within [lead] of it. *)
+Definition follows (clock : HybridLogicalClock) (now lead : nat) : Prop :=
+  clock_observed clock <= latest clock \/
+  (now <= maxPhysical /\ clock_observed clock <= lead_limit now lead).
+
+Lemma tick_gt_followed clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> follows clock now lead -> clock_observed clock < v.
+Proof.
+  intros E [H|[Hn Ho]].
+  - pose proof (tick_gt_latest _ _ _ _ _ E). lia.
+  - apply (tick_gt_observed _ _ _ _ _ E Hn Ho).
+Qed.
+
+(** The bounded lead: whatever the clock observed, [tick] issues at most one more than
+    the greater of what it issued itself and the limit [lead] ahead of [now]. *)
+Theorem tick_le_lead clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> v <= Nat.max (S (latest clock)) (S (lead_limit now lead)).
+Proof.
+  intro E. apply tick_inv in E as [_ [-> _]]. unfold tick_next.
+  pose proof (hlc_value_le_lead_limit now lead).
+  destruct (Nat.leb_spec now maxPhysical); lia.
+Qed.
+
+(** ... and it stays within [UInt64]: the model's naturals never leave the Swift range. *)
+Theorem tick_le_uint64Max clock now lead clock' v :
+  tick clock now lead = Some (clock', v) -> v <= uint64Max.
+Proof.
+  intro E. pose proof (tick_le_lead _ _ _ _ _ E). apply tick_inv in E as [Hl _].
+  pose proof (lead_limit_lt_uint64Max now lead). lia.
+Qed.
+
+(** *** [observe] and [pass] *)
+
+Lemma observe_latest clock remote : latest (observe clock remote) = latest clock.
 Proof. reflexivity. Qed.
 
-(** [tick] exceeds everything the clock issued or observed (unless saturated at
-    [UInt64.max], which takes 65,536 writes per millisecond for 8,900 years). *)
-Lemma tick_gt_latest clock now :
-  latest clock < uint64Max -> latest clock < snd (tick clock now).
-Proof.
-  intro H. unfold tick; cbn [fst snd].
-  destruct (Nat.eqb_spec (latest clock) uint64Max); [lia|].
-  pose proof (Nat.le_max_r (hlc_value now) (S (latest clock))). lia.
-Qed.
-
-(** [tick] is at least the physical time: stamps follow real time when clocks agree. *)
-Lemma tick_ge_physical clock now :
-  latest clock < uint64Max -> hlc_value now <= snd (tick clock now).
-Proof.
-  intro H. unfold tick; cbn [fst snd].
-  destruct (Nat.eqb_spec (latest clock) uint64Max); [lia|].
-  apply Nat.le_max_l.
-Qed.
-
-Lemma observe_ge_remote clock remote : remote <= latest (observe clock remote).
+Lemma observe_ge_remote clock remote : remote <= clock_observed (observe clock remote).
 Proof. simpl. lia. Qed.
 
-Lemma observe_ge_latest clock remote : latest clock <= latest (observe clock remote).
+Lemma observe_ge_observed clock remote : clock_observed clock <= clock_observed (observe clock remote).
 Proof. simpl. lia. Qed.
 
-(** Rule 2, clock half: after observing a stamp, the next local value is at least one
-    more than it, whatever the local physical time [now] says. *)
-Theorem rule2_tick_after_observe clock remote now :
-  latest (observe clock remote) < uint64Max ->
-  remote < snd (tick (observe clock remote) now).
+Lemma pass_ge_own clock own : own <= latest (pass clock own) /\ own <= clock_observed (pass clock own).
+Proof. simpl. lia. Qed.
+
+(** [pass] changes nothing on a clock that already passed [own]. *)
+Lemma pass_id clock own :
+  own <= latest clock -> own <= clock_observed clock -> pass clock own = clock.
 Proof.
-  intro H. pose proof (tick_gt_latest (observe clock remote) now H).
-  pose proof (observe_ge_remote clock remote). lia.
+  intros H1 H2. destruct clock as [l o]. unfold pass; cbn [latest clock_observed] in *.
+  rewrite (Nat.max_l l own H1), (Nat.max_l o own H2). reflexivity.
+Qed.
+
+(** *** No received stamp stops the clock *)
+
+(** Observing a stamp, however large, never makes [tick] fail ... *)
+Theorem observe_never_stops_tick clock remote now lead :
+  tick (observe clock remote) now lead = None <-> tick clock now lead = None.
+Proof. rewrite !tick_fails. reflexivity. Qed.
+
+(** ... nor pushes what it issues past [max(latest + 1, limit + 1)] ... *)
+Theorem tick_after_observe_le_lead clock remote now lead clock' v :
+  tick (observe clock remote) now lead = Some (clock', v) ->
+  v <= Nat.max (S (latest clock)) (S (lead_limit now lead)).
+Proof. intro E. apply (tick_le_lead _ _ _ _ _ E). Qed.
+
+(** ... so a clock whose own values are within the lead of [now] ticks after any remote
+    stamp, and can tick again after that, at any time. *)
+Theorem tick_again_within_lead clock remote now lead :
+  latest clock <= lead_limit now lead ->
+  exists clock' v, tick (observe clock remote) now lead = Some (clock', v) /\
+    latest clock' < uint64Max /\
+    forall now' lead', exists clock'' v', tick clock' now' lead' = Some (clock'', v').
+Proof.
+  intro H. pose proof (lead_limit_lt_uint64Max now lead) as Hl.
+  destruct (tick_succeeds (observe clock remote) now lead) as [c' [v E]]; [cbn; lia|].
+  exists c', v. split; [exact E|].
+  assert (Hc : latest c' < uint64Max).
+  { rewrite (tick_latest _ _ _ _ _ E). pose proof (tick_after_observe_le_lead _ _ _ _ _ _ E). lia. }
+  split; [exact Hc|]. intros now' lead'. apply tick_succeeds. exact Hc.
+Qed.
+
+(** Rule 2, clock half: after observing a stamp within the lead of a physical time [now]
+    (and nothing observed before beyond it), the next local value exceeds it, however far
+    behind [now] the local clock is. *)
+Theorem rule2_tick_after_observe clock remote now lead clock' v :
+  tick (observe clock remote) now lead = Some (clock', v) ->
+  now <= maxPhysical ->
+  clock_observed clock <= lead_limit now lead -> remote <= lead_limit now lead ->
+  remote < v.
+Proof.
+  intros E Hn Ho Hr. pose proof (tick_gt_observed _ _ _ _ _ E Hn) as H.
+  cbn [clock_observed observe] in H. lia.
 Qed.
 
 (** ... and so the new stamp is greater, in stamp order, than every stamp observed,
-    whichever replica issued it and whatever the clocks say. *)
-Theorem rule2_stamp_after_observe clock remote now (me : ReplicaID) (seen : Stamp) :
-  latest (observe clock remote) < uint64Max ->
+    whichever replica issued it. *)
+Theorem rule2_stamp_after_observe clock remote now lead clock' v (me : ReplicaID) (seen : Stamp) :
+  tick (observe clock remote) now lead = Some (clock', v) ->
+  now <= maxPhysical ->
+  clock_observed clock <= lead_limit now lead -> remote <= lead_limit now lead ->
   hlc seen <= remote ->
-  stamp_lt seen (mkStamp (snd (tick (observe clock remote) now)) me).
+  stamp_lt seen (mkStamp v me).
 Proof.
-  intros H Hs. apply stamp_lt_of_hlc; cbn [hlc].
-  pose proof (rule2_tick_after_observe clock remote now H). lia.
+  intros E Hn Ho Hr Hs. apply stamp_lt_of_hlc; cbn [hlc].
+  pose proof (rule2_tick_after_observe clock remote now lead clock' v E Hn Ho Hr). lia.
 Qed.

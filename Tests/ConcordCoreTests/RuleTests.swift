@@ -159,7 +159,7 @@ import Testing
         let ahead = try r[1].set(note, "title", .string("from the future"), now: Self.noon + Self.day)
         try exchange(&r)
         #expect(r[0].state.fields(of: note)?["title"] == .scalar(.string("from the future")))
-        #expect(r[0].clock.latest >= ahead.hlc)
+        #expect(r[0].clock.observed >= ahead.hlc)
         #expect(HybridLogicalClock.skew(of: ahead.hlc, physicalMillis: Self.noon, maxDrift: 60_000) == Self.day)
         #expect(HybridLogicalClock.skew(of: ahead.hlc, physicalMillis: Self.noon + Self.day, maxDrift: 60_000) == nil)
         // a's later write, with its clock a day behind, still wins (rule 2 through rule 7).

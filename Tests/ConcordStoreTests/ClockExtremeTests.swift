@@ -8,62 +8,81 @@ import Testing
 
 /// Stamps at the far end of the 64-bit range (rules 2 and 7): SQLite's integers are
 /// signed, so a stamp of 2^63 or more (a clock past the year 6429) once compared below every
-/// other, and the clock saturated at `UInt64.max`, issuing one value again and again.
+/// other; and a clock once followed any remote stamp to the end of its range, where it
+/// refused every write — so one forged or broken stamp stopped the whole fleet. A clock now
+/// follows remote stamps only up to ``HLC/maxLead`` ahead of its physical time.
 @Suite struct ClockExtremeTests {
     static let extremes: [UInt64] = [(1 << 63) - 1, 1 << 63, HLC.ceiling, .max]
     static let now: UInt64 = 1_767_225_600_000
     static let ref = RecordRef(collection: "notes", id: "n1")
+    /// The greatest value a clock at `now` follows to.
+    static let limit = HLC.value(physical: now + HLC.maxLead)
 
     // MARK: Core
 
-    @Test func theClockIssuesEachValueOnceUpToTheCeilingThenRefuses() throws {
-        var clock = HybridLogicalClock(latest: HLC.ceiling - 2)
-        #expect(try clock.tick(physicalMillis: Self.now) == HLC.ceiling - 1)
-        #expect(try clock.tick(physicalMillis: Self.now) == HLC.ceiling)
-        for _ in 0..<3 {
-            #expect(throws: ConcordError.self) { try clock.tick(physicalMillis: Self.now) }
-            #expect(clock.latest == HLC.ceiling)
+    @Test func theClockFollowsRemoteStampsOnlyWithinItsLeadAndNeverStops() throws {
+        // Within the lead it follows: the next value exceeds the remote one (rule 2).
+        var near = HybridLogicalClock()
+        near.observe(HLC.value(physical: Self.now + 5_000, counter: 7))
+        #expect(try near.tick(physicalMillis: Self.now) == HLC.value(physical: Self.now + 5_000, counter: 8))
+        // Past the lead it follows only to the lead, whatever the stamp, and goes on ticking.
+        for far in Self.extremes {
+            var clock = HybridLogicalClock(latest: HLC.value(physical: Self.now - 10))
+            clock.observe(far)
+            #expect(clock.observed == far)
+            #expect(try clock.tick(physicalMillis: Self.now) == Self.limit + 1)
+            #expect(try clock.tick(physicalMillis: Self.now) == Self.limit + 2)
+            for _ in 0..<70_000 { _ = try clock.tick(physicalMillis: Self.now) }
+            #expect(clock.latest == Self.limit + 70_002, "the counter carries on within the range")
+            #expect(clock.latest < HLC.ceiling)
         }
-        let exhausted = #expect(throws: ConcordError.self, "a clock at the ceiling issued a value") {
-            _ = try clock.tick(physicalMillis: HLC.maxPhysical)
+        // A physical reading past the end of the range is not a time: the clock counts on.
+        var broken = HybridLogicalClock(latest: HLC.value(physical: Self.now))
+        #expect(try broken.tick(physicalMillis: .max) == HLC.value(physical: Self.now) + 1)
+        #expect(try broken.tick(physicalMillis: HLC.maxPhysical + 1) == HLC.value(physical: Self.now) + 2)
+        var fresh = HybridLogicalClock()
+        #expect(try fresh.tick(physicalMillis: .max) == 1)
+        // Across the sign bit a clock's own values simply go on.
+        var own = HybridLogicalClock(latest: (1 << 63) - 1)
+        #expect(try own.tick(physicalMillis: Self.now) == 1 << 63)
+        #expect(try own.tick(physicalMillis: Self.now) == (1 << 63) + 1)
+        // Only a clock that itself issued the last value refuses (an older release's store).
+        var last = HybridLogicalClock(latest: .max - 1)
+        #expect(try last.tick(physicalMillis: Self.now) == .max)
+        let exhausted = #expect(throws: ConcordError.self, "a value was issued twice") {
+            _ = try last.tick(physicalMillis: Self.now)
         }
         #expect(exhausted?.code == .clockExhausted)
-        // A physical clock at the end of the range reaches the ceiling, not past it.
-        var late = HybridLogicalClock()
-        #expect(try late.tick(physicalMillis: .max) == HLC.ceiling)
-        #expect(throws: ConcordError.self) { try late.tick(physicalMillis: .max) }
-        // Across the sign bit the clock simply follows.
-        var follower = HybridLogicalClock()
-        follower.observe((1 << 63) - 1)
-        #expect(try follower.tick(physicalMillis: Self.now) == 1 << 63)
-        #expect(try follower.tick(physicalMillis: Self.now) == (1 << 63) + 1)
-        follower.observe(.max)
-        #expect(throws: ConcordError.self) { try follower.tick(physicalMillis: Self.now) }
-        #expect(follower.latest == .max)
+        #expect(last.latest == .max)
+        #expect(HybridLogicalClock.isBeyondLead(Self.limit + (1 << 16), physicalMillis: Self.now))
+        #expect(!HybridLogicalClock.isBeyondLead(Self.limit, physicalMillis: Self.now))
     }
 
     @Test(arguments: extremes)
-    func aCoreReplicaFollowsAFarStampAndNeverReusesADot(stamp: UInt64) throws {
+    func aCoreReplicaFollowsAFarStampOnlyToItsLeadAndItsLaterWriteWins(stamp: UInt64) throws {
         var replica = Replica(id: ReplicaID(high: 0, low: 1))
         try replica.apply(Self.farDelta(stamp: stamp))
-        #expect(replica.clock.latest == stamp)
-        if stamp < HLC.ceiling {
-            let dot = try replica.set(Self.ref, "title", .string("after"), now: Self.now)
-            #expect(dot.hlc == stamp + 1)
-            #expect(replica.state.record(Self.ref)?.fields["title"] == .scalar(.string("after")))
-        } else {
-            let before = replica.state
-            #expect(throws: ConcordError.self) { try replica.set(Self.ref, "title", .string("after"), now: Self.now) }
-            #expect(replica.state == before)
-            #expect(replica.seal() == nil)
-        }
+        #expect(replica.clock.observed == stamp)
+        let dot = try replica.set(Self.ref, "title", .string("after"), now: Self.now)
+        #expect(dot.hlc == Self.limit + 1)
+        // The later write replaces the far one it observed, though its stamp is smaller.
+        #expect(replica.state.record(Self.ref)?.fields["title"] == .scalar(.string("after")))
+        try replica.remove(Self.ref, "tags", .string("far"), now: Self.now)
+        #expect(replica.state.record(Self.ref)?.fields["tags"] == nil)
+        // A replica that never saw either gets the same state from the deltas.
+        var other = Replica(id: ReplicaID(high: 0, low: 2))
+        try other.apply(Self.farDelta(stamp: stamp))
+        let sealed = replica.seal()
+        try other.apply(#require(sealed))
+        #expect(other.state == replica.state)
     }
 
     // MARK: Store
 
     /// A store and the core reference apply the same deltas — a far-future writer's, then
     /// one from a replica that never saw it — and write after them: states, dumps and sealed
-    /// bytes stay equal, the far entry survives, and the clock follows it.
+    /// bytes stay equal, the far entry survives until the later write replaces it, and the
+    /// clock follows it only to its lead.
     @Test(arguments: extremes)
     func aStoreOrdersStampsAcrossTheSignBitLikeTheCore(stamp: UInt64) throws {
         let directory = TemporaryDirectory("clock-extremes")
@@ -79,31 +98,48 @@ import Testing
             try store.apply(delta)
             #expect(try store.state() == core.state)
         }
-        // The far entry wins the register and the far dot keeps the record alive.
+        // The far entry wins the register over the concurrent one and keeps the record alive.
         #expect(try store.record(Self.ref)?.first { $0.name == "title" }?.value == .scalar(.string("far")))
         #expect(try store.clockValue() == stamp)
         #expect(try store.versionVector()[Self.farReplica] == stamp)
 
-        if stamp < HLC.ceiling {
-            let dot = try core.set(Self.ref, "title", .string("after"), now: Self.now)
-            try store.set(Self.ref, "title", .string("after"))
-            #expect(dot.hlc == stamp + 1)
-            #expect(try store.clockValue() == stamp + 1)
-            #expect(try store.record(Self.ref)?.first { $0.name == "title" }?.value == .scalar(.string("after")))
-        } else {
-            #expect(throws: ConcordError.self) { try core.set(Self.ref, "title", .string("after"), now: Self.now) }
-            let refused = #expect(throws: ConcordError.self, "the store stamped a write past the ceiling") {
-                try store.set(Self.ref, "title", .string("after"))
-            }
-            #expect(refused?.code == .clockExhausted)
-            #expect(try store.clockValue() == stamp)
-        }
+        let dot = try core.set(Self.ref, "title", .string("after"), now: Self.now)
+        try store.set(Self.ref, "title", .string("after"))
+        #expect(dot.hlc == Self.limit + 1)
+        #expect(try store.versionVector()[store.replicaID] == Self.limit + 1)
+        #expect(try store.clockValue() == stamp, "the clock keeps what it observed")
+        #expect(try store.record(Self.ref)?.first { $0.name == "title" }?.value == .scalar(.string("after")))
+        try core.set(Self.ref, "body", .string("more"), now: Self.now)
+        try store.set(Self.ref, "body", .string("more"))
+        #expect(try store.versionVector()[store.replicaID] == Self.limit + 2)
         #expect(try store.state() == core.state)
         #expect(try store.canonicalDump() == CanonicalDump.json(of: core.state))
         // Sealing in bounded batches orders the outbox by stamp; it once trapped here.
-        let sealed = try store.seal(maxSlots: 1)
-        #expect(sealed.map { DeltaCodec.encode($0) } == core.seal().map { DeltaCodec.encode($0) })
+        var sealed: [Delta] = []
+        while let delta = try store.seal(maxSlots: 1) { sealed.append(delta) }
+        var fromCore: [Delta] = []
+        while let delta = core.seal() { fromCore.append(delta) }
+        #expect(!sealed.isEmpty)
+        var reader = Replica(id: ReplicaID(high: 0, low: 9))
+        for delta in [try Self.farDelta(stamp: stamp), unseenDelta] + sealed { try reader.apply(delta) }
+        var coreReader = Replica(id: ReplicaID(high: 0, low: 9))
+        for delta in [try Self.farDelta(stamp: stamp), unseenDelta] + fromCore { try coreReader.apply(delta) }
+        #expect(reader.state == coreReader.state)
+        #expect(reader.state.record(Self.ref)?.fields["title"] == .scalar(.string("after")))
         #expect(try store.pendingChangeCount() == 0)
+    }
+
+    /// A store whose clock an older release pushed to the end of the range — it followed a
+    /// stamp there, and refused every write since — writes again with its own clock.
+    @Test func aStoreAnOlderReleaseLeftAtTheCeilingWritesAgain() throws {
+        let directory = TemporaryDirectory("clock-ceiling")
+        let store = try Store.temporary(directory, "a", clock: ManualClock(millis: Self.now))
+        try store.set(RecordRef(collection: "notes", id: "n0"), "title", .string("before"))
+        try store.apply(try Self.farDelta(stamp: HLC.ceiling))
+        #expect(try store.clockValue() == HLC.ceiling)
+        for index in 0..<3 { try store.set(Self.ref, "title", .string("after \(index)")) }
+        #expect(try store.record(Self.ref)?.first { $0.name == "title" }?.value == .scalar(.string("after 2")))
+        #expect(try store.versionVector()[store.replicaID] == Self.limit + 3)
     }
 
     /// A store written by the previous release keeps stamps as plain bit patterns; opening
@@ -115,8 +151,10 @@ import Testing
         var expected: StoreState
         var dump: String
         var pending: Int
+        // A device in the year 6429, so its own stamps follow the far one past 2^63.
+        let clock = ManualClock(millis: 1 << 47)
         do {
-            let store = try Store(path: path, configuration: .init(clock: ManualClock(millis: Self.now)))
+            let store = try Store(path: path, configuration: .init(clock: clock))
             try store.apply(try Self.farDelta(stamp: far))
             try store.set(Self.ref, "title", .string("mine"))
             try store.add(RecordRef(collection: "notes", id: "n2"), "tags", .int(1))
@@ -126,7 +164,7 @@ import Testing
             #expect(pending >= 2)
         }
         try Self.downgradeToVersionOne(path)
-        let reopened = try Store(path: path, configuration: .init(clock: ManualClock(millis: Self.now)))
+        let reopened = try Store(path: path, configuration: .init(clock: clock))
         #expect(try reopened.state() == expected)
         #expect(try reopened.canonicalDump() == dump)
         #expect(try reopened.pendingChangeCount() == pending)

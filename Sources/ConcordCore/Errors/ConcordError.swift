@@ -21,8 +21,9 @@ public struct ConcordError: Error, Hashable, Sendable, CustomStringConvertible {
         /// An operation that does not apply to the record as it is (e.g. keeping a file
         /// version that is not one of the fork's versions).
         public static let invalidOperation = Code("invalidOperation")
-        /// The local clock has reached ``HLC/ceiling`` after following a remote stamp from
-        /// about the year 10889: it cannot stamp another write without issuing a value twice.
+        /// This replica's clock has issued the last value of its range (only a store an
+        /// older release stamped at the end of the range gets there): it cannot stamp
+        /// another write without issuing a value twice. Remote stamps never cause it.
         public static let clockExhausted = Code("clockExhausted")
     }
 

@@ -26,9 +26,9 @@ public enum FieldWrite: Hashable, Sendable {
 /// Every mutation is one write: it takes one stamp from the clock (at `now`, physical
 /// milliseconds passed in by the caller), adds or replaces the writer's liveness dot, and
 /// marks the slots it touched in the outbox. ``seal()`` turns the outbox into a ``Delta``.
-/// A mutation of a record this replica sees as deleted re-creates it (rule 5). Every
-/// mutation throws ``ConcordError/Code/clockExhausted``, changing nothing, once the clock
-/// has followed a stamp to ``HLC/ceiling``.
+/// A mutation of a record this replica sees as deleted re-creates it (rule 5). No stamp it
+/// applies can stop it from writing: its clock follows remote stamps only up to
+/// ``HLC/maxLead`` ahead of `now` (``HybridLogicalClock``).
 public struct Replica: Sendable {
     public let id: ReplicaID
     public private(set) var state: StoreState
@@ -249,7 +249,7 @@ public struct Replica: Sendable {
 
     private mutating func nextDot(now: UInt64) throws(ConcordError) -> Stamp {
         // The clock must also pass every own dot already seen (e.g. from a snapshot).
-        clock.observe(state.context.maxHLC(for: id))
+        clock.pass(state.context.maxHLC(for: id))
         let dot = Stamp(hlc: try clock.tick(physicalMillis: now), replica: id)
         // A replica has seen every dot it issued: its own context stays `[0 ... latest]`.
         state.context.insert(0...dot.hlc, for: id)
@@ -269,8 +269,12 @@ public struct Replica: Sendable {
 
     private mutating func touchLiveness(_ ref: RecordRef, dot: Stamp) {
         let current = state.record(ref)?.slots[.liveness]?.entries ?? []
-        let others = current.filter { $0.dot.replica != id }
-        replace(SlotRef(record: ref, key: .liveness), with: others + [Entry(dot: dot, payload: .marker)])
+        var entries = current.filter { $0.dot.replica != id }
+        // Sorted by dot: the new dot is not always the greatest — a remote dot more than
+        // the clock's lead ahead keeps a greater stamp (``HybridLogicalClock``).
+        let index = entries.firstIndex { dot < $0.dot } ?? entries.endIndex
+        entries.insert(Entry(dot: dot, payload: .marker), at: index)
+        replace(SlotRef(record: ref, key: .liveness), with: entries)
     }
 
     private mutating func apply(_ write: FieldWrite, to name: String, of ref: RecordRef, dot: Stamp) {

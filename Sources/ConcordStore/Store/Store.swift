@@ -171,12 +171,13 @@ public final class Store: Sendable {
     // MARK: Clock and context
 
     func tick(_ db: Database) throws -> Stamp {
-        var clock = HybridLogicalClock(latest: try meta(db, "hlc"))
-        // The clock also passes every own dot already recorded.
+        // The clock issued up to this replica's greatest own dot (its context), and
+        // observed up to the stored clock value, which it follows only up to the lead.
         let own = try Int64.fetchOne(db, sql: "SELECT hlc FROM concord_context WHERE replica = ?", arguments: [Rows.replicaBlob(replicaID)])
-        clock.observe(own.map { Rows.hlc(stored: $0) } ?? 0)
+        let observed = try meta(db, "hlc")
+        var clock = HybridLogicalClock(latest: own.map { Rows.hlc(stored: $0) } ?? 0, observed: observed)
         let hlc = try clock.tick(clock: configuration.clock)
-        try saveClock(db, hlc)
+        if hlc > observed { try saveClock(db, hlc) }
         try SlotIO.setContext(db, replicaID, hlc)
         return Stamp(hlc: hlc, replica: replicaID)
     }
