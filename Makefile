@@ -1,9 +1,10 @@
 # Concord — the README's two commands are `make demo` and `make test`.
 SWIFT ?= swift
 SYSTEM_PACKAGES := libsqlite3-dev libsodium-dev pkg-config
-# The real storage servers the HTTP backends' tests start on loopback.
+# The real storage servers the HTTP backends' tests start on loopback, and libfaketime for
+# the CLI tests of devices whose clocks read far in the future.
 SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip \
-  ceph-mon ceph-osd radosgw ceph-common
+  ceph-mon ceph-osd radosgw ceph-common faketime
 # Schedules for the long runs (the PR-sized counts live in the tests themselves).
 SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.

@@ -11,7 +11,7 @@ enum Entry {
     static func main() async {
         // Swift decodes arguments lossily (invalid UTF-8 becomes U+FFFD), which would make
         // `a\xff` and `a\xfe` the same record id: such an argument is refused instead.
-        for index in 1..<Int(CommandLine.argc) {
+        for index in 1..<max(1, Int(CommandLine.argc)) {
             guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
             let shown = String(decoding: UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)), as: UTF8.self)
             fail(ValidationError("argument \(index) ('\(clip(shown))') is not valid UTF-8; ids, names and values must be UTF-8 text (bytes go in as {\"$bytes\": \"hex\"})"), arguments: [])

@@ -8,6 +8,7 @@ extension SyncEngine {
     /// Fetches every batch past what the store has applied, then applies them in causal
     /// order, one transaction each, fetching the files they hold back.
     func pull(_ heads: Heads, into report: inout SyncReport, progress: (@Sendable (SyncProgress) -> Void)?) async throws(ConcordError) {
+        try await catchUpOnClaims(heads, into: &report)
         let applied = try store.appliedSeqs()
         // Per origin, the range of seqs past what is applied, up to its newest head (which
         // ``listHeads()`` authenticated: a planted name claims nothing here).
@@ -35,7 +36,9 @@ extension SyncEngine {
         var bytes: UInt64 = 0
         var done = 0
         var progressMade = true
-        let order = next.keys.sorted()
+        var order = next.keys.sorted()
+        // Origins no head leads to, walked by their batch names because a batch waits on them.
+        var walkedUnannounced: Set<ReplicaID> = []
         while progressMade {
             progressMade = false
             for replica in order where !stopped.contains(replica) {
@@ -128,6 +131,14 @@ extension SyncEngine {
                             stopped.remove(origin)  // its walk goes on past the snapshot
                             try advancePastSnapshot(&next, &waiting)
                             progressMade = true
+                        } else if next[origin] == nil, walkedUnannounced.insert(origin).inserted {
+                            // No head leads to it — deleted, or its replica retired and the
+                            // head lost — and no snapshot covers it: its batches may still be
+                            // there under their names, each authenticated as it is opened.
+                            next[origin] = (applied[origin] ?? 0) + 1
+                            last[origin] = UInt64.max - 1
+                            order = next.keys.sorted()
+                            progressMade = true
                         }
                     }
                     if progressMade { break }
@@ -135,6 +146,26 @@ extension SyncEngine {
             }
         }
         report.waiting = waiting.count
+    }
+
+    /// Batches another replica's head says it applied, past any head of their origin: the
+    /// remote lost them (rolled back, or the origin's head deleted) and a replica that held
+    /// them published them again as a snapshot. Joining one that covers them catches up, so
+    /// no replica waits for a batch only a head it cannot read would announce.
+    func catchUpOnClaims(_ heads: Heads, into report: inout SyncReport) async throws(ConcordError) {
+        let applied = try store.appliedSeqs()
+        var claimed: [ReplicaID: UInt64] = [:]
+        for (reader, head) in heads.read where reader != store.replicaID {
+            for (origin, seq) in Head.replicaKeyed(head.applied) where origin != store.replicaID && origin != reader {
+                if seq > max(applied[origin] ?? 0, heads.reach(origin)) { claimed[origin] = max(claimed[origin] ?? 0, seq) }
+            }
+        }
+        var joined = false
+        for (origin, _) in claimed.sorted(by: { $0.key < $1.key }) {
+            // One join may cover several origins: only those still behind try again.
+            if joined, (try store.appliedSeqs()[origin] ?? 0) >= claimed[origin]! { continue }
+            if try await catchUp(origin: origin, seq: (applied[origin] ?? 0) + 1, into: &report) { joined = true }
+        }
     }
 
     /// After joining a snapshot: every origin continues after what is now applied, and

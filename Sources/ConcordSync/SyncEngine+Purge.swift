@@ -27,8 +27,10 @@ extension SyncEngine {
     /// then arrive from an active replica, so the purge changes nothing a user can see;
     /// it is shipped in the next batch (the record whole, with nothing in it), so every
     /// replica drops the same entries, and snapshots leave the record out. Retired
-    /// replicas are not waited for: one that returns with an update it made before it saw
-    /// the deletion brings back its own fields, not the purged ones.
+    /// replicas are not waited for, nor can a replica be that this one never heard of (one
+    /// that only pulled, or whose first head was lost): one that returns with an update it
+    /// made before it saw the deletion keeps every field it held — its store writes back
+    /// what the purge took (``ConcordStore/Store/apply(_:)``), as if there had been no purge.
     ///
     /// A replica's head is not listed at once: a listing may be stale by up to
     /// ``uploadDeadline`` (a fifth of the grace period). So a deletion found stable is

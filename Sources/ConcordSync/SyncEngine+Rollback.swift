@@ -26,11 +26,12 @@ extension SyncEngine {
             republished += try await republishOwn(through: pushed, into: &report)
         }
         // 2. Others' batches it applied: gone, and covered by no snapshot, they live on
-        //    here — a snapshot of this replica publishes them again.
-        let retired = Set(try store.syncValues(prefix: SyncKey.retiredPrefix).keys.compactMap { ReplicaID(hex: $0) })
+        //    here — a snapshot of this replica publishes them again. Retired replicas' too
+        //    (forgotten ones, the old id of a restored copy): nobody else will publish
+        //    them, and a replica that had not applied them would wait for ever.
         var lost: [ReplicaID: UInt64] = [:]
         for (origin, seq) in try store.appliedSeqs().sorted(by: { $0.key < $1.key })
-        where origin != me && seq > 0 && !retired.contains(origin) && (heads.latest[origin] ?? 0) < seq {
+        where origin != me && seq > 0 && (heads.latest[origin] ?? 0) < seq {
             // A batch no readable head announces is out of reach for a replica that lacks
             // it, even if it is there: its head is confirmed (the listing may be stale).
             if (try? await readHead(origin, seq: seq)) ?? nil == nil { lost[origin] = seq }
@@ -45,7 +46,13 @@ extension SyncEngine {
         var ownListed: Set<UInt64> = []
         if try lossCheckIsDue() {
             report.lossChecked = true
-            let gaps = try await vanishedBatches(retired: retired, into: &report)
+            // `concord.json` too: deleted, every replica that opens the remote anew stops.
+            if try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) == nil,
+               try Self.keptManifest(in: store)?.storeID == storeID,
+               try await Self.restoreManifest(remote, from: store) != nil {
+                republished.append(RemoteLayout.manifestPath)
+            }
+            let gaps = try await vanishedBatches(into: &report)
             ownGaps = gaps.own
             ownListed = gaps.ownListed
             for (origin, seq) in gaps.others where lost[origin] == nil { lost[origin] = seq }
@@ -129,9 +136,9 @@ extension SyncEngine {
     /// covered by no snapshot on the remote (compaction deletes only covered batches). A
     /// batch of another replica is confirmed missing with a `get` (a listing may be stale).
     /// Returns whether own batches are missing, and per other origin the newest applied seq.
-    private func vanishedBatches(retired: Set<ReplicaID>, into report: inout SyncReport) async throws(ConcordError) -> (own: Bool, ownListed: Set<UInt64>, others: [ReplicaID: UInt64]) {
+    private func vanishedBatches(into report: inout SyncReport) async throws(ConcordError) -> (own: Bool, ownListed: Set<UInt64>, others: [ReplicaID: UInt64]) {
         let me = store.replicaID
-        var expected = try store.appliedSeqs().filter { $0.key != me && $0.value > 0 && !retired.contains($0.key) }
+        var expected = try store.appliedSeqs().filter { $0.key != me && $0.value > 0 }
         let pushed = try pushedSeq()
         if pushed > 0 { expected[me] = pushed }
         guard !expected.isEmpty else { return (false, [], [:]) }

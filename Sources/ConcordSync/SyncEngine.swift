@@ -147,13 +147,24 @@ public actor SyncEngine {
 
     /// Throws unless the remote still holds the store this engine (and the local store)
     /// synced with.
+    /// A remote without `concord.json` gets back the copy this replica keeps, when it is of
+    /// this store (``restoreManifest(_:from:)``).
     func checkStoreIdentity() async throws(ConcordError) {
-        let current = try await Self.manifest(of: remote).storeID
+        let manifest: StoreManifest
+        do {
+            manifest = try await Self.manifest(of: remote)
+        } catch where error.code == .notFound {
+            guard let kept = try Self.keptManifest(in: store), kept.storeID == storeID,
+                  let restored = try await Self.restoreManifest(remote, from: store) else { throw error }
+            manifest = restored
+        }
+        let current = manifest.storeID
         guard current == storeID else {
             throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: current.hex, recorded: storeID.hex, at: "the remote"))
         }
         try checkRecordedStoreID()
         try store.setSyncValue(SyncKey.storeID, storeID.hex)
+        try Self.keepManifest(manifest, in: store)
     }
 
     /// Throws unless this engine's store id (read from `concord.json` when it was unlocked)
@@ -192,7 +203,15 @@ public actor SyncEngine {
     }
 
     private func sync(mode: SyncMode, progress: (@Sendable (SyncProgress) -> Void)?, restoredCopy: IdentityChange?) async throws(ConcordError) -> SyncReport {
-        if try store.syncValue(SyncKey.storeID) == nil { try await checkStoreIdentity() } else { try checkRecordedStoreID() }
+        // The first sync (and the first of a store that keeps no copy of `concord.json` yet)
+        // reads `concord.json`; later ones check the id recorded then, at no cost.
+        let recorded = try store.syncValue(SyncKey.storeID)
+        let kept = try store.syncValue(SyncKey.manifestCopy)
+        if recorded == nil || kept == nil {
+            try await checkStoreIdentity()
+        } else {
+            try checkRecordedStoreID()
+        }
         var report = SyncReport()
         report.restoredCopy = restoredCopy
         var heads = try await listHeads()
@@ -320,6 +339,8 @@ extension Store {
 enum SyncKey {
     /// The remote store's id (hex) this store synced with.
     static let storeID = "remote.storeID"
+    /// The `concord.json` this store unlocked, as text (``SyncEngine/keepManifest(_:in:)``).
+    static let manifestCopy = "remote.manifest"
     /// The newest own batch confirmed on the remote.
     static let pushedSeq = "push.seq"
     /// The seq named by the newest own snapshot.

@@ -51,8 +51,19 @@ struct CLI {
     /// The remote folder's URL.
     var remoteURL: String { "file://" + path("remote") }
 
+    /// Runs a command with the system clock reading `epochSeconds` (libfaketime's
+    /// `faketime`, which `make test` installs), on the store `name`.
     @discardableResult
-    func run(_ arguments: [String], environment: [String: String?] = [:]) throws -> Result {
+    func faked(_ epochSeconds: UInt64, on name: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+        let faketime = "/usr/bin/faketime"
+        try #require(FileManager.default.isExecutableFile(atPath: faketime), "faketime is missing: `make test` installs it (Debian's faketime)", sourceLocation: sourceLocation)
+        let result = try run(["@\(epochSeconds)", Self.binary.path] + arguments + ["--store", path("\(name).db")], executable: faketime)
+        #expect(result.status == 0, "faketime concord \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    @discardableResult
+    func run(_ arguments: [String], environment: [String: String?] = [:], executable: String? = nil) throws -> Result {
         #expect(FileManager.default.isExecutableFile(atPath: Self.binary.path), "build the concord product first: \(Self.binary.path)")
         var env = ProcessInfo.processInfo.environment
         env["CONCORD_STORE"] = nil
@@ -68,7 +79,7 @@ struct CLI {
             try? FileManager.default.removeItem(at: errURL)
         }
         let termination = try Subprocess.run(
-            Self.binary.path, arguments, environment: env, directory: folder.path, stdout: .file(outURL.path), stderr: .file(errURL.path))
+            executable ?? Self.binary.path, arguments, environment: env, directory: folder.path, stdout: .file(outURL.path), stderr: .file(errURL.path))
         return Result(
             status: termination.status,
             stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),

@@ -330,7 +330,7 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         #expect(try a.record(note)?.map(\.name) == ["title"])
     }
 
-    @Test func aRetiredReplicasConcurrentUpdateComesBackAloneAndConverges() async throws {
+    @Test func aRetiredReplicasConcurrentUpdateComesBackWithEveryFieldItHeld() async throws {
         let fleet = try await Fleet(count: 3)
         let (a, c) = (fleet.stores[0], fleet.stores[2])
         try a.set(note, "title", .string("Plan"))
@@ -352,12 +352,13 @@ private func remoteFiles(_ fleet: Fleet) async throws -> [String] {
         #expect(report.retiredReplicas == [c.replicaID])
         #expect(report.metadata.purged == [note])
 
-        // c returns: its own update survives on every replica — the purged fields do not
-        // come back — and all replicas converge.
+        // c returns: its update keeps every field it held, as if there had been no purge
+        // (rule 4) — c writes back what the purge took — and all replicas converge.
         try await fleet.syncAll(rounds: 3)
         #expect(try fleet.dumps().count == 1)
-        #expect(try a.record(note)?.map(\.name) == ["from-c"])
+        #expect(try a.record(note)?.map(\.name) == ["from-c", "title"])
         #expect(try a.record(note)?.first?.value == .scalar(.string("written offline")))
+        #expect(try a.record(note)?.last?.value == .scalar(.string("Plan")))
     }
 }
 

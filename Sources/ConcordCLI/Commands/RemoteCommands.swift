@@ -76,31 +76,52 @@ struct RemoteSet: AsyncParsableCommand {
         let storeID: StoreID
         let created: Bool
         var notes: [String] = []
-        if let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) {
-            let manifest = try StoreManifest(json: bytes)
+        let recorded = try SyncEngine.remoteStoreID(in: store)
+        var existing = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)).map(StoreManifest.init(json:))
+        if existing == nil, let recorded {
+            // This replica synced with a store: never create another in its place. Put back
+            // the concord.json it keeps, if the folder lost it; otherwise refuse.
+            guard try SyncEngine.keptManifest(in: store)?.storeID.hex == recorded,
+                  let restored = try await SyncEngine.restoreManifest(remote, from: store) else {
+                throw ConcordError(.storeMismatch, "this replica synced with remote store \(recorded), and \(location.display) holds no concord.json: nothing was written there — point this replica at its store's folder, or create a new replica with `concord init --store NEW.db` for a new store")
+            }
+            notes.append("\(location.display) held no concord.json: put back the copy this replica unlocked")
+            existing = restored
+        }
+        if let manifest = existing {
+            if let recorded, recorded != manifest.storeID.hex {
+                throw ConcordError(.storeMismatch, "this replica already synced with remote store \(recorded), but \(location.display) holds store \(manifest.storeID.hex): a replica belongs to one store — create a new replica with `concord init --store NEW.db` and set its remote")
+            }
             let credential = try RemoteConnection.credential(for: manifest, location: location, store: nil, options: options)
             _ = try RemoteConnection.unlock(manifest, with: credential)
             storeID = manifest.storeID
             created = false
-        } else if let keyFile {
-            let key: StoreKey
-            if FileManager.default.fileExists(atPath: keyFile) {
-                key = try Secrets.key(file: keyFile)
-            } else {
-                key = try Secrets.writeNewKey(to: keyFile)
-                notes.append("wrote a new key to \(keyFile): copy it to every device that syncs; whoever holds it can read the store")
+            try SyncEngine.keepManifest(manifest, in: store)
+        } else {
+            // No concord.json: create a store, unless the place holds another store's objects
+            // (its concord.json deleted): a new store there would strand them.
+            if try await SyncEngine.holdsStoreLayout(remote) {
+                throw ConcordError(.invalidOperation, "\(location.display) holds a Concord store's heads and batches but no concord.json (it was deleted): nothing was written — sync a replica that unlocked this store (it puts its copy back), or restore concord.json from a backup; to start a new store, use an empty folder")
             }
-            let manifest = StoreManifest.createForKeyFile(storeKey: key)
-            try await remote.put(RemoteLayout.manifestPath, manifest.jsonBytes())
+            let manifest: StoreManifest
+            if let keyFile {
+                let key: StoreKey
+                if FileManager.default.fileExists(atPath: keyFile) {
+                    key = try Secrets.key(file: keyFile)
+                } else {
+                    key = try Secrets.writeNewKey(to: keyFile)
+                    notes.append("wrote a new key to \(keyFile): copy it to every device that syncs; whoever holds it can read the store")
+                }
+                manifest = StoreManifest.createForKeyFile(storeKey: key)
+                try await remote.put(RemoteLayout.manifestPath, manifest.jsonBytes())
+            } else {
+                let passphrase = try Secrets.passphrase(for: "the new remote store at \(location.display)", prompt: "New passphrase", confirm: true)
+                _ = try await SyncEngine.createRemote(remote, passphrase: passphrase, limits: try Secrets.limits())
+                manifest = try await RemoteConnection.readManifest(remote, location: location)
+            }
             storeID = manifest.storeID
             created = true
-        } else {
-            let passphrase = try Secrets.passphrase(for: "the new remote store at \(location.display)", prompt: "New passphrase", confirm: true)
-            storeID = try await SyncEngine.createRemote(remote, passphrase: passphrase, limits: try Secrets.limits()).storeID
-            created = true
-        }
-        if let recorded = try SyncEngine.remoteStoreID(in: store), recorded != storeID.hex {
-            throw ConcordError(.storeMismatch, "this replica already synced with remote store \(recorded), but \(location.display) holds store \(storeID.hex): a replica belongs to one store — create a new replica with `concord init --store NEW.db` and set its remote")
+            try SyncEngine.keepManifest(manifest, in: store)
         }
         try store.setSyncValue(CLIConfig.remote, location.url)
         try store.setSyncValue(CLIConfig.keyFile, keyFile)
@@ -140,6 +161,7 @@ struct RemotePassphrase: AsyncParsableCommand {
             variable: Secrets.newPassphraseVariable)
         let updated = try manifest.settingPassphrase(newPassphrase, storeKey: key, limits: try Secrets.limits())
         try await remote.put(RemoteLayout.manifestPath, updated.jsonBytes())
+        try SyncEngine.keepManifest(updated, in: store)
         options.emit(
             .object([("remote", .string(location.url)), ("storeID", .string(updated.storeID.hex)), ("changed", .bool(true))]),
             "changed the passphrase of the remote store in \(location.display); other devices need the new passphrase from now on")

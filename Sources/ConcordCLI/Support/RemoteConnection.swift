@@ -290,7 +290,15 @@ struct RemoteConnection {
     static func open(_ store: Store, options: GlobalOptions) async throws -> RemoteConnection {
         guard let location = try RemoteLocation.configured(in: store) else { throw ConcordError.noRemote }
         let remote = try await location.open()
-        let manifest = try await readManifest(remote, location: location)
+        let manifest: StoreManifest
+        do {
+            manifest = try await readManifest(remote, location: location)
+        } catch let error as ConcordError where error.code == .noRemoteStore {
+            // Deleted: put back the copy this replica keeps, if it is of the store it synced with.
+            guard let restored = try await SyncEngine.restoreManifest(remote, from: store) else { throw error }
+            FileHandle.standardError.write(Data("concord: warning: \(location.display) held no concord.json (deleted?): put back the copy this replica unlocked (store \(restored.storeID.hex))\n".utf8))
+            manifest = restored
+        }
         // Before any passphrase: a concord.json of another store (re-created, or swapped in)
         // is named as such, never answered with "wrong passphrase" or merged into.
         if let recorded = try SyncEngine.remoteStoreID(in: store), recorded != manifest.storeID.hex {
@@ -310,6 +318,7 @@ struct RemoteConnection {
             throw error
         }
         if try store.syncValue(CLIConfig.manifest) != fingerprint { try store.setSyncValue(CLIConfig.manifest, fingerprint) }
+        try SyncEngine.keepManifest(manifest, in: store)
         let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID)
         return RemoteConnection(location: location, remote: remote, manifest: manifest, key: key, engine: engine)
     }

@@ -137,6 +137,7 @@ extension Store {
             }
             let missingFiles = missingFiles(in: delta.records.flatMap { $0.slots.flatMap(\.entries) }, seen: context)
             if !missingFiles.isEmpty { return .heldBack(missingFiles: missingFiles) }
+            let held = try fieldsHeldAgainstPurge(db, delta)
             if vector[delta.origin] != delta.dependencies[delta.origin] {
                 // Not at the delta's start: the general join (not reached by stores that
                 // only ever join snapshots taken with an empty outbox).
@@ -150,10 +151,64 @@ extension Store {
             try SlotIO.setContext(db, delta.origin, delta.upTo)
             try setAppliedSeq(db, delta.origin, delta.seq)
             try observe(db, max(delta.upTo, delta.dependencies.maxHLC))
+            if !held.isEmpty {
+                for (ref, names) in try writeBack(db, held).names { changes.note(names, of: ref) }
+            }
             return .applied
         }
         publishChanges(changes, origin: .remote(delta.origin))
         return result
+    }
+
+    /// The records a purge in `delta` would take fields from while this replica's own write
+    /// — one the purging replica had not seen — keeps them alive, with the fields they read
+    /// now (docs/ARCHITECTURE.md §4, "A write the purge did not wait for").
+    ///
+    /// A purge ships a dead record whole and empty: every entry its origin had seen is
+    /// dropped. It waits until every replica it knows of has seen the deletion, but a
+    /// replica it could not know of — one that only pulled, or whose first head was lost —
+    /// may have updated the record concurrently. Rule 4 keeps such a record alive with all
+    /// its fields; the purge would keep only the fields that replica wrote itself.
+    private func fieldsHeldAgainstPurge(_ db: Database, _ delta: Delta) throws -> [(RecordRef, [String: FieldValue])] {
+        let seen = delta.observed[replicaID]
+        var held: [(RecordRef, [String: FieldValue])] = []
+        // A purged record travels whole and empty; a re-created one carries its liveness
+        // and fields (and what its creator cleared stays cleared, rule 5).
+        for change in delta.records where change.whole && change.slots.allSatisfy(\.entries.isEmpty) {
+            guard let record = try SlotIO.record(db, change.ref), let fields = heldByOwnWrite(record, unseenBy: { $0.hlc > seen }) else { continue }
+            held.append((change.ref, fields))
+        }
+        return held
+    }
+
+    /// The fields `record` reads now, when it is visible through a liveness dot of this
+    /// replica that the purging side had not seen.
+    private func heldByOwnWrite(_ record: ConcordCore.Record, unseenBy seen: (Stamp) -> Bool) -> [String: FieldValue]? {
+        guard record.isVisible,
+              record.slots[.liveness]?.entries.contains(where: { $0.dot.replica == replicaID && seen($0.dot) }) == true
+        else { return nil }
+        return record.fields
+    }
+
+    /// Writes back, as a local write of this replica, every field a purge took from records
+    /// its own concurrent write keeps alive: the record ends with every field it held, as if
+    /// there had been no purge (rule 4), on every replica once this write syncs.
+    private func writeBack(_ db: Database, _ held: [(RecordRef, [String: FieldValue])]) throws -> ChangedFields {
+        let transaction = WriteTransaction(db: db, store: self)
+        for (ref, before) in held {
+            let after = try SlotIO.record(db, ref)?.fields ?? [:]
+            var writes: [String: FieldWrite] = [:]
+            for (name, value) in before where after[name] != value {
+                switch value {
+                case let .scalar(scalar): writes[name] = .scalar(scalar)
+                case let .set(elements): writes[name] = .set(elements)
+                case let .file(file): writes[name] = .file(file)
+                }
+            }
+            if !writes.isEmpty { try transaction.put(ref, writes) }
+        }
+        try transaction.finish()
+        return transaction.changed
     }
 
     /// Decodes and applies an encoded delta (docs/FORMAT.md). Malformed, truncated or
@@ -517,7 +572,16 @@ extension Store {
             changes = try SlotIO.insertAll(db, snapshot)
             if let vector = snapshot.context.versionVector { for (replica, hlc) in vector.entries { try SlotIO.setContext(db, replica, hlc) } }
         } else {
+            // Records the snapshot left out (purged) that an own write it had not seen keeps
+            // alive: their fields are written back, as after a purge in a delta.
+            var held: [(RecordRef, [String: FieldValue])] = []
+            for (ref, record) in old.records where snapshot.records[ref] == nil {
+                if let fields = heldByOwnWrite(record, unseenBy: { !snapshot.context.contains($0) }) { held.append((ref, fields)) }
+            }
             changes = try rewrite(db, from: old, to: old.joined(snapshot))
+            if !held.isEmpty {
+                for (ref, names) in try writeBack(db, held).names { changes[ref, default: []].formUnion(names) }
+            }
         }
         for (origin, seq) in appliedSeqs where origin != replicaID { try setAppliedSeq(db, origin, seq) }
         try observe(db, snapshot.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)

@@ -93,6 +93,8 @@ public struct DoctorFinding: Hashable, Sendable {
         /// The remote lost everything this replica knows was there: emptied, replaced, or
         /// re-created as another store.
         public static let remoteEmptied = Kind("remoteEmptied")
+        /// `concord.json` is missing, and this replica keeps a copy of it to put back.
+        public static let missingManifest = Kind("missingManifest")
         /// The remote went back in time: it no longer holds batches this replica pushed or
         /// applied (and no snapshot covers them), or this replica's head is behind what it
         /// pushed — restored from an older copy, rolled back, or objects deleted. Every

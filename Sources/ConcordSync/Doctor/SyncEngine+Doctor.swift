@@ -39,7 +39,22 @@ extension SyncEngine {
             throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was checked")
         }
         // 1. concord.json: without it (or with another store's) nothing else can be judged.
-        guard let manifestBytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) else {
+        var manifestBytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest))
+        if manifestBytes == nil, let kept = try Self.keptManifest(in: store), kept.storeID == storeID {
+            // Deleted, and this replica keeps the copy it unlocked: put back on repair.
+            var finding = DoctorFinding(
+                path: RemoteLayout.manifestPath, kind: .missingManifest, replica: nil,
+                message: "the remote holds no concord.json (deleted?); this replica keeps the copy it unlocked, of this store",
+                action: "`concord doctor --repair`, or any sync of this replica, puts it back")
+            if repair, let restored = try await Self.restoreManifest(remote, from: store) {
+                finding.repaired = true
+                finding.repair = "put back the copy of concord.json this replica keeps"
+                manifestBytes = restored.jsonBytes()
+            }
+            scan.report.findings.append(finding)
+            if !finding.repaired { return scan.report }
+        }
+        guard let manifestBytes else {
             scan.add(
                 .remoteEmptied, RemoteLayout.manifestPath, nil,
                 "the remote holds no concord.json: it was emptied, or this is not the store's folder",
@@ -270,10 +285,16 @@ extension SyncEngine {
             }
             // Heads: one, naming the newest batch.
             guard let newest = scan.heads[replica]?.max() else {
+                // A retired replica writes no head again: a snapshot covering all its batches
+                // is all anyone needs of it.
+                let isRetired = retired.contains(replica)
+                if replica != me, isRetired, (scan.coverage[replica] ?? 0) >= latest { continue }
                 scan.add(
                     .missingHead, RemoteLayout.head(replica, seq: latest), replica,
                     "replica \(scan.who(replica)) has batches up to \(latest) but no head: the others do not see its changes",
-                    replica == me ? "`concord doctor --repair` here writes this replica's head; its next sync does too" : "\(scan.who(replica))'s next sync writes it, or run `concord doctor --repair` there")
+                    replica == me ? "`concord doctor --repair` here writes this replica's head; its next sync does too"
+                        : isRetired ? "\(scan.who(replica)) is retired and writes no head again: `concord sync` on a replica that applied its batches publishes a snapshot covering them"
+                        : "\(scan.who(replica))'s next sync writes it, or run `concord doctor --repair` there")
                 continue
             }
             for seq in (scan.deltas[replica] ?? []).sorted() where seq > newest && !scan.hasFinding(at: RemoteLayout.batch(replica, seq: seq)) {
@@ -389,7 +410,7 @@ extension SyncEngine {
             let path = scan.heads[replica]?.max().map { RemoteLayout.head(replica, seq: $0) } ?? ""
             scan.add(
                 .clockSkew, path, replica,
-                "the clock of replica \(scan.who(replica)) runs ahead of this device's by \(Self.duration(by)) (more than the allowed \(Self.duration(maxClockDrift))): its changes apply, but win over later ones from other devices until the clocks agree",
+                "the clock of replica \(scan.who(replica)) runs ahead of this device's by \(Self.duration(by)) (more than the allowed \(Self.duration(maxClockDrift))): its changes apply and win over concurrent ones from other devices until the clocks agree; other devices follow its clock at most a day ahead of their own, and their later writes still replace its values",
                 "set \(scan.who(replica))'s clock (or this device's, if it is the one behind) to update automatically from network time")
         }
     }

@@ -1,0 +1,52 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+
+/// The copy of `concord.json` each replica keeps (docs/ARCHITECTURE.md §4, "concord.json").
+///
+/// `concord.json` is the one object no replica can rebuild: it holds the store key wrapped
+/// by the passphrase. Deleted, it would stop every replica (nothing can be unlocked) and
+/// strand every write not pushed yet. So each replica keeps the `concord.json` it unlocked,
+/// byte for byte, in its sync state, and puts it back when the remote holds none — only
+/// when the copy is of the store this replica syncs with. A `concord.json` of another store
+/// is never overwritten.
+extension SyncEngine {
+    /// Keeps `manifest` as the copy of the remote's `concord.json`, when it is the store
+    /// `store` syncs with (or has not synced yet).
+    public static func keepManifest(_ manifest: StoreManifest, in store: Store) throws(ConcordError) {
+        if let recorded = try remoteStoreID(in: store), recorded != manifest.storeID.hex { return }
+        let text = String(decoding: manifest.jsonBytes(), as: UTF8.self)
+        if try store.syncValue(SyncKey.manifestCopy) != text { try store.setSyncValue(SyncKey.manifestCopy, text) }
+    }
+
+    /// The copy of `concord.json` `store` keeps, if it has one and it is of the store it
+    /// synced with.
+    public static func keptManifest(in store: Store) throws(ConcordError) -> StoreManifest? {
+        guard let text = try store.syncValue(SyncKey.manifestCopy),
+              let manifest = try? StoreManifest(json: Array(text.utf8)) else { return nil }
+        if let recorded = try remoteStoreID(in: store), recorded != manifest.storeID.hex { return nil }
+        return manifest
+    }
+
+    /// Puts back the copy of `concord.json` `store` keeps when `remote` holds none. Returns
+    /// the manifest put back, or nil when the remote holds one or there is no copy to put.
+    /// Reads `concord.json` again just before it writes, so a store created meanwhile is
+    /// never overwritten.
+    public static func restoreManifest(_ remote: any Remote, from store: Store) async throws(ConcordError) -> StoreManifest? {
+        guard let kept = try keptManifest(in: store) else { return nil }
+        if try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) != nil { return nil }
+        try await remote.put(RemoteLayout.manifestPath, kept.jsonBytes())
+        return kept
+    }
+
+    /// Whether `remote` holds any object of a store's layout (a head, a batch or a
+    /// snapshot): a remote without `concord.json` that does is a store whose `concord.json`
+    /// was deleted, not an empty place to create one in.
+    public static func holdsStoreLayout(_ remote: any Remote) async throws(ConcordError) -> Bool {
+        for prefix in [RemoteLayout.headsPrefix, RemoteLayout.snapshotsPrefix, RemoteLayout.replicasPrefix] {
+            if try await remote.list(prefix: prefix).contains(where: { RemoteLayout.parse($0.path) != nil }) { return true }
+        }
+        return false
+    }
+}

@@ -1,0 +1,242 @@
+import ConcordCore
+import Foundation
+import Testing
+
+/// The last holes in the promise, as a person meets them with the CLI: one file deleted
+/// from the remote, or one clock gone wrong, must not stop a replica or lose a write.
+@Suite struct PromiseTests {
+    /// Deleting `concord.json` strands nothing: the next sync of any replica that unlocked
+    /// the store puts back the copy it keeps, and every replica goes on syncing.
+    @Test func aDeletedConcordJSONIsPutBackByTheNextSync() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.syncAll(["a", "b"])
+        let manifest = cli.path("remote/concord.json")
+        let original = try Data(contentsOf: URL(fileURLWithPath: manifest))
+        try FileManager.default.removeItem(atPath: manifest)
+        // Writes made while it is gone are not stranded.
+        try cli.on("b", ["put", "notes", "n2", "title=two"])
+        let synced = try cli.on("b", ["sync"])
+        #expect(synced.stderr.contains("put back"), "\(synced.stderr)")
+        let restored = try Data(contentsOf: URL(fileURLWithPath: manifest))
+        #expect(try JSONSerialization.jsonObject(with: restored) as? NSDictionary == JSONSerialization.jsonObject(with: original) as? NSDictionary)
+        try cli.syncAll(["a", "b"])
+        #expect(try cli.dump("a") == cli.dump("b"))
+        #expect(try cli.dump("a").contains("n2"))
+        // A new replica unlocks the store put back with the same passphrase.
+        try cli.replicas(["c"])
+        try cli.syncAll(["c"])
+        #expect(try cli.dump("c") == cli.dump("a"))
+    }
+
+    /// `doctor` names a missing `concord.json` it can put back, and `--repair` does.
+    @Test func doctorRepairPutsBackADeletedConcordJSON() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a"])
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.syncAll(["a"])
+        try FileManager.default.removeItem(atPath: cli.path("remote/concord.json"))
+        // Any command that opens the remote puts it back, doctor included; so a doctor of
+        // the library sees it missing only if nothing opened the remote first.
+        let doctor = try cli.run(["doctor", "--store", cli.path("a.db")])
+        #expect(doctor.status == 0, "\(doctor.stderr)")
+        #expect(FileManager.default.fileExists(atPath: cli.path("remote/concord.json")))
+    }
+
+    /// `remote set` never writes before its checks pass: pointed at a store whose
+    /// `concord.json` was deleted, a replica that never synced with it refuses to create a
+    /// new store over the old one's objects, and the folder is left as it was.
+    @Test func remoteSetRefusesToCreateAStoreOverAnExistingLayout() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a"])
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.syncAll(["a"])
+        try FileManager.default.removeItem(atPath: cli.path("remote/concord.json"))
+        try cli.on("new", ["init", "--name", "new"])
+        let refused = try cli.run(["remote", "set", cli.remoteURL, "--store", cli.path("new.db")])
+        #expect(refused.status != 0)
+        expectFailure(refused, status: refused.status, mentioning: ["no concord.json", "nothing was written"])
+        #expect(!FileManager.default.fileExists(atPath: cli.path("remote/concord.json")))
+        // The replica that synced with it puts its copy back; then the new one joins.
+        try cli.on("a", ["sync"])
+        try cli.on("new", ["remote", "set", cli.remoteURL])
+        try cli.syncAll(["new"])
+        #expect(try cli.dump("new") == cli.dump("a"))
+    }
+
+    /// A replica pointed at a folder without `concord.json` — after it synced with a store —
+    /// puts back its own store's copy rather than creating a new store, so no replica gets
+    /// "the store changed" for good.
+    @Test func remoteSetOnAReplicaThatSyncedPutsBackItsStoreNotANewOne() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.syncAll(["a", "b"])
+        func storeID() throws -> String? {
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: cli.path("remote/concord.json"))))
+            return (json as? [String: Any])?["storeID"] as? String
+        }
+        let before = try #require(try storeID())
+        try FileManager.default.removeItem(atPath: cli.path("remote/concord.json"))
+        let set = try cli.on("a", ["remote", "set", cli.remoteURL])
+        #expect(set.stdout.contains("put back"), "\(set.stdout)")
+        #expect(try storeID() == before)
+        try cli.on("b", ["put", "notes", "n2", "title=two"])
+        try cli.syncAll(["a", "b"])
+        #expect(try cli.dump("a") == cli.dump("b"))
+        #expect(try cli.dump("a").contains("n2"))
+    }
+
+    /// A device whose clock reads past the year 10889 — the end of a stamp's range — writes
+    /// and syncs; every other replica goes on writing (they were all stopped for good
+    /// once), its writes converge, and the broken device goes on writing too.
+    @Test func aClockPastTheEndOfTheRangeStopsNobody() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b", "c"])
+        let year11476: UInt64 = 300_000_000_000
+        try cli.faked(year11476, on: "a", ["put", "notes", "n1", "title=from a broken clock"])
+        try cli.faked(year11476, on: "a", ["sync"])
+        try cli.syncAll(["b", "c"])
+        for round in 0..<3 {
+            try cli.on("b", ["put", "notes", "n1", "title=b \(round)"])
+            try cli.on("c", ["put", "notes", "m\(round)", "title=c \(round)"])
+            try cli.faked(year11476, on: "a", ["put", "notes", "a\(round)", "title=a \(round)"])
+            try cli.syncAll(["b", "c"])
+            try cli.faked(year11476, on: "a", ["sync"])
+        }
+        try cli.syncAll(["a", "b", "c"])
+        let dump = try cli.dump("a")
+        #expect(try cli.dump("b") == dump && cli.dump("c") == dump)
+        #expect(dump.contains("b 2") && dump.contains("c 2") && dump.contains("a 2"), "\(dump)")
+    }
+
+    /// A device whose clock reads the year 9966 (inside the range, eight thousand years
+    /// ahead): its writes apply everywhere, the others follow its clock no more than a day,
+    /// their later writes still replace its values, and the sync names the offender.
+    @Test func aFarFutureClockIsNamedAndItsValuesAreStillReplaced() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        let year9966: UInt64 = 252_400_000_000
+        try cli.faked(year9966, on: "a", ["put", "notes", "n1", "title=far"])
+        try cli.faked(year9966, on: "a", ["sync"])
+        let pulled = try cli.on("b", ["sync"])
+        #expect(pulled.stderr.contains("clock runs") && pulled.stderr.contains("ahead"), "\(pulled.stderr)")
+        let status = try cli.on("b", ["status", "--json"]).object()
+        #expect((status["clockSkews"] as? [Any])?.count == 1, "\(status)")
+        try cli.on("b", ["put", "notes", "n1", "title=later"])
+        try cli.on("b", ["sync"])
+        try cli.faked(year9966, on: "a", ["sync"])
+        #expect(try cli.dump("a") == cli.dump("b"))
+        #expect(try cli.dump("a").contains("later"))
+    }
+
+    /// The seconds since the epoch `days` from now: what `faketime` makes a device read.
+    static func daysFromNow(_ days: Double) -> UInt64 {
+        UInt64(Date().timeIntervalSince1970 + days * 86_400)
+    }
+
+    /// The fields of record `id` in collection `notes` as `dump` prints them, or nil.
+    static func fields(_ dump: String, _ id: String) throws -> [String: Any]? {
+        let json = try JSONSerialization.jsonObject(with: Data(dump.utf8)) as? [String: Any]
+        return ((json?["collections"] as? [String: Any])?["notes"] as? [String: Any])?[id] as? [String: Any]
+    }
+
+    /// a writes `x {f:1, g:1}`; r only pulls; a deletes x; r updates `f=2`; a compacts
+    /// twice, days apart, and purges x, which it could not know r still held; r syncs both
+    /// ways. r's update keeps every field it held — `x {f:2, g:1}` everywhere, as rule 4
+    /// promises without a purge — where the purge once left `x {f:2}`.
+    @Test func aPullOnlyReaderKeepsEveryFieldThroughAPurge() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "r"])
+        try cli.on("a", ["put", "notes", "x", "f=1", "g=1"])
+        try cli.on("a", ["sync"])
+        try cli.on("r", ["sync", "--pull-only"])
+        try cli.on("a", ["delete", "notes", "x"])
+        try cli.on("a", ["sync"])
+        try cli.on("r", ["put", "notes", "x", "f=2"])
+        try cli.faked(Self.daysFromNow(0.01), on: "a", ["compact"])
+        try cli.faked(Self.daysFromNow(4), on: "a", ["compact"])
+        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
+        try cli.on("r", ["sync"])
+        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
+        try cli.on("r", ["sync"])
+        let dump = try cli.dump("r")
+        #expect(try cli.faked(Self.daysFromNow(4), on: "a", ["dump"]).stdout == dump)
+        let x = try #require(try Self.fields(dump, "x"), "x is gone: \(dump)")
+        #expect(x["f"] as? Int == 2, "\(dump)")
+        #expect(x["g"] as? Int == 1, "the purge took g: \(dump)")
+    }
+
+    /// A stranger deletes a new replica's first head before anyone lists it; that replica
+    /// updates a record concurrently with its deletion elsewhere; the deletion is purged
+    /// after `purgeDelay`. The record comes back with every field the replica held, not
+    /// only the one it wrote.
+    @Test func aReplicaWhoseFirstHeadWasDeletedKeepsEveryFieldThroughAPurge() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a"])
+        try cli.on("a", ["put", "notes", "x", "f=1", "g=1"])
+        try cli.on("a", ["sync"])
+        try cli.replicas(["n"])
+        try cli.on("n", ["sync"])
+        let heads = try FileManager.default.contentsOfDirectory(atPath: cli.path("remote/heads"))
+        let nID = try #require(try cli.on("n", ["status", "--offline", "--json"]).object()["replica"] as? String)
+        for head in heads where head.hasPrefix(nID) { try FileManager.default.removeItem(atPath: cli.path("remote/heads/\(head)")) }
+        try cli.on("a", ["delete", "notes", "x"])
+        try cli.on("a", ["sync"])
+        try cli.on("n", ["put", "notes", "x", "f=2"])
+        try cli.faked(Self.daysFromNow(0.01), on: "a", ["compact"])
+        try cli.faked(Self.daysFromNow(4), on: "a", ["compact"])
+        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
+        try cli.on("n", ["sync"])
+        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
+        try cli.on("n", ["sync"])
+        let dump = try cli.dump("n")
+        #expect(try cli.faked(Self.daysFromNow(4), on: "a", ["dump"]).stdout == dump)
+        let x = try #require(try Self.fields(dump, "x"), "x is gone: \(dump)")
+        #expect(x["f"] as? Int == 2, "\(dump)")
+        #expect(x["g"] as? Int == 1, "the purge took g: \(dump)")
+    }
+
+    /// q writes and syncs; a applies q's batch and forgets q (retired); a stranger deletes
+    /// q's heads before b ever saw them; a writes again, its batch depending on q's. b,
+    /// and a new replica c, still get both: a publishes what it applied of q again (a
+    /// snapshot), and a replica whose batch waits on q walks q's batches by name. Once
+    /// b waited for ever ("1 waiting").
+    @Test func aRetiredReplicasDeletedHeadStrandsNothing() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b", "q"])
+        try cli.on("q", ["put", "notes", "q1", "title=from q"])
+        try cli.on("q", ["sync"])
+        try cli.on("a", ["sync"])
+        let qID = try #require(try cli.on("q", ["status", "--offline", "--json"]).object()["replica"] as? String)
+        try cli.on("a", ["replicas", "forget", qID])
+        for head in try FileManager.default.contentsOfDirectory(atPath: cli.path("remote/heads")) where head.hasPrefix(qID) {
+            try FileManager.default.removeItem(atPath: cli.path("remote/heads/\(head)"))
+        }
+        try cli.on("a", ["put", "notes", "a1", "title=from a", "about=q1"])
+        try cli.on("a", ["sync"])
+        try cli.on("a", ["sync"])
+        let pulled = try cli.on("b", ["sync", "--json"]).object()
+        #expect(pulled["waiting"] as? Int == 0, "\(pulled)")
+        try cli.replicas(["c"])
+        try cli.syncAll(["a", "b", "c"])
+        let dump = try cli.dump("a")
+        #expect(dump.contains("from q") && dump.contains("from a"), "\(dump)")
+        #expect(try cli.dump("b") == dump)
+        #expect(try cli.dump("c") == dump)
+        // doctor asks nothing of the retired replica: a snapshot covers all it wrote.
+        let doctor = try cli.run(["doctor", "--store", cli.path("a.db")])
+        #expect(doctor.status == 0, "\(doctor.stdout)")
+        #expect(!doctor.stdout.contains("missingHead"), "\(doctor.stdout)")
+    }
+}
