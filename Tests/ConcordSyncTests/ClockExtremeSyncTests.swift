@@ -1,9 +1,11 @@
 import ConcordCore
+import ConcordCrypto
 import ConcordRemote
 import ConcordStore
 import ConcordSync
 import ConcordTesting
 import Foundation
+import GRDB
 import Testing
 
 /// Devices whose clocks read far in the future sync like any other (rules 2 and 7): a
@@ -20,10 +22,13 @@ import Testing
         let remote: FolderRemote
         var stores: [Store] = []
         var engines: [SyncEngine] = []
+        let key: StoreKey
+        let storeID: StoreID
 
         init(clocks: [ManualClock]) async throws {
             remote = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)
             let (key, storeID) = try await SyncEngine.createRemote(remote, passphrase: Fleet.passphrase, limits: .minimum)
+            (self.key, self.storeID) = (key, storeID)
             for (index, clock) in clocks.enumerated() {
                 let store = try Store(path: scratch.file("device\(index).db"), configuration: .init(clock: clock))
                 stores.append(store)
@@ -115,5 +120,61 @@ import Testing
         #expect(try devices.title(0) == .scalar(.string("b")))
         // a observed b's stamp (2026) and follows it: its reading gives no lead to bound.
         #expect(try a.versionVector()[a.replicaID] == 6)
+    }
+
+    /// Stamps at 2^63 and at the end of the range go through the paths that keep metadata
+    /// the longest, not only apply and seal: file history (a far version superseded, kept
+    /// and restored), the metadata purge (a record deleted with a far stamp, purged once
+    /// stable), and identity adoption (a store that followed far stamps, restored from a
+    /// backup, continues under a new id). Everyone converges and goes on writing.
+    @Test(arguments: [UInt64(1) << 47, HLC.maxPhysical])
+    func farStampsGoThroughHistoryPurgeAndIdentityAdoption(farMillis: UInt64) async throws {
+        let far = ManualClock(millis: farMillis)
+        let (bClock, cClock) = (ManualClock(), ManualClock())
+        var devices = try await Devices(clocks: [far, bClock, cClock])
+        let (a, b, c) = (devices.stores[0], devices.stores[1], devices.stores[2])
+        // History: a far version, superseded by a later one, is kept and restorable.
+        let first = try a.write { tx throws(ConcordError) in try tx.attachFile(Self.ref, "doc", bytes: Array("far version".utf8)) }
+        try await devices.syncAll()
+        try b.write { tx throws(ConcordError) in _ = try tx.attachFile(Self.ref, "doc", bytes: Array("later version".utf8)) }
+        try await devices.syncAll()
+        #expect(try c.versions(Self.ref, "doc").contains { $0.file.hash == first.hash })
+        try c.restore(Self.ref, "doc", hash: first.hash)
+        try await devices.syncAll()
+        for store in [a, b, c] { #expect(try store.record(Self.ref)?.first { $0.name == "doc" }?.value == .file(first)) }
+
+        // Purge: a record the far device deletes is purged once stable, everywhere.
+        let doomed = RecordRef(collection: "notes", id: "doomed")
+        try b.set(doomed, "title", .string("short-lived"))
+        try await devices.syncAll()
+        try a.delete(doomed)
+        try await devices.syncAll()
+        _ = try await devices.engines[1].compact()
+        let delay = Int64(devices.engines[1].purgeDelay) + 60_000
+        for clock in [far, bClock, cClock] { clock.advance(by: delay) }
+        try await devices.syncAll()
+        let report = try await devices.engines[1].compact()
+        #expect(report.metadata.purged == [doomed], "\(report.metadata)")
+        try await devices.syncAll()
+        for store in [a, b, c] { #expect(try store.rawRecord(doomed) == nil) }
+
+        // Identity adoption: c, which followed the far stamps, is restored from a backup.
+        let backup = devices.scratch.file("c-backup.db")
+        try c.reader.backup(to: try DatabaseQueue(path: backup))
+        try c.set(RecordRef(collection: "notes", id: "c1"), "title", .string("before the restore"))
+        try await devices.syncAll()
+        let restored = try Store(path: backup, configuration: .init(clock: cClock))
+        try restored.set(RecordRef(collection: "notes", id: "c2"), "title", .string("after the restore"))
+        devices.stores[2] = restored
+        devices.engines[2] = SyncEngine(store: restored, remote: devices.remote, key: devices.key, storeID: devices.storeID, clock: cClock)
+        let sync = try await devices.engines[2].sync()
+        #expect(sync.restoredCopy != nil)
+        try await devices.syncAll()
+        #expect(Set(try devices.stores.map { try $0.canonicalDump() }).count == 1)
+        for id in ["c1", "c2"] { #expect(try a.record(RecordRef(collection: "notes", id: id)) != nil, "\(id) missing") }
+        // And everyone goes on writing.
+        for store in devices.stores { try store.set(Self.ref, "after", .string("\(store.replicaID)")) }
+        try await devices.syncAll()
+        #expect(Set(try devices.stores.map { try $0.canonicalDump() }).count == 1)
     }
 }
