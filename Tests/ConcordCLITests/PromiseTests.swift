@@ -148,6 +148,27 @@ import Testing
         return ((json?["collections"] as? [String: Any])?["notes"] as? [String: Any])?[id] as? [String: Any]
     }
 
+    /// a deletes `x {f:1, g:1}`; `updater`, which a's purge cannot know of, updates `f=2`
+    /// before it sees the deletion; a compacts twice, days apart, and purges x; both sync.
+    /// Both must end with `x {f:2, g:1}`: the update keeps every field it held.
+    static func expectEveryFieldKeptThroughAPurge(_ cli: CLI, updater: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try cli.on("a", ["delete", "notes", "x"])
+        try cli.on("a", ["sync"])
+        try cli.on(updater, ["put", "notes", "x", "f=2"])
+        let later = daysFromNow(4)
+        try cli.faked(daysFromNow(0.01), on: "a", ["compact"])
+        try cli.faked(later, on: "a", ["compact"])
+        for _ in 0..<2 {
+            try cli.faked(later, on: "a", ["sync"])
+            try cli.on(updater, ["sync"])
+        }
+        let dump = try cli.dump(updater)
+        #expect(try cli.faked(later, on: "a", ["dump"]).stdout == dump, sourceLocation: sourceLocation)
+        let x = try #require(try fields(dump, "x"), "x is gone: \(dump)", sourceLocation: sourceLocation)
+        #expect(x["f"] as? Int == 2, "\(dump)", sourceLocation: sourceLocation)
+        #expect(x["g"] as? Int == 1, "the purge took g: \(dump)", sourceLocation: sourceLocation)
+    }
+
     /// a writes `x {f:1, g:1}`; r only pulls; a deletes x; r updates `f=2`; a compacts
     /// twice, days apart, and purges x, which it could not know r still held; r syncs both
     /// ways. r's update keeps every field it held — `x {f:2, g:1}` everywhere, as rule 4
@@ -159,20 +180,7 @@ import Testing
         try cli.on("a", ["put", "notes", "x", "f=1", "g=1"])
         try cli.on("a", ["sync"])
         try cli.on("r", ["sync", "--pull-only"])
-        try cli.on("a", ["delete", "notes", "x"])
-        try cli.on("a", ["sync"])
-        try cli.on("r", ["put", "notes", "x", "f=2"])
-        try cli.faked(Self.daysFromNow(0.01), on: "a", ["compact"])
-        try cli.faked(Self.daysFromNow(4), on: "a", ["compact"])
-        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
-        try cli.on("r", ["sync"])
-        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
-        try cli.on("r", ["sync"])
-        let dump = try cli.dump("r")
-        #expect(try cli.faked(Self.daysFromNow(4), on: "a", ["dump"]).stdout == dump)
-        let x = try #require(try Self.fields(dump, "x"), "x is gone: \(dump)")
-        #expect(x["f"] as? Int == 2, "\(dump)")
-        #expect(x["g"] as? Int == 1, "the purge took g: \(dump)")
+        try Self.expectEveryFieldKeptThroughAPurge(cli, updater: "r")
     }
 
     /// A stranger deletes a new replica's first head before anyone lists it; that replica
@@ -190,20 +198,7 @@ import Testing
         let heads = try FileManager.default.contentsOfDirectory(atPath: cli.path("remote/heads"))
         let nID = try #require(try cli.on("n", ["status", "--offline", "--json"]).object()["replica"] as? String)
         for head in heads where head.hasPrefix(nID) { try FileManager.default.removeItem(atPath: cli.path("remote/heads/\(head)")) }
-        try cli.on("a", ["delete", "notes", "x"])
-        try cli.on("a", ["sync"])
-        try cli.on("n", ["put", "notes", "x", "f=2"])
-        try cli.faked(Self.daysFromNow(0.01), on: "a", ["compact"])
-        try cli.faked(Self.daysFromNow(4), on: "a", ["compact"])
-        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
-        try cli.on("n", ["sync"])
-        try cli.faked(Self.daysFromNow(4), on: "a", ["sync"])
-        try cli.on("n", ["sync"])
-        let dump = try cli.dump("n")
-        #expect(try cli.faked(Self.daysFromNow(4), on: "a", ["dump"]).stdout == dump)
-        let x = try #require(try Self.fields(dump, "x"), "x is gone: \(dump)")
-        #expect(x["f"] as? Int == 2, "\(dump)")
-        #expect(x["g"] as? Int == 1, "the purge took g: \(dump)")
+        try Self.expectEveryFieldKeptThroughAPurge(cli, updater: "n")
     }
 
     /// q writes and syncs; a applies q's batch and forgets q (retired); a stranger deletes
