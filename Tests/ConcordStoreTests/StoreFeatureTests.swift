@@ -365,6 +365,8 @@ struct Game: StoredRecord, Equatable {
         }
         let copy = try Store(path: copyPath, configuration: .init(clock: clock))
         try whole.apply(try #require(try copy.seal()))
+        #expect(try !copy.hasPendingChanges())
+        #expect(try writer.hasPendingChanges())
         var deltas: [Delta] = []
         while let delta = try writer.seal(maxSlots: 25) { deltas.append(delta) }
         #expect(deltas.count > 2)
@@ -373,6 +375,7 @@ struct Game: StoredRecord, Equatable {
             try parts.apply(delta)
         }
         #expect(try writer.pendingChangeCount() == 0)
+        #expect(try !writer.hasPendingChanges())
         #expect(try parts.state() == whole.state())
         #expect(try parts.canonicalDump() == writer.canonicalDump())
     }

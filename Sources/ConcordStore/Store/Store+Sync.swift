@@ -111,6 +111,12 @@ extension Store {
         }
     }
 
+    /// Whether anything changed locally since the last seal: one probe of the outbox, where
+    /// ``pendingChangeCount()`` reads all of it.
+    public func hasPendingChanges() throws(ConcordError) -> Bool {
+        try read { db in !(try SlotIO.outboxIsEmpty(db)) }
+    }
+
     /// How many slots changed locally since the last seal.
     public func pendingChangeCount() throws(ConcordError) -> Int {
         // A purged record counts once: it has no slot of its own in the outbox.
