@@ -218,9 +218,11 @@ struct Game: StoredRecord, Equatable {
                 try tx.set(second, "body", .string("text"))
             }
         }
-        // As version 2 left it: the partial index, no record of "v3", and (as a change of
-        // identity could leave it) a record whose dirty fields have no row in the outbox.
+        // As version 2 left it: the partial index, no record of "v3" (nor `low` in the
+        // outbox), and (as a change of identity could leave it) a record whose dirty fields
+        // have no row in the outbox.
         try DatabaseQueue(path: path).write { db in
+            try downgradeOutboxToVersionThree(db)
             try db.execute(sql: """
                 CREATE INDEX concord_fields_dirty ON concord_fields (dirty) WHERE dirty > -9223372036854775808;
                 DELETE FROM grdb_migrations WHERE identifier = 'v3';

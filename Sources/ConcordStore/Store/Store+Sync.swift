@@ -50,13 +50,7 @@ extension Store {
                 records.append(Delta.RecordChange(ref: ref, slots: try keys.map { (key: $0, entries: try SlotIO.entries(db, ref, $0)) }))
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
-            let cut = Rows.hlc(upTo)
-            try db.execute(sql: """
-                UPDATE concord_fields SET dirty = \(Rows.cleanSQL) FROM concord_outbox o
-                    WHERE o.kind = \(Rows.slotLiveness) AND concord_fields.collection = o.collection AND concord_fields.id = o.id
-                        AND concord_fields.dirty > \(Rows.cleanSQL) AND concord_fields.dirty <= ?
-                """, arguments: [cut])
-            try db.execute(sql: "DELETE FROM concord_outbox WHERE hlc <= ?", arguments: [cut])
+            try SlotIO.clearOutbox(db, upTo: upTo)
             try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
             try setMeta(db, "sealed_seq", seq)
             try setMeta(db, "sealed_up_to", upTo)
@@ -65,23 +59,22 @@ extension Store {
     }
 
     /// The greatest write hlc such that the slots last written at or before it number at
-    /// most `maxSlots` (or the first write's hlc, if that write alone touched more).
+    /// most `maxSlots` (or the first write's hlc, if that write alone touched more). Only
+    /// the earliest slots are read, not the whole outbox.
     private func outboxCut(_ db: Database, maxSlots: Int) throws -> UInt64? {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT hlc, sum(n) OVER (ORDER BY hlc) AS running FROM (
-                SELECT f.dirty AS hlc, count(*) AS n FROM concord_outbox o JOIN concord_fields f ON f.collection = o.collection AND f.id = o.id
-                    WHERE o.kind = \(Rows.slotLiveness) AND f.dirty > \(Rows.cleanSQL) GROUP BY f.dirty
-                UNION ALL
-                SELECT hlc, count(*) FROM concord_outbox GROUP BY hlc)
-            ORDER BY hlc
-            """)
-        var cut: UInt64?
-        for row in rows {
-            let hlc = Rows.hlc(stored: row["hlc"])
-            let running = row["running"] as Int64
-            if cut == nil || running <= Int64(maxSlots) { cut = hlc } else { break }
+        let stamps = try SlotIO.earliestSlotStamps(db, count: max(maxSlots, 0))
+        guard var cut = stamps.first else { return nil }
+        var start = 0
+        while start < stamps.count {
+            // The slots of one write (one hlc) are sealed together or not at all.
+            let hlc = stamps[start]
+            var end = start + 1
+            while end < stamps.count, stamps[end] == hlc { end += 1 }
+            guard end <= maxSlots else { break }
+            cut = hlc
+            start = end
         }
-        return cut
+        return Rows.hlc(stored: cut)
     }
 
     /// The bytes of a sealed delta of this replica, exactly as first sealed.
