@@ -205,23 +205,43 @@ enum SlotIO {
     /// local write has hlc ≤ `upTo`. Every such slot's outbox row has `low` ≤ `upTo`, so only
     /// those rows are read (through their index), not the whole outbox.
     static func outbox(_ db: Database, upTo: UInt64 = .max) throws -> [RecordRef: Set<SlotKey>] {
+        try outbox(db, upTo: upTo, readingFields: false).slots
+    }
+
+    /// ``outbox(_:upTo:)``, and with `readingFields` the entry of each dirty field it lists
+    /// that holds exactly one (`versions` = 1), read by the same query: nearly every slot a
+    /// seal carries, which then needs no query of its own (``entries(_:_:_:)``).
+    static func outbox(
+        _ db: Database, upTo: UInt64, readingFields: Bool
+    ) throws -> (slots: [RecordRef: Set<SlotKey>], fields: [RecordRef: [String: Entry]]) {
         var slots: [RecordRef: Set<SlotKey>] = [:]
+        var fields: [RecordRef: [String: Entry]] = [:]
         let limit = Rows.hlc(upTo)
-        for row in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT f.collection, f.id, f.field FROM concord_outbox o JOIN concord_fields f ON f.collection = o.collection AND f.id = o.id
+        // Columns by position: 0 collection, 1 id, 2 field, then with `readingFields` 3
+        // versions, 4 kind, 5 value, 6 file_size, 7 media_type, 8 hlc, 9 replica.
+        let dirty = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT f.collection, f.id, f.field\(readingFields ? ", f.versions, f.kind, f.value, f.file_size, f.media_type, f.hlc, f.replica" : "")
+                FROM concord_outbox o JOIN concord_fields f ON f.collection = o.collection AND f.id = o.id
                 WHERE o.low <= ?1 AND o.kind = \(Rows.slotLiveness) AND f.dirty > \(Rows.cleanSQL) AND f.dirty <= ?1
-            """), arguments: [limit]) {
-            slots[RecordRef(collection: row["collection"], id: row["id"]), default: []].insert(.field(row["field"]))
+            """), arguments: [limit])
+        while let row = try dirty.next() {
+            let ref = RecordRef(collection: row[0], id: row[1])
+            let name: String = row[2]
+            slots[ref, default: []].insert(.field(name))
+            if readingFields, (row[3] as Int64) == 1 {
+                fields[ref, default: [:]][name] = Entry(dot: try Rows.stamp(row, hlc: 8, replica: 9), payload: try Rows.payload(row, kind: 4))
+            }
         }
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id, kind, field, element FROM concord_outbox WHERE low <= ?1 AND hlc <= ?1"),
-                                    arguments: [limit]) {
-            let ref = RecordRef(collection: row["collection"], id: row["id"])
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT collection, id, kind, field, element FROM concord_outbox WHERE low <= ?1 AND hlc <= ?1"),
+                                       arguments: [limit])
+        while let row = try rows.next() {
+            let ref = RecordRef(collection: row[0], id: row[1])
             let key: SlotKey
-            switch row["kind"] as Int64 {
+            switch row[2] as Int64 {
             case Rows.slotLiveness: key = .liveness
             case Rows.slotTombstones: key = .tombstones
-            case Rows.slotField: key = .field(row["field"])
-            case Rows.slotElement: key = .element(row["field"], try element(row["element"]))
+            case Rows.slotField: key = .field(row[3])
+            case Rows.slotElement: key = .element(row[3], try element(row[4]))
             case Rows.wholeRecord:
                 // A purge: the record is listed even if no slot of it is.
                 slots[ref, default: []].formUnion([])
@@ -230,7 +250,7 @@ enum SlotIO {
             }
             slots[ref, default: []].insert(key)
         }
-        return slots
+        return (slots, fields)
     }
 
     /// Whether nothing waits to be sealed: a record with a dirty field has its liveness in

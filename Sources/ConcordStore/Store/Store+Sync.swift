@@ -33,7 +33,7 @@ extension Store {
             var dependencies = try SlotIO.context(db)
             var upTo = dependencies[replicaID]
             if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
-            let outbox = try SlotIO.outbox(db, upTo: upTo)
+            let (outbox, fields) = try SlotIO.outbox(db, upTo: upTo, readingFields: true)
             guard !outbox.isEmpty else { return nil }
             dependencies[replicaID] = try meta(db, "sealed_up_to")
             let seq = try meta(db, "sealed_seq") + 1
@@ -47,7 +47,12 @@ extension Store {
                     continue
                 }
                 let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
-                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { (key: $0, entries: try SlotIO.entries(db, ref, $0)) }))
+                let single = fields[ref] ?? [:]
+                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { key in
+                    // A dirty field of one entry was read with the outbox; any other slot here.
+                    if case let .field(name) = key, let entry = single[name] { return (key: key, entries: [entry]) }
+                    return (key: key, entries: try SlotIO.entries(db, ref, key))
+                }))
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
             try SlotIO.clearOutbox(db, upTo: upTo)
