@@ -317,7 +317,7 @@ public actor AutoSync {
     /// store cannot tell, so that the sync runs and reports the problem.
     private func hasUnpushedChanges() async -> Bool {
         do {
-            if try engine.store.pendingChangeCount() > 0 { return true }
+            if try engine.store.hasPendingChanges() { return true }
             return try engine.store.sealedSeq() > (try await engine.pushedSeq())
         } catch {
             return true

@@ -261,7 +261,7 @@ public actor SyncEngine {
         }
         if mode != .pullOnly {
             let pushed = try pushedSeq()
-            if let every = snapshotEvery, pushed >= (try snapshotCovered()) + every, try store.pendingChangeCount() == 0 {
+            if let every = snapshotEvery, pushed >= (try snapshotCovered()) + every, !(try store.hasPendingChanges()) {
                 report.snapshot = try await writeSnapshot()
             }
         }

@@ -193,9 +193,11 @@ import Testing
     }
 
     /// Rewrites a store file as the first release wrote it: stamps as plain bit patterns,
-    /// 0 for a clean field, the index of dirty fields, and no record of migrations "v2" and "v3".
+    /// 0 for a clean field, the index of dirty fields, no `low` in the outbox, and no record
+    /// of migrations "v2" to "v4".
     static func downgradeToVersionOne(_ path: String) throws {
         let queue = try DatabaseQueue(path: path)
+        try queue.write { db in try downgradeOutboxToVersionThree(db) }
         func plain(_ column: String) -> String {
             "(CASE WHEN \(column) >= 0 THEN \(column) - 9223372036854775807 - 1 ELSE \(column) + 9223372036854775807 + 1 END)"
         }

@@ -218,9 +218,11 @@ struct Game: StoredRecord, Equatable {
                 try tx.set(second, "body", .string("text"))
             }
         }
-        // As version 2 left it: the partial index, no record of "v3", and (as a change of
-        // identity could leave it) a record whose dirty fields have no row in the outbox.
+        // As version 2 left it: the partial index, no record of "v3" (nor `low` in the
+        // outbox), and (as a change of identity could leave it) a record whose dirty fields
+        // have no row in the outbox.
         try DatabaseQueue(path: path).write { db in
+            try downgradeOutboxToVersionThree(db)
             try db.execute(sql: """
                 CREATE INDEX concord_fields_dirty ON concord_fields (dirty) WHERE dirty > -9223372036854775808;
                 DELETE FROM grdb_migrations WHERE identifier = 'v3';
@@ -365,6 +367,8 @@ struct Game: StoredRecord, Equatable {
         }
         let copy = try Store(path: copyPath, configuration: .init(clock: clock))
         try whole.apply(try #require(try copy.seal()))
+        #expect(try !copy.hasPendingChanges())
+        #expect(try writer.hasPendingChanges())
         var deltas: [Delta] = []
         while let delta = try writer.seal(maxSlots: 25) { deltas.append(delta) }
         #expect(deltas.count > 2)
@@ -373,6 +377,7 @@ struct Game: StoredRecord, Equatable {
             try parts.apply(delta)
         }
         #expect(try writer.pendingChangeCount() == 0)
+        #expect(try !writer.hasPendingChanges())
         #expect(try parts.state() == whole.state())
         #expect(try parts.canonicalDump() == writer.canonicalDump())
     }

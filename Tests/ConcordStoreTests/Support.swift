@@ -2,6 +2,7 @@ import ConcordCore
 import ConcordStore
 import ConcordTesting
 import Foundation
+import GRDB
 
 extension Store {
     /// A store in `directory` driven by `clock`.
@@ -21,5 +22,22 @@ func exchange(_ stores: [Store]) throws {
     let deltas = try stores.compactMap { try $0.seal() }
     for store in stores {
         for delta in deltas where delta.origin != store.replicaID { try store.apply(delta) }
+    }
+}
+
+/// Takes a store file back to schema version 3, as that release left it: the outbox without
+/// its `low` column and that column's index, and no record of migration "v4".
+func downgradeOutboxToVersionThree(_ db: Database) throws {
+    try db.execute(sql: """
+        DROP INDEX concord_outbox_low;
+        ALTER TABLE concord_outbox DROP COLUMN low;
+        DELETE FROM grdb_migrations WHERE identifier = 'v4';
+        """)
+}
+
+/// Copies a store file with its write-ahead log, if it has one.
+func copyStoreFile(_ path: String, to copy: String) throws {
+    for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+        try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
     }
 }

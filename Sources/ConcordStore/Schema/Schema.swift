@@ -17,6 +17,9 @@ import GRDB
 ///   outbox, with an hlc at least its fields' `dirty`: every local write renews the
 ///   record's liveness in the same transaction. The seal finds dirty fields through those
 ///   rows, so no index of dirty fields is kept up to date on every write (migration "v3").
+///   Each row's `low` is at most the hlc of every slot it stands for — its own, and for a
+///   liveness row its record's dirty fields' — and is indexed: a bounded seal reads only the
+///   rows of `low` up to its cut, not the whole outbox (migration "v4").
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
 /// - `concord_history`: superseded file versions, kept for the retention window.
@@ -33,7 +36,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 3
+    static let version = 4
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -94,6 +97,9 @@ enum Schema {
         migrator.registerMigration("v3") { db in
             try migrateToOutboxIndexedDirtyFields(db)
         }
+        migrator.registerMigration("v4") { db in
+            try migrateToOutboxLows(db)
+        }
         return migrator
     }
 }
@@ -139,6 +145,20 @@ extension Schema {
                     WHERE dirty > \(Rows.cleanSQL) GROUP BY collection, id
                 ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc);
             DROP INDEX concord_fields_dirty;
+            """)
+    }
+
+    /// Migration "v4": gives every outbox row its `low` — the earliest local write among the
+    /// slots it stands for: its own hlc, and for a liveness row also its record's dirty
+    /// fields' marks — and indexes it. A bounded seal reads the rows in `low` order and stops
+    /// past its cut, where it read the whole outbox and every dirty field for each batch.
+    fileprivate static func migrateToOutboxLows(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE concord_outbox ADD COLUMN low INTEGER NOT NULL DEFAULT \(Rows.cleanSQL);
+            UPDATE concord_outbox SET low = CASE WHEN kind = \(Rows.slotLiveness) THEN min(hlc, coalesce(
+                (SELECT min(f.dirty) FROM concord_fields f WHERE f.collection = concord_outbox.collection AND f.id = concord_outbox.id
+                    AND f.dirty > \(Rows.cleanSQL)), hlc)) ELSE hlc END;
+            CREATE INDEX concord_outbox_low ON concord_outbox (low);
             """)
     }
 }

@@ -33,7 +33,7 @@ extension Store {
             var dependencies = try SlotIO.context(db)
             var upTo = dependencies[replicaID]
             if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
-            let outbox = try SlotIO.outbox(db, upTo: upTo)
+            let (outbox, fields) = try SlotIO.outbox(db, upTo: upTo, readingFields: true)
             guard !outbox.isEmpty else { return nil }
             dependencies[replicaID] = try meta(db, "sealed_up_to")
             let seq = try meta(db, "sealed_seq") + 1
@@ -47,16 +47,15 @@ extension Store {
                     continue
                 }
                 let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
-                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { (key: $0, entries: try SlotIO.entries(db, ref, $0)) }))
+                let single = fields[ref] ?? [:]
+                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { key in
+                    // A dirty field of one entry was read with the outbox; any other slot here.
+                    if case let .field(name) = key, let entry = single[name] { return (key: key, entries: [entry]) }
+                    return (key: key, entries: try SlotIO.entries(db, ref, key))
+                }))
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
-            let cut = Rows.hlc(upTo)
-            try db.execute(sql: """
-                UPDATE concord_fields SET dirty = \(Rows.cleanSQL) FROM concord_outbox o
-                    WHERE o.kind = \(Rows.slotLiveness) AND concord_fields.collection = o.collection AND concord_fields.id = o.id
-                        AND concord_fields.dirty > \(Rows.cleanSQL) AND concord_fields.dirty <= ?
-                """, arguments: [cut])
-            try db.execute(sql: "DELETE FROM concord_outbox WHERE hlc <= ?", arguments: [cut])
+            try SlotIO.clearOutbox(db, upTo: upTo)
             try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
             try setMeta(db, "sealed_seq", seq)
             try setMeta(db, "sealed_up_to", upTo)
@@ -65,23 +64,22 @@ extension Store {
     }
 
     /// The greatest write hlc such that the slots last written at or before it number at
-    /// most `maxSlots` (or the first write's hlc, if that write alone touched more).
+    /// most `maxSlots` (or the first write's hlc, if that write alone touched more). Only
+    /// the earliest slots are read, not the whole outbox.
     private func outboxCut(_ db: Database, maxSlots: Int) throws -> UInt64? {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT hlc, sum(n) OVER (ORDER BY hlc) AS running FROM (
-                SELECT f.dirty AS hlc, count(*) AS n FROM concord_outbox o JOIN concord_fields f ON f.collection = o.collection AND f.id = o.id
-                    WHERE o.kind = \(Rows.slotLiveness) AND f.dirty > \(Rows.cleanSQL) GROUP BY f.dirty
-                UNION ALL
-                SELECT hlc, count(*) FROM concord_outbox GROUP BY hlc)
-            ORDER BY hlc
-            """)
-        var cut: UInt64?
-        for row in rows {
-            let hlc = Rows.hlc(stored: row["hlc"])
-            let running = row["running"] as Int64
-            if cut == nil || running <= Int64(maxSlots) { cut = hlc } else { break }
+        let stamps = try SlotIO.earliestSlotStamps(db, count: max(maxSlots, 0))
+        guard var cut = stamps.first else { return nil }
+        var start = 0
+        while start < stamps.count {
+            // The slots of one write (one hlc) are sealed together or not at all.
+            let hlc = stamps[start]
+            var end = start + 1
+            while end < stamps.count, stamps[end] == hlc { end += 1 }
+            guard end <= maxSlots else { break }
+            cut = hlc
+            start = end
         }
-        return cut
+        return Rows.hlc(stored: cut)
     }
 
     /// The bytes of a sealed delta of this replica, exactly as first sealed.
@@ -109,6 +107,12 @@ extension Store {
         try read { db in
             Set(try SlotIO.outbox(db).flatMap { ref, keys in keys.map { SlotRef(record: ref, key: $0) } })
         }
+    }
+
+    /// Whether anything changed locally since the last seal: one probe of the outbox, where
+    /// ``pendingChangeCount()`` reads all of it.
+    public func hasPendingChanges() throws(ConcordError) -> Bool {
+        try read { db in !(try SlotIO.outboxIsEmpty(db)) }
     }
 
     /// How many slots changed locally since the last seal.

@@ -61,13 +61,15 @@ public final class WriteTransaction {
     /// commit. Every record here is in `begun`.
     private var pendingLiveness: [RecordRef] = []
     /// The inserts of pending liveness dots and upserts of their outbox rows: parameter 1
-    /// the hlc (and 2 this replica, for the dots), then each record's collection and id.
+    /// the hlc (and 2 this replica, for the dots), then each record's collection and id. A
+    /// new outbox row's `low` is the hlc too; a row already there keeps its own, which is
+    /// no later (``SlotIO/markOutboxSQL``).
     private static let livenessDotInserts = BatchedUpsert.Shape(
         into: "concord_dots (collection, id, kind, hlc, replica)", sharedParameters: 2, parametersPerRow: 2,
         row: { first in "(?\(first), ?\(first + 1), \(Rows.slotLiveness), ?1, ?2)" })
     private static let livenessMarkUpserts = BatchedUpsert.Shape(
-        into: "concord_outbox (collection, id, kind, field, element, hlc)", sharedParameters: 1, parametersPerRow: 2,
-        row: { first in "(?\(first), ?\(first + 1), \(Rows.slotLiveness), '', x'', ?1)" },
+        into: "concord_outbox (collection, id, kind, field, element, hlc, low)", sharedParameters: 1, parametersPerRow: 2,
+        row: { first in "(?\(first), ?\(first + 1), \(Rows.slotLiveness), '', x'', ?1, ?1)" },
         onConflict: "ON CONFLICT (collection, id, kind, field, element) DO UPDATE SET hlc = max(hlc, excluded.hlc)")
     private var livenessDots = BatchedUpsert(livenessDotInserts)
     private var livenessMarks = BatchedUpsert(livenessMarkUpserts)
