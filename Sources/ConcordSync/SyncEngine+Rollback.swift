@@ -46,10 +46,13 @@ extension SyncEngine {
         var ownListed: Set<UInt64> = []
         if try lossCheckIsDue() {
             report.lossChecked = true
-            // `concord.json` too: deleted, every replica that opens the remote anew stops.
-            if try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) == nil,
-               try Self.keptManifest(in: store)?.storeID == storeID,
-               try await Self.restoreManifest(remote, from: store) != nil {
+            // `concord.json` too: deleted, every replica that opens the remote anew stops;
+            // another store's, this engine must not go on writing beside it.
+            if let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) {
+                if let found = try? StoreManifest(json: bytes).storeID, found != storeID {
+                    throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: found.hex, recorded: storeID.hex, at: "the remote"))
+                }
+            } else if try Self.keptManifest(in: store)?.storeID == storeID, try await Self.restoreManifest(remote, from: store) != nil {
                 republished.append(RemoteLayout.manifestPath)
             }
             let gaps = try await vanishedBatches(into: &report)

@@ -111,6 +111,10 @@ import Testing
             try cli.faked(year11476, on: "a", ["sync"])
         }
         try cli.syncAll(["a", "b", "c"])
+        // Its own status says so.
+        let status = try cli.faked(year11476, on: "a", ["status", "--offline", "--json"]).object()
+        #expect(status["clockBeyondRange"] as? Bool == true, "\(status)")
+        #expect(try cli.on("b", ["status", "--offline", "--json"]).object()["clockBeyondRange"] as? Bool == false)
         let dump = try cli.dump("a")
         #expect(try cli.dump("b") == dump && cli.dump("c") == dump)
         #expect(dump.contains("b 2") && dump.contains("c 2") && dump.contains("a 2"), "\(dump)")

@@ -32,6 +32,34 @@ import Testing
         #expect(Set(replicas.compactMap(\.deviceName)) == ["device0", "device1", "device2"])
     }
 
+    /// A deleted `concord.json` is put back by the hourly loss check of a running engine,
+    /// byte for byte the store's own (any replica keeps the one it unlocked); a remote that
+    /// holds another store's `concord.json` is never overwritten.
+    @Test func aDeletedConcordJSONIsPutBackAndAnotherStoresIsNeverOverwritten() async throws {
+        let fleet = try await Fleet(count: 2)
+        try fleet.stores[0].set(note, "title", .string("kept"))
+        try await fleet.syncAll()
+        let original = try #require(try await fleet.remote.get(RemoteLayout.manifestPath))
+        try await fleet.remote.delete(RemoteLayout.manifestPath)
+        fleet.clock.advance(by: 3_600_001)  // the loss check is due
+        let report = try await fleet.engines[1].sync()
+        #expect(report.remoteRolledBack.contains(RemoteLayout.manifestPath), "\(report.remoteRolledBack)")
+        let restored = try #require(try await fleet.remote.get(RemoteLayout.manifestPath))
+        #expect(try StoreManifest(json: restored).storeID == StoreManifest(json: original).storeID)
+        #expect(try await SyncEngine.unlock(fleet.remote, passphrase: Fleet.passphrase).storeID == StoreManifest(json: original).storeID)
+        // Another store's concord.json in its place: refused, and left as it is.
+        try await fleet.remote.delete(RemoteLayout.manifestPath)
+        _ = try await SyncEngine.createRemote(fleet.remote, passphrase: "another", limits: .minimum)
+        let other = try #require(try await fleet.remote.get(RemoteLayout.manifestPath))
+        #expect(try await SyncEngine.restoreManifest(fleet.remote, from: fleet.stores[0]) == nil)
+        fleet.clock.advance(by: 3_600_001)
+        let doctor = try await fleet.engines[0].doctor(repair: true)
+        #expect(!doctor.isHealthy)
+        #expect(doctor.findings.contains { $0.kind == .remoteEmptied }, "\(doctor.findings)")
+        await #expect(throws: ConcordError.self) { try await fleet.engines[0].sync() }
+        #expect(try await fleet.remote.get(RemoteLayout.manifestPath) == other)
+    }
+
     @Test func wrongPassphraseIsReportedBeforeAnythingIsRead() async throws {
         let scratch = TemporaryDirectory("sync")
         let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)

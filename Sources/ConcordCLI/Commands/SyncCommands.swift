@@ -216,6 +216,11 @@ struct Status: AsyncParsableCommand {
         for (replica, ahead) in skews {
             lines.append("  warning: replica \(replica)'s clock ran \(Format.duration(ahead)) ahead of this device's")
         }
+        // A reading past the end of a stamp's range is not a time: writes count on instead.
+        let clockBeyondRange = SystemClock().millisecondsSinceEpoch() > HLC.maxPhysical
+        if clockBeyondRange {
+            lines.append("  warning: this device's clock reads past the year 10889, the end of a stamp's range: its writes are stamped by counting on from its last one; set the clock to update from network time")
+        }
         lines.append("  open conflicts: \(conflicts.count)\(conflicts.isEmpty ? "" : " (`concord conflicts` lists them)")")
         options.emit(
             .object([
@@ -225,6 +230,7 @@ struct Status: AsyncParsableCommand {
                 ("remoteReplicas", replicas.map { .array($0.map { Replicas.document($0, self: store.replicaID) }) } ?? .null),
                 ("remoteError", .string(remoteError)),
                 ("clockSkews", .array(skews.map { .object([("replica", .string($0.0.description)), ("aheadByMs", .uint($0.1))]) })),
+                ("clockBeyondRange", .bool(clockBeyondRange)),
                 ("conflicts", .int(Int64(conflicts.count))),
             ]),
             lines.joined(separator: "\n"))
