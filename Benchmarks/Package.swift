@@ -87,6 +87,17 @@ let package = Package(
             ],
             path: "Tools/BootstrapBenchmark"
         ),
+        // Sealing a backlog of RECORDS records in bounded batches, as a push does (see
+        // README.md, "Scale"); one long run too.
+        .executableTarget(
+            name: "SealBenchmark",
+            dependencies: [
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordStore", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+            ],
+            path: "Tools/SealBenchmark"
+        ),
         // One store workload run once, for a profiler (see README.md, "Profiles").
         .executableTarget(
             name: "StoreProfile",
