@@ -42,13 +42,15 @@ test-swift: deps servers
 # The crash and error enumeration in full: the crash child killed at every I/O call (write,
 # pwrite64, fsync, fdatasync, rename, unlink; renameat, unlinkat) of a 60-step local workload
 # and of four sync workloads (push, pull, snapshot, compaction) in turn, then ENOSPC and EIO
-# returned by each of their writes and syncs (make test: 20 local steps, every fourth call and
-# every fifteenth fault; the sync workloads every third call and every fifth fault).
+# returned by each of their writes and syncs, then its power cut (what was not fsynced
+# dropped) at each of those calls, exports included (make test: 20 local steps, every fourth
+# call and every fifteenth fault; the sync workloads every third call and every fifth fault;
+# power cuts at every sync and rename, every eighth write and unlink).
 crash-enum: deps servers
 	SWIFT=$(SWIFT) scripts/build-tests.sh
 	CONCORD_CRASH_ENUM_STEPS=$${CONCORD_CRASH_ENUM_STEPS:-60} CONCORD_CRASH_ENUM_STRIDE=1 CONCORD_ERROR_ENUM_STRIDE=1 \
-	  CONCORD_SYNC_ENUM_STRIDE=1 CONCORD_SYNC_ERROR_STRIDE=1 \
-	  $(SWIFT) test --skip-build --filter 'aKillAtEveryIOCall|aFullOrFailingDiskAtEveryWriteAndSync'
+	  CONCORD_SYNC_ENUM_STRIDE=1 CONCORD_SYNC_ERROR_STRIDE=1 CONCORD_POWERCUT_WRITE_STRIDE=1 \
+	  $(SWIFT) test --skip-build --filter 'aKillAtEveryIOCall|aFullOrFailingDiskAtEveryWriteAndSync|aPowerCut'
 
 # The DocC documentation of the Concord module: Sources/Concord/Concord.docc and the
 # snippets in Snippets/, compiled and run (scripts/build-docs.sh). Fails on any warning.
