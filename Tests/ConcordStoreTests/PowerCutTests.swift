@@ -20,7 +20,9 @@ import Glibc
 /// `unlink` and `unlinkat` (every one in `make crash-enum`), and must pass the kill tests'
 /// checks: the state of before or after the interrupted step, nothing lost or doubled in the
 /// outbox, nothing torn under a final name in the blob directory or on the remote, every put
-/// the folder acknowledged still there, integrity ok, convergence after.
+/// the folder acknowledged still there, integrity ok, convergence after. Removing any one
+/// fsync of the store, the blob store or the folder remote fails them (`make
+/// powercut-mutants`, scripts/powercut-mutants.sh), where the kill enumeration still passes.
 extension CrashTests {
     /// The durability points and renames, cut at every one.
     static let powerCutCalls = ["fsync", "fdatasync", "rename"]
