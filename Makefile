@@ -52,7 +52,7 @@ crash-enum: deps servers
 	  CONCORD_SYNC_ENUM_STRIDE=1 CONCORD_SYNC_ERROR_STRIDE=1 CONCORD_POWERCUT_WRITE_STRIDE=1 \
 	  $(SWIFT) test --skip-build --filter 'aKillAtEveryIOCall|aFullOrFailingDiskAtEveryWriteAndSync|aPowerCut'
 
-# Mutation check of the power-cut enumeration (not part of `make test`; an hour or so): one at
+# Mutation check of the power-cut enumeration (not part of `make test`; half an hour or so): one at
 # a time, each fsync, fdatasync and folder fsync of the blob store, the folder remote and the
 # store's SQLite settings is removed, the crash child rebuilt and the power-cut tests run; every
 # mutant must fail them. POWERCUT_MUTANTS_KILL=1 also runs the kill enumeration on each (it
