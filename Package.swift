@@ -17,7 +17,8 @@ let package = Package(
         .library(name: "ConcordTesting", targets: ["ConcordTesting"]),
         // Real storage servers on loopback, for tests and the backend benchmarks.
         .library(name: "ConcordTestServers", targets: ["ConcordTestServers"]),
-        // Loaded with LD_PRELOAD by the crash and error enumeration: fails the Nth I/O call.
+        // Loaded with LD_PRELOAD by the crash, error and power-cut enumeration: fails the Nth
+        // I/O call, or cuts the power before it.
         .library(name: "ConcordFaultInjection", type: .dynamic, targets: ["ConcordFaultInjection"]),
         .executable(name: "concord", targets: ["ConcordCLI"]),
     ],
@@ -91,6 +92,8 @@ let package = Package(
             dependencies: ["ConcordCore", "ConcordRemote", "ConcordHTTP", "ConcordWebDAV", "ConcordS3",
                            .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
+        // Checks the fault library's power-cut mode (CrashTests runs it); not a product.
+        .executableTarget(name: "ConcordPowerCutCheck", path: "Tests/PowerCutCheck"),
         // A child process for the store's crash and disk tests; not a product.
         .executableTarget(
             name: "ConcordCrashChild",

@@ -29,9 +29,15 @@ let usage = """
       workload STORE LOG REMOTE NAME
                                     run one sync workload through a folder remote
                                     unlocked with the passphrase "crash-child", logging
-                                    "started" and "finished …": push (a push-only sync),
-                                    pull (a pull-only sync), snapshot (writeSnapshot),
-                                    compaction (compact, batch grace period 0)
+                                    "started", "put PATH" and "deleted PATH" once the
+                                    folder acknowledged each, and "finished …": push (a
+                                    push-only sync), pull (a pull-only sync), snapshot
+                                    (writeSnapshot), compaction (compact, batch grace
+                                    period 0)
+      export STORE LOG DESTINATION  add CrashScript.exportedFile(k) to the blob
+                                    directory and export it to DESTINATION, k = 1, 2, 3,
+                                    logging "exported k" once each returned; then add one
+                                    more file
 
     """
 let arguments = CommandLine.arguments
@@ -51,10 +57,47 @@ func say(_ line: String) {
     }
 }
 
+/// A remote that logs each put and delete the remote acknowledged (returned from): what a
+/// power cut must not take back from the remote (a put; a delete may come back).
+struct AcknowledgingRemote: Remote {
+    let base: FolderRemote
+
+    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) {
+        try await base.put(path, bytes)
+        say("put \(path)")
+    }
+
+    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
+        try await base.putStream(path, read: read)
+        say("put \(path)")
+    }
+
+    func delete(_ path: String) async throws(ConcordError) {
+        try await base.delete(path)
+        say("deleted \(path)")
+    }
+
+    func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
+    func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
+    func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try await base.getStream(path, write: write)
+    }
+    func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { try await base.anomalies(prefix: prefix) }
+}
+
+extension AcknowledgingRemote: LeftoverSweeping {
+    func sweepLeftovers(olderThan age: UInt64, now: UInt64) async throws(ConcordError) -> Int {
+        try await base.sweepLeftovers(olderThan: age, now: now)
+    }
+}
+
 /// A sync engine for `store` through the folder remote at `folder`, unlocked with the
-/// passphrase the crash tests create it with.
-func engine(_ store: Store, folder: String) async throws -> SyncEngine {
-    let remote = try FolderRemote(root: folder)
+/// passphrase the crash tests create it with; with `acknowledging`, logging the puts and
+/// deletes the folder acknowledged.
+func engine(_ store: Store, folder: String, acknowledging: Bool = false) async throws -> SyncEngine {
+    let folderRemote = try FolderRemote(root: folder)
+    let remote: any Remote = acknowledging ? AcknowledgingRemote(base: folderRemote) : folderRemote
     let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: "crash-child")
     return SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
 }
@@ -198,7 +241,7 @@ do {
         // The crash and error enumeration of the sync workloads kill it, or fail its disk,
         // at each of its I/O calls (Tests/ConcordStoreTests/SyncEnumerationTests.swift).
         let store = try Store(path: arguments[2])
-        let engine = try await engine(store, folder: arguments[4])
+        let engine = try await engine(store, folder: arguments[4], acknowledging: true)
         say("started")
         switch arguments[5] {
         case "push":
@@ -215,6 +258,18 @@ do {
         default:
             fail("unknown workload \(arguments[5])")
         }
+    case "export":
+        // The power-cut test of exports cuts it at each of its syncs and renames
+        // (Tests/ConcordStoreTests/PowerCutTests.swift).
+        let store = try Store(path: arguments[2])
+        say("started")
+        for index in 1...3 {
+            let file = try store.blobs.add(bytes: CrashScript.exportedFile(index))
+            try store.blobs.export(file.hash, to: arguments[4])
+            say("exported \(index)")
+        }
+        _ = try store.blobs.add(bytes: CrashScript.exportedFile(4))
+        say("finished")
     default:
         FileHandle.standardError.write(usage.data(using: .utf8)!)
         fail("unknown mode \(arguments[1])")

@@ -52,6 +52,11 @@ public struct CrashScript: Sendable {
         self.steps = steps
     }
 
+    /// The content of the `index`th file the crash child's `export` mode exports.
+    public static func exportedFile(_ index: Int) -> [UInt8] {
+        Array("exported file \(index) ".utf8) + [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 2_000 * index)
+    }
+
     /// A file version a step superseded: what the store's history must hold.
     public struct Superseded: Hashable, Sendable {
         public let ref: RecordRef

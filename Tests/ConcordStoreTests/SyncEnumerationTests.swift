@@ -18,8 +18,9 @@ import Testing
 /// `integrity_check` and holds the state, outbox and sealed batches of before or after the
 /// interrupted call (a pull: after some of its batches, with the applied seq that says so);
 /// every file it refers to is whole, and so is every object on the remote under its final
-/// name; then the store syncs with the replica that wrote the batches and with a new one, and
-/// all three converge, every file readable, the remote healthy.
+/// name; every put the folder acknowledged is there; then the store syncs with the replica
+/// that wrote the batches and with a new one, and all three converge, every file readable,
+/// the remote healthy.
 extension CrashTests {
     enum SyncWorkload: String, CaseIterable {
         case push, pull, snapshot, compaction
@@ -281,6 +282,16 @@ struct SyncFixture {
             let forbidden: Set<DoctorFinding.Kind> = [.damaged, .malformed, .unreadable, .newerFormat, .missingBatch, .missingFile, .remoteEmptied]
             let bad = doctor.findings.filter { forbidden.contains($0.kind) }
             expect(bad.isEmpty, "the remote holds damaged objects: \(bad.map { "\($0.kind) \($0.path)" })")
+        }
+        // Every put the folder acknowledged (the child logged it once the put returned) is
+        // still there; a delete may come back (the folder does not sync it).
+        var lastPut: [String: Bool] = [:]
+        for line in Child.lines(copy.file("log")) {
+            if line.hasPrefix("put ") { lastPut[String(line.dropFirst(4))] = true }
+            if line.hasPrefix("deleted ") { lastPut[String(line.dropFirst(8))] = false }
+        }
+        for (path, put) in lastPut.sorted(by: { $0.key < $1.key }) where put {
+            expect(try await folder.get(path) != nil, "\(path) is gone, though the folder acknowledged its put")
         }
         // The next syncs, the fault gone, succeed; A, B and a new replica converge.
         let stores = try ["a.db", "b.db", "c.db"].map { try Store(path: copy.file($0)) }

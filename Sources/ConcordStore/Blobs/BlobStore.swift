@@ -18,10 +18,17 @@ public struct BlobStore: Sendable {
     }
 
     func prepare() throws(ConcordError) {
-        for sub in [directory, directory + "/tmp"] {
-            if mkdir(sub, 0o755) != 0 && errno != EEXIST {
-                throw Self.ioError("create the blob directory \(sub)")
-            }
+        if mkdir(directory, 0o755) == 0 {
+            // Its entry must reach the disk, or a power loss can take the whole directory,
+            // with every file the store's committed writes refer to.
+            let parent = (directory as NSString).deletingLastPathComponent
+            try Self.syncDirectory(parent.isEmpty ? "." : parent)
+        } else if errno != EEXIST {
+            throw Self.ioError("create the blob directory \(directory)")
+        }
+        // Only temporary files, and made again at every open: it needs no sync of its own.
+        if mkdir(directory + "/tmp", 0o755) != 0 && errno != EEXIST {
+            throw Self.ioError("create the blob directory \(directory)/tmp")
         }
     }
 
@@ -145,7 +152,8 @@ public struct BlobStore: Sendable {
         return out
     }
 
-    /// Copies a stored file to `destination` (temp → fsync → rename).
+    /// Copies a stored file to `destination` (temp → fsync → rename → fsync the folder): once
+    /// it returns, the copy survives a power cut; before, `destination` holds what it held.
     public func export(_ hash: ContentHash, to destination: String) throws(ConcordError) {
         let temporary = destination + ".concord-tmp"
         let output = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
@@ -160,6 +168,8 @@ public struct BlobStore: Sendable {
         }
         close(output)
         guard rename(temporary, destination) == 0 else { throw Self.ioError("write \(destination)") }
+        let folder = (destination as NSString).deletingLastPathComponent
+        try Self.syncDirectory(folder.isEmpty ? "." : folder)
     }
 
     public func delete(_ hash: ContentHash) throws(ConcordError) {

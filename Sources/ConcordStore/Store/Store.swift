@@ -64,10 +64,11 @@ public final class Store: Sendable {
         do {
             var config = GRDB.Configuration()
             config.busyMode = .timeout(10)
-            config.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-            }
             database = try DatabasePool(path: path, configuration: config)
+            // Every commit synced to the disk: an acknowledged write survives a power cut.
+            // Set on the writer once the pool is open — GRDB sets `synchronous = NORMAL` on
+            // it after `prepareDatabase` runs, which syncs the WAL only at checkpoints.
+            try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             let migrator = Schema.migrator
             let known = try database.read { db in try migrator.hasBeenSuperseded(db) }
             if known {
