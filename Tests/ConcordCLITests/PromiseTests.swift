@@ -31,14 +31,20 @@ import Testing
         #expect(try cli.dump("c") == cli.dump("a"))
     }
 
-    /// `doctor` names a missing `concord.json` it can put back, and `--repair` does.
-    @Test func doctorRepairPutsBackADeletedConcordJSON() throws {
+    /// Replica a has synced n1 to the remote, whose `concord.json` is then deleted.
+    static func syncedStoreWithoutConcordJSON() throws -> CLI {
         let cli = try CLI()
-        defer { cli.cleanUp() }
         try cli.replicas(["a"])
         try cli.on("a", ["put", "notes", "n1", "title=one"])
         try cli.syncAll(["a"])
         try FileManager.default.removeItem(atPath: cli.path("remote/concord.json"))
+        return cli
+    }
+
+    /// `doctor` names a missing `concord.json` it can put back, and `--repair` does.
+    @Test func doctorRepairPutsBackADeletedConcordJSON() throws {
+        let cli = try Self.syncedStoreWithoutConcordJSON()
+        defer { cli.cleanUp() }
         // Any command that opens the remote puts it back, doctor included; so a doctor of
         // the library sees it missing only if nothing opened the remote first.
         let doctor = try cli.run(["doctor", "--store", cli.path("a.db")])
@@ -50,12 +56,8 @@ import Testing
     /// `concord.json` was deleted, a replica that never synced with it refuses to create a
     /// new store over the old one's objects, and the folder is left as it was.
     @Test func remoteSetRefusesToCreateAStoreOverAnExistingLayout() throws {
-        let cli = try CLI()
+        let cli = try Self.syncedStoreWithoutConcordJSON()
         defer { cli.cleanUp() }
-        try cli.replicas(["a"])
-        try cli.on("a", ["put", "notes", "n1", "title=one"])
-        try cli.syncAll(["a"])
-        try FileManager.default.removeItem(atPath: cli.path("remote/concord.json"))
         try cli.on("new", ["init", "--name", "new"])
         let refused = try cli.run(["remote", "set", cli.remoteURL, "--store", cli.path("new.db")])
         #expect(refused.status != 0)

@@ -42,14 +42,9 @@ extension CrashTests {
                 _ = try await Self.runChild(["crash", path, log, String(seed), String(steps)], fault: "\(call):\(point):kill")
                 visited += 1
                 let label = "\(call) #\(point)"
-                if let outcome = try CrashTests.checkAfterKill(path: path, log: log, seed: seed, count: steps, label: label) {
-                    if outcome.matched { recovered += 1 }
-                    if outcome.interrupted { interrupted += 1 }
-                } else {
-                    // Killed while the store was being created: whatever is there opens.
-                    _ = try Store(path: path)
-                    recovered += 1
-                }
+                let outcome = try CrashTests.recovery(path: path, log: log, seed: seed, count: steps, label: label)
+                if outcome.matched { recovered += 1 }
+                if outcome.interrupted { interrupted += 1 }
             }
         }
         let total = counts.values.reduce(0, +)

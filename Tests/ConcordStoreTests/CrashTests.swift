@@ -99,6 +99,15 @@ enum Child {
     /// the interrupted one; every file referenced is whole in the blob directory and no blob
     /// there is half-written under its final name. Records an issue naming `label` for each
     /// failure; nil when the child never opened its store.
+    /// ``checkAfterKill(path:log:seed:count:label:)`` for the enumerations: a child stopped
+    /// while the store was being created leaves whatever is there openable, which counts as
+    /// recovered (and not interrupted within a step).
+    static func recovery(path: String, log: String, seed: UInt64, count: Int, label: String) throws -> KillOutcome {
+        if let outcome = try checkAfterKill(path: path, log: log, seed: seed, count: count, label: label) { return outcome }
+        _ = try Store(path: path)
+        return KillOutcome(matched: true, interrupted: false, files: 0, versions: 0)
+    }
+
     static func checkAfterKill(path: String, log: String, seed: UInt64, count: Int, label: String) throws -> KillOutcome? {
         let lines = Child.lines(log)
         guard let replicaLine = lines.first(where: { $0.hasPrefix("replica ") }),

@@ -90,14 +90,9 @@ extension CrashTests {
             } else {
                 Issue.record("\(label): the child was not cut: \(Child.lines(log).suffix(2))")
             }
-            if let outcome = try CrashTests.checkAfterKill(path: path, log: log, seed: seed, count: steps, label: label) {
-                if outcome.matched { recovered += 1 }
-                if outcome.interrupted { interrupted += 1 }
-            } else {
-                // Cut while the store was being created: whatever is there opens.
-                _ = try Store(path: path)
-                recovered += 1
-            }
+            let outcome = try CrashTests.recovery(path: path, log: log, seed: seed, count: steps, label: label)
+            if outcome.matched { recovered += 1 }
+            if outcome.interrupted { interrupted += 1 }
         }
         #expect(cut == points.count && recovered == points.count, "\(recovered) of \(points.count) power cuts recovered, \(cut) cut")
         #expect(interrupted > 0, "no power cut landed inside a step")
