@@ -2,7 +2,11 @@ import ConcordCodec
 import ConcordCore
 import ConcordCrypto
 import ConcordRemote
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 extension SyncEngine {
     /// Checks, from the heads listing the sync already made, that the remote still holds
