@@ -14,7 +14,7 @@ extension SyncEngine {
         let fresh = ReplicaID.random(using: &generator)
         let old = try store.adoptIdentity(fresh, sharedThrough: try pushedSeq())
         // What this engine remembered of pushing under the old id no longer applies.
-        for key in [SyncKey.pushedSeq, SyncKey.snapshotSeq, SyncKey.snapshotCovered, SyncKey.headAdvertised, SyncKey.headWrittenAt, SyncKey.sealedToForget, SyncKey.snapshotDigest, SyncKey.snapshotAttempt] {
+        for key in [SyncKey.pushedSeq, SyncKey.snapshotSeq, SyncKey.snapshotCovered, SyncKey.headAdvertised, SyncKey.headWrittenAt, SyncKey.sealedToForget, SyncKey.snapshotDigest, SyncKey.snapshotAttempt, SyncKey.ownLoss] {
             try store.setSyncValue(key, nil)
         }
         // Retired up to its newest head's time, like `forget`: it never writes again.

@@ -27,6 +27,12 @@ extension SyncEngine {
         // 1. This replica's own head and batches: the exact bytes it sealed.
         let pushed = try pushedSeq()
         if pushed > 0, (heads.latest[me] ?? 0) < pushed, try await remote.get(RemoteLayout.head(me, seq: pushed)) == nil {
+            // The remote lost the head of the newest batch this store sealed (when it sealed
+            // more, the head may be a newer one the listing missed): remembered before
+            // anything is put, for ``continueUnderANewIDAfterOwnLoss(into:)``.
+            if try store.sealedSeq() == pushed, try store.syncValue(SyncKey.ownLoss) == nil {
+                try store.setSyncNumber(SyncKey.ownLoss, pushed)
+            }
             republished += try await republishOwn(through: pushed, into: &report)
         }
         // 2. Others' batches it applied: gone, and covered by no snapshot, they live on
@@ -249,5 +255,23 @@ extension SyncEngine {
         let written = try store.syncValue(SyncKey.snapshotSeq) != nil
         let current = try snapshotSeq()
         return try await writeSnapshot(republish: written && current == pushed)
+    }
+
+    /// A store whose remote lost the head of its newest batch (rolled back, restored from a
+    /// backup, or the head deleted) cannot tell whether it is itself an older copy — its
+    /// device restored from a backup too — whose next batch name another replica already
+    /// applied with other contents: no remote object says so any more. So once its lost
+    /// objects are back (the exact bytes it sealed), its next new batch goes under a new
+    /// replica id, as a restored copy's does: no `(replica, seq)` any replica applied is
+    /// written with other bytes, whatever the remote shows. Its unsealed writes are
+    /// re-stamped under the new id; nothing it sealed is (it sealed nothing past the lost
+    /// head). Nothing happens while it has nothing new to write.
+    func continueUnderANewIDAfterOwnLoss(into report: inout SyncReport) throws(ConcordError) -> Bool {
+        guard report.restoredCopy == nil, let lost = try store.syncValue(SyncKey.ownLoss) else { return false }
+        guard try store.sealedSeq() == pushedSeq(), try store.pendingChangeCount() > 0 else { return false }
+        report.restoredCopy = try recoverRestoredCopy(
+            evidence: "the remote lost this replica's head at seq \(lost) (rolled back, restored, or deleted): this store cannot tell whether it is an older copy too, whose next batch name another replica already applied",
+            oldHead: nil)
+        return true
     }
 }

@@ -245,6 +245,7 @@ public actor SyncEngine {
             // Objects the remote lost (rolled back, restored, deleted): published again.
             let republished = try await republishWhatTheRemoteLost(heads, into: &report)
             if !republished.isEmpty { report.remoteRolledBack = republished }
+            if mode != .pullOnly, try continueUnderANewIDAfterOwnLoss(into: &report) { heads = try await listHeads() }
             if mode != .pushOnly {
                 try await bootstrapIfNew(into: &report)
                 try await pull(heads, into: &report, progress: emit)
@@ -339,6 +340,10 @@ extension Store {
 enum SyncKey {
     /// The remote store's id (hex) this store synced with.
     static let storeID = "remote.storeID"
+    /// The pushed seq at which the remote was found to have lost the head of this store's
+    /// newest batch: its next new batch goes under a new id
+    /// (``SyncEngine/continueUnderANewIDAfterOwnLoss(into:)``).
+    static let ownLoss = "ownLoss.seq"
     /// The `concord.json` this store unlocked, as text (``SyncEngine/keepManifest(_:in:)``).
     static let manifestCopy = "remote.manifest"
     /// The newest own batch confirmed on the remote.

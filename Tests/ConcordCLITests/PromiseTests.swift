@@ -240,4 +240,48 @@ import Testing
         #expect(doctor.status == 0, "\(doctor.stdout)")
         #expect(!doctor.stdout.contains("missingHead"), "\(doctor.stdout)")
     }
+    /// Copies every file of store `from` (the database, its journal, its files) to store
+    /// `to`, replacing what `to` had: a backup, or a restore from one.
+    static func copyStore(_ cli: CLI, _ from: String, to: String) throws {
+        let manager = FileManager.default
+        for item in try manager.contentsOfDirectory(atPath: cli.folder.path) where item.hasPrefix(to) {
+            try manager.removeItem(atPath: cli.path(item))
+        }
+        for item in try manager.contentsOfDirectory(atPath: cli.folder.path) where item.hasPrefix(from) {
+            try manager.copyItem(atPath: cli.path(item), toPath: cli.path(to + item.dropFirst(from.count)))
+        }
+    }
+
+    /// The remote is backed up; a writes n1 and syncs, and its store is backed up; a writes
+    /// n2 and syncs, b pulls it; a's store is restored and a writes n3; the remote is
+    /// restored. a must not write n3 under the batch name b applied n2 from: it continues
+    /// under a new id, and every replica ends with n1, n2 and n3. (Once a reused its seq 2
+    /// for n3, b never applied it, a never got n2 back, and `doctor` called both healthy.)
+    @Test func aRestoredDeviceAndARolledBackRemoteTogetherLoseNothing() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        try cli.syncAll(["a", "b"])
+        try FileManager.default.copyItem(atPath: cli.path("remote"), toPath: cli.path("remote-backup"))
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.on("a", ["sync"])
+        try Self.copyStore(cli, "a.db", to: "backup-a.db")
+        try cli.on("a", ["put", "notes", "n2", "title=two"])
+        try cli.on("a", ["sync"])
+        try cli.on("b", ["sync"])
+        #expect(try cli.dump("b").contains("two"))
+        try Self.copyStore(cli, "backup-a.db", to: "a.db")
+        try cli.on("a", ["put", "notes", "n3", "title=three"])
+        try FileManager.default.removeItem(atPath: cli.path("remote"))
+        try FileManager.default.copyItem(atPath: cli.path("remote-backup"), toPath: cli.path("remote"))
+        let first = try cli.on("a", ["sync", "--json"]).object()
+        #expect(first["restoredCopy"] as? [String: Any] != nil, "\(first)")
+        try cli.syncAll(["a", "b", "a", "b"])
+        try cli.replicas(["c"])
+        try cli.syncAll(["a", "b", "c"])
+        let dump = try cli.dump("a")
+        for word in ["one", "two", "three"] { #expect(dump.contains(word), "\(word) missing: \(dump)") }
+        #expect(try cli.dump("b") == dump)
+        #expect(try cli.dump("c") == dump)
+    }
 }

@@ -341,6 +341,8 @@ final class FuzzRun {
                     // Two replicas sync at the same time, through the same storage.
                     let other = (r + random.int(1...(stores.count - 1))) % stores.count
                     let (first, second) = (engines[r], engines[other])
+                    try logSealed(r)
+                    try logSealed(other)
                     async let a = Self.outcome(of: first)
                     async let b = Self.outcome(of: second)
                     let (ra, rb) = await (a, b)
@@ -403,6 +405,7 @@ final class FuzzRun {
             quiet = true
             for index in engines.indices {
                 do {
+                    try logSealed(index)
                     let report = try await engines[index].sync()
                     noteIdentity(report, index)
                     if report.applied > 0 || report.pushed > 0 || report.waiting > stuck { quiet = false }
@@ -443,7 +446,11 @@ final class FuzzRun {
                     let have = final.records[ref]?.slots[key]?.entries.map(\.dot) ?? []
                     let want = reference.records[ref]?.slots[key]?.entries.map(\.dot) ?? []
                     if have != want { failures.append("  \(ref) \(key): replicas \(have), reference \(want)") }
+                    let haveScope = final.records[ref]?.slots[key]?.scope, wantScope = reference.records[ref]?.slots[key]?.scope
+                    if haveScope != wantScope { failures.append("  \(ref) \(key) scope: replicas \(String(describing: haveScope)), reference \(String(describing: wantScope))") }
                 }
+                let haveScope = final.records[ref]?.scope, wantScope = reference.records[ref]?.scope
+                if haveScope != wantScope { failures.append("  \(ref) scope: replicas \(String(describing: haveScope)), reference \(String(describing: wantScope))") }
             }
         }
         failures += purgeFailures
@@ -744,11 +751,15 @@ final class FuzzRun {
         knownIDs[r] = id
         identityChanges.append((known, id))
         // Batches the restored copy sealed under the old id before it noticed never left it,
-        // and their writes now live on under the new id.
-        for seq in (sealedLog[known] ?? [:]).keys where !(originalSeqs[known]?.contains(seq) ?? false) {
-            sealedLog[known]![seq] = nil
+        // and their writes now live on under the new id. A store that was never restored
+        // changes id only after the remote lost its newest head, with nothing sealed past
+        // it: every batch it sealed under the old id stands.
+        if let original = originalSeqs[known] {
+            for seq in (sealedLog[known] ?? [:]).keys where !original.contains(seq) {
+                sealedLog[known]![seq] = nil
+            }
         }
-        trace.log("r\(r) continues as \(id) (it was a restored copy of \(known))\(report?.restoredCopy == nil ? ", not reported: its sync failed after" : "")")
+        trace.log("r\(r) continues as \(id) (\(originalSeqs[known] == nil ? "the remote lost its newest head" : "it was a restored copy") of \(known))\(report?.restoredCopy == nil ? ", not reported: its sync failed after" : "")")
         stats.count("restoredCopy")
     }
 
@@ -867,7 +878,10 @@ final class FuzzRun {
         }
     }
 
+    /// Syncs replica `r`, its sealed deltas logged first: a sync that gives it a new id
+    /// forgets those of the old one.
     func sync(_ r: Int, note: String) async {
+        try? logSealed(r)
         noteSync(r, note: note, await Self.outcome(of: engines[r]))
     }
 
