@@ -53,6 +53,9 @@ extension SyncEngine {
         // Only batches sealed before this compaction are deleted by it: the bytes of what it
         // deletes are forgotten at once, and whoever keeps a copy of every sealed batch (an
         // audit, a backup) has seen each one before its compaction begins.
+        try await checkStoreIdentityOnce()
+        // A store whose newest head the remote lost seals nothing more under its id.
+        _ = try continueUnderANewIDAfterOwnLoss(into: &sync)
         let sealedBefore = try store.sealedSeq()
         try await push(into: &sync, progress: nil)
         // Every head is read once, for both steps.

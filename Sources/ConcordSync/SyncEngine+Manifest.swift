@@ -8,9 +8,9 @@ import ConcordStore
 /// `concord.json` is the one object no replica can rebuild: it holds the store key wrapped
 /// by the passphrase. Deleted, it would stop every replica (nothing can be unlocked) and
 /// strand every write not pushed yet. So each replica keeps the `concord.json` it unlocked,
-/// byte for byte, in its sync state, and puts it back when the remote holds none — only
-/// when the copy is of the store this replica syncs with. A `concord.json` of another store
-/// is never overwritten.
+/// byte for byte, in its sync state, and puts it back when the remote holds none or a
+/// damaged one — only when the copy is of the store this replica syncs with. A readable
+/// `concord.json` of another store is never overwritten.
 extension SyncEngine {
     /// Keeps `manifest` as the copy of the remote's `concord.json`, when it is the store
     /// `store` syncs with (or has not synced yet).
@@ -29,15 +29,36 @@ extension SyncEngine {
         return manifest
     }
 
-    /// Puts back the copy of `concord.json` `store` keeps when `remote` holds none. Returns
-    /// the manifest put back, or nil when the remote holds one or there is no copy to put.
-    /// Reads `concord.json` again just before it writes, so a store created meanwhile is
-    /// never overwritten.
+    /// Puts back the copy of `concord.json` `store` keeps when `remote` holds none, or holds
+    /// one that is damaged (torn, truncated, not a manifest at all: ``isDamagedManifest(_:)``).
+    /// A readable `concord.json` — another store's, or one of a newer format — is never
+    /// overwritten. Returns the manifest put back, or nil when the remote holds a readable
+    /// one or there is no copy to put. Reads `concord.json` again just before it writes, so
+    /// a store created meanwhile is never overwritten, and once after, so a put the storage
+    /// tore while reporting it done is put again (once; the next check tries again).
     public static func restoreManifest(_ remote: any Remote, from store: Store) async throws(ConcordError) -> StoreManifest? {
         guard let kept = try keptManifest(in: store) else { return nil }
-        if try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) != nil { return nil }
-        try await remote.put(RemoteLayout.manifestPath, kept.jsonBytes())
+        let bytes = kept.jsonBytes()
+        for attempt in 0..<2 {
+            if let found = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) {
+                if found == bytes { return attempt == 0 ? nil : kept }
+                guard isDamagedManifest(found) else { return nil }
+            }
+            try await remote.put(RemoteLayout.manifestPath, bytes)
+        }
         return kept
+    }
+
+    /// Whether `bytes` at `concord.json` are damage rather than a manifest: they do not
+    /// decode (torn, truncated, tampered, or not JSON at all). A manifest of another format
+    /// version is not damage: this release just cannot read it.
+    public static func isDamagedManifest(_ bytes: [UInt8]) -> Bool {
+        do {
+            _ = try StoreManifest(json: bytes)
+            return false
+        } catch {
+            return error.code == .malformed
+        }
     }
 
     /// Whether `remote` holds any object of a store's layout (a head, a batch or a

@@ -62,7 +62,9 @@ extension SyncEngine {
             //    store is an older copy of a replica that pushed on (restored from a backup).
             let path = RemoteLayout.batch(store.replicaID, seq: seq)
             window.append((seq, path, EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.batches)))
-            guard window.count >= requestsInFlight || seq == sealed else { continue }
+            // The first new name goes up alone: were this store an older copy of itself, the
+            // name taken shows it before any later batch of the backlog lands beside it.
+            guard window.count >= requestsInFlight || seq == sealed || seq == start + 1 else { continue }
             try await putBatches(window)
             // 3. The head naming the last of them.
             try await putHead(seq: seq)

@@ -56,13 +56,19 @@ extension SyncEngine {
         var ownListed: Set<UInt64> = []
         if try lossCheckIsDue() {
             report.lossChecked = true
-            // `concord.json` too: deleted, every replica that opens the remote anew stops;
-            // another store's, this engine must not go on writing beside it.
-            if let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) {
-                if let found = try? StoreManifest(json: bytes).storeID, found != storeID {
-                    throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: found.hex, recorded: storeID.hex, at: "the remote"))
+            // `concord.json` too: deleted or damaged (torn, truncated), every replica that
+            // opens the remote anew stops; another store's, this engine must not go on
+            // writing beside it.
+            let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest))
+            if let bytes, let found = try? StoreManifest(json: bytes) {
+                guard found.storeID == storeID else {
+                    throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: found.storeID.hex, recorded: storeID.hex, at: "the remote"))
                 }
-            } else if try Self.keptManifest(in: store)?.storeID == storeID, try await Self.restoreManifest(remote, from: store) != nil {
+                // The copy kept follows the remote's (a new passphrase wraps the key anew).
+                try Self.keepManifest(found, in: store)
+            }
+            if bytes.map(Self.isDamagedManifest) ?? true, try Self.keptManifest(in: store)?.storeID == storeID,
+               try await Self.restoreManifest(remote, from: store) != nil {
                 republished.append(RemoteLayout.manifestPath)
             }
             let gaps = try await vanishedBatches(into: &report)

@@ -13,6 +13,7 @@ extension SyncEngine {
     /// bytes.
     @discardableResult
     public func writeSnapshot() async throws(ConcordError) -> String {
+        try await checkStoreIdentityOnce()
         if let written = try await writeSnapshot(republish: false) { return written }
         return RemoteLayout.snapshot(store.replicaID, seq: try pushedSeq())
     }

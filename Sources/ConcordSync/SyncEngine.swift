@@ -147,13 +147,13 @@ public actor SyncEngine {
 
     /// Throws unless the remote still holds the store this engine (and the local store)
     /// synced with.
-    /// A remote without `concord.json` gets back the copy this replica keeps, when it is of
-    /// this store (``restoreManifest(_:from:)``).
+    /// A remote without `concord.json`, or with a damaged one, gets back the copy this
+    /// replica keeps, when it is of this store (``restoreManifest(_:from:)``).
     func checkStoreIdentity() async throws(ConcordError) {
         let manifest: StoreManifest
         do {
             manifest = try await Self.manifest(of: remote)
-        } catch where error.code == .notFound {
+        } catch where error.code == .notFound || error.code == .malformed {
             guard let kept = try Self.keptManifest(in: store), kept.storeID == storeID,
                   let restored = try await Self.restoreManifest(remote, from: store) else { throw error }
             manifest = restored
@@ -165,6 +165,19 @@ public actor SyncEngine {
         try checkRecordedStoreID()
         try store.setSyncValue(SyncKey.storeID, storeID.hex)
         try Self.keepManifest(manifest, in: store)
+    }
+
+    /// The first sync, compaction or snapshot (and the first of a store that keeps no copy
+    /// of `concord.json` yet) reads `concord.json` and keeps a copy; later ones check the id
+    /// recorded then, at no cost.
+    func checkStoreIdentityOnce() async throws(ConcordError) {
+        let recorded = try store.syncValue(SyncKey.storeID)
+        let kept = try store.syncValue(SyncKey.manifestCopy)
+        if recorded == nil || kept == nil {
+            try await checkStoreIdentity()
+        } else {
+            try checkRecordedStoreID()
+        }
     }
 
     /// Throws unless this engine's store id (read from `concord.json` when it was unlocked)
@@ -203,15 +216,7 @@ public actor SyncEngine {
     }
 
     private func sync(mode: SyncMode, progress: (@Sendable (SyncProgress) -> Void)?, restoredCopy: IdentityChange?) async throws(ConcordError) -> SyncReport {
-        // The first sync (and the first of a store that keeps no copy of `concord.json` yet)
-        // reads `concord.json`; later ones check the id recorded then, at no cost.
-        let recorded = try store.syncValue(SyncKey.storeID)
-        let kept = try store.syncValue(SyncKey.manifestCopy)
-        if recorded == nil || kept == nil {
-            try await checkStoreIdentity()
-        } else {
-            try checkRecordedStoreID()
-        }
+        try await checkStoreIdentityOnce()
         var report = SyncReport()
         report.restoredCopy = restoredCopy
         var heads = try await listHeads()

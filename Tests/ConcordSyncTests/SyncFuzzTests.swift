@@ -14,12 +14,16 @@ import Testing
 /// replicas run every operation, sync through failing calls, torn uploads (half of the
 /// replicas' storage reporting them as done), lost uploads and deletes that report success,
 /// lost replies, stale, incomplete, duplicated and reordered listings, crashes between push steps, clock
-/// skew of ±1 day, replicas that bootstrap mid-run, and — on days-long jumps of time —
-/// compaction, remote file sweep, replicas retired by silence or by `forget` that come
+/// skew of ±1 day, replicas that bootstrap mid-run, two syncs at once (their calls
+/// interleaved by a seeded turnstile, so the schedule replays), and — in any mix within one
+/// schedule — remotes rolled back to an earlier copy, heads that vanish, devices restored
+/// from a backup, `concord.json` and retired replicas' heads deleted; on days-long jumps of
+/// time, compaction, remote file sweep, replicas retired by silence or by `forget` that come
 /// back, and bootstraps after batches were deleted. After the faults stop, replicas
 /// sync to quiescence and must (1) print identical dumps, (2) equal the reference merge of
 /// every sealed delta, and (3) have lost no write: every entry a local operation created is
-/// in the final state or was removed by a local operation that had observed it.
+/// in the final state or was removed by a local operation that had observed it — unless
+/// every copy of it is gone (a restored device's, never pushed or lost with the remote).
 @Suite struct SyncFuzzTests {
     static let schedules = Int(ProcessInfo.processInfo.environment["CONCORD_SYNC_SCHEDULES"] ?? "") ?? 500
     static let firstSeed = UInt64(ProcessInfo.processInfo.environment["CONCORD_SYNC_SEED"] ?? "") ?? 1
@@ -68,6 +72,7 @@ import Testing
                 "sharedSnapshot", "droppedSnapshots", "remoteRollback", "vanished", "republished", "deviceRestore", "restoredCopy",
                 "faultFailed", "faultTornPut", "faultLostAck", "faultStaleListing", "faultIncompleteListing", "faultDuplicatedListing",
                 "faultReorderedListing", "faultLostPut", "faultLostDelete", "faultTornPutReportedDone", "concurrentSyncs",
+                "overlappingSyncs", "restoreAndRollback", "deletedManifest", "deletedRetiredHead",
             ] {
                 #expect(totals[kind, default: 0] > 0, "no schedule exercised \(kind)")
             }
@@ -97,6 +102,8 @@ final class FuzzRun {
     var storeID: StoreID!
     var stores: [Store] = []
     var remotes: [FaultyRemote] = []
+    /// Each replica's faulty remote behind a turnstile, engaged while two syncs run at once.
+    var gates: [TurnstileRemote] = []
     var engines: [SyncEngine] = []
     var clocks: [ManualClock] = []
     var now: UInt64 = 1_767_268_800_000
@@ -106,6 +113,12 @@ final class FuzzRun {
     /// Every sealed delta's bytes, by replica and seq, kept before compaction lets a store
     /// forget them.
     var sealedLog: [ReplicaID: [UInt64: [UInt8]]] = [:]
+    /// Sealed deltas the oracle found out of every replica's reach when a device was
+    /// restored (not on the remote, no store holding them): a later rollback of the remote
+    /// may bring one back, and then every replica must apply it.
+    var droppedLog: [ReplicaID: [UInt64: [UInt8]]] = [:]
+    /// Every entry a local operation created, those no longer expected included.
+    var everCreated: [SlotRef: Set<Stamp>] = [:]
     /// Replicas some replica forgot, and replicas compaction found retired.
     var retired: Set<ReplicaID> = []
     /// Every entry a local operation created, and every one a local operation removed.
@@ -153,8 +166,9 @@ final class FuzzRun {
                           "fuzzfield-b", "fuzzset-s", "fuzzvalue-", "file content "]
 
     /// Every fourth schedule syncs with 8 requests in flight: its faults then land in an
-    /// order the scheduler picks, so a failure there may not replay exactly (set
-    /// CONCORD_SYNC_IN_FLIGHT=1 to replay it in order). The others make one request at a time.
+    /// order the scheduler picks, so a failure there may not replay exactly (rerun it a few
+    /// times, or set CONCORD_SYNC_IN_FLIGHT=1 to replay it in order). The others make one
+    /// request at a time and replay exactly, two syncs at once included.
     var requestsInFlight: Int {
         Int(ProcessInfo.processInfo.environment["CONCORD_SYNC_IN_FLIGHT"] ?? "") ?? (seed % 4 == 0 ? 8 : 1)
     }
@@ -182,11 +196,12 @@ final class FuzzRun {
         stores.append(store)
         knownIDs[index] = store.replicaID
         remotes.append(faulty)
+        gates.append(TurnstileRemote(wrapping: faulty))
         clocks.append(clock)
         // Short periods, so that a schedule's days-long jumps reach them; the grace period
         // still exceeds deadline + staleness + the ±1 day skew (docs/ARCHITECTURE.md §4).
         engines.append(SyncEngine(
-            store: store, remote: faulty, key: key, storeID: storeID, clock: clock, snapshotEvery: 3,
+            store: store, remote: gates[index], key: key, storeID: storeID, clock: clock, snapshotEvery: 3,
             snapshotSlack: UInt64(random.int(0...3)), retention: 10 * Self.day, blobGracePeriod: 5 * Self.day,
             requestsInFlight: requestsInFlight))
     }
@@ -195,6 +210,7 @@ final class FuzzRun {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         folder = try FolderRemote(root: scratch + "/remote", createIfMissing: true, clock: storage)
         (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "fuzz", limits: .minimum)
+        let manifest = try await folderGet(RemoteLayout.manifestPath)
         for _ in 0..<random.int(2...4) { try await addReplica() }
         let files = (1...3).map { Array("file content \($0) of \(seed)".utf8) }
 
@@ -303,31 +319,48 @@ final class FuzzRun {
                         trace.log("r\(index) collect failed: \(error.code)")
                     }
                 }
-            case 18 where seed % 2 == 0:
-                // The remote goes back in time: a copy is taken, and later put back; or heads
-                // vanish behind the replicas' backs.
-                if let copy = remoteCopy, random.chance(0.6) {
-                    try await remotes[0].rollback(to: copy)
-                    remoteCopy = nil
-                    trace.log("the remote is rolled back to its copy\(copy.prefix.isEmpty ? "" : " of \(copy.prefix)")")
-                    stats.count("remoteRollback")
-                } else if remoteCopy == nil, random.chance(0.7) {
-                    remoteCopy = try await remotes[0].copy(prefix: random.pick(["", "", "heads/"]))
-                    trace.log("a copy of the remote is taken")
-                } else {
-                    let gone = try await remotes[0].vanish(prefix: RemoteLayout.headsPrefix, probability: 0.3)
-                    trace.log("vanished: \(gone)")
-                    stats.count("vanished", gone.count)
-                }
             case 18:
-                // A device goes back in time: its store is restored from a backup taken right
-                // after one of its syncs.
-                // Preferably a replica that pushed since its backup: its store then goes back
-                // behind what the remote holds of it.
+                // Storage and devices go back in time, in any mix within one schedule: the
+                // remote is rolled back to an earlier copy, or loses heads behind the
+                // replicas' backs; a device's store is restored from a backup taken right
+                // after one of its syncs; a stranger deletes `concord.json`, or the head of
+                // a retired replica.
                 let candidates = backups.sorted(by: { $0.key < $1.key })
-                if let (index, backup) = candidates.first(where: { pushedSinceBackup.contains($0.key) }) ?? candidates.first {
+                switch random.int(0...9) {
+                case 0...3:
+                    if let copy = remoteCopy, random.chance(0.6) {
+                        try await remotes[0].rollback(to: copy)
+                        remoteCopy = nil
+                        trace.log("the remote is rolled back to its copy\(copy.prefix.isEmpty ? "" : " of \(copy.prefix)")")
+                        stats.count("remoteRollback")
+                        try await settleLosses()
+                    } else if remoteCopy == nil, random.chance(0.7) {
+                        remoteCopy = try await remotes[0].copy(prefix: random.pick(["", "", "heads/"]))
+                        trace.log("a copy of the remote is taken")
+                    } else {
+                        let gone = try await remotes[0].vanish(prefix: RemoteLayout.headsPrefix, probability: 0.3)
+                        trace.log("vanished: \(gone)")
+                        stats.count("vanished", gone.count)
+                    }
+                case 4...6 where !candidates.isEmpty:
+                    // Preferably a replica that pushed since its backup: its store then goes
+                    // back behind what the remote holds of it.
+                    let (index, backup) = candidates.first(where: { pushedSinceBackup.contains($0.key) }) ?? candidates[0]
                     try await restoreDevice(index, from: backup)
                     backups[index] = nil
+                // (Once some replica keeps a copy: one that never reached the remote has none.)
+                case 7 where try stores.contains(where: { try SyncEngine.keptManifest(in: $0) != nil }):
+                    try await folder.delete(RemoteLayout.manifestPath)
+                    trace.log("concord.json is deleted")
+                    stats.count("deletedManifest")
+                default:
+                    let gone = Set(identityChanges.map(\.old)).union(retired)
+                    for object in try await folder.list(prefix: RemoteLayout.headsPrefix) {
+                        guard case let .head(replica, _)? = RemoteLayout.parse(object.path), gone.contains(replica) else { continue }
+                        try await folder.delete(object.path)
+                        trace.log("the head \(object.path) of a retired replica is deleted")
+                        stats.count("deletedRetiredHead")
+                    }
                 }
             case 14:
                 if stores.count < 6 {
@@ -340,15 +373,24 @@ final class FuzzRun {
                 if stores.count > 1, random.chance(0.3) {
                     // Two replicas sync at the same time, through the same storage.
                     let other = (r + random.int(1...(stores.count - 1))) % stores.count
+                    // Their calls go through a turnstile in an order drawn from the seed, so
+                    // the schedule replays; the overlaps it shows are counted.
                     let (first, second) = (engines[r], engines[other])
                     try logSealed(r)
                     try logSealed(other)
-                    async let a = Self.outcome(of: first)
-                    async let b = Self.outcome(of: second)
+                    let turnstile = Turnstile(seed: random.next(), participants: [0, 1])
+                    gates[r].engage(turnstile, as: 0)
+                    gates[other].engage(turnstile, as: 1)
+                    async let a = Self.outcome(of: first, through: turnstile, as: 0)
+                    async let b = Self.outcome(of: second, through: turnstile, as: 1)
                     let (ra, rb) = await (a, b)
+                    gates[r].disengage()
+                    gates[other].disengage()
                     noteSync(r, note: "sync beside r\(other)", ra)
                     noteSync(other, note: "sync beside r\(r)", rb)
                     stats.count("concurrentSyncs")
+                    if turnstile.switches >= 2 { stats.count("overlappingSyncs") }
+                    trace.log("calls of r\(r) and r\(other) in turn: \(turnstile.order.map(String.init).joined())")
                 } else {
                     await sync(r, note: "sync")
                 }
@@ -370,6 +412,9 @@ final class FuzzRun {
             stats.count("faultDuplicatedListing", counts.duplicatedListings)
             stats.count("faultReorderedListing", counts.reorderedListings)
         }
+        // Faults together: a device restored and the remote rolled back in one schedule.
+        let mine = stats.snapshot() as [String: Int]
+        if mine["deviceRestore", default: 0] > 0, mine["remoteRollback", default: 0] > 0 { stats.count("restoreAndRollback") }
         // Faults stop. Weeks of upkeep: each week every replica syncs and compacts, so
         // batches go, superseded files are collected, and silent replicas retire; then a
         // new replica bootstraps from what is left. Then sync to quiescence.
@@ -431,9 +476,18 @@ final class FuzzRun {
         }
         var reference = StoreState()
         for index in stores.indices { try logSealed(index) }
-        // Every sealed delta of every replica id, those of ids a restored store gave up included.
+        // Every sealed delta of every replica id, those of ids a restored store gave up included;
+        // of those found out of reach, the ones that came back and were applied.
         for (_, log) in sealedLog {
             for (_, bytes) in log { reference.join(try DeltaCodec.decode(bytes).state) }
+        }
+        let applied = try stores.map { try $0.appliedSeqs() }
+        for (id, log) in droppedLog {
+            let reached = applied.map { $0[id] ?? 0 }.max() ?? 0
+            for (seq, bytes) in log where seq <= reached {
+                reference.join(try DeltaCodec.decode(bytes).state)
+                trace.log("batch \(seq) of \(id), out of reach when its device was restored, came back")
+            }
         }
         let final = try stores[0].state()
         if CanonicalDump.json(of: reference) != dumps[0] {
@@ -454,6 +508,8 @@ final class FuzzRun {
             }
         }
         failures += purgeFailures
+        // A deleted `concord.json` is put back, as it was.
+        if try await folderGet(RemoteLayout.manifestPath) != manifest { failures.append("concord.json is not back as it was") }
         try await auditNames()
         failures += nameFailures
         // (3) no lost write.
@@ -468,7 +524,7 @@ final class FuzzRun {
             }
         }
         for (slot, dots) in present {
-            for dot in dots where !(created[slot]?.contains(dot) ?? false) && !original(dot).contains(where: { created[slot]?.contains($0) ?? false }) {
+            for dot in dots where !(everCreated[slot]?.contains(dot) ?? false) && !original(dot).contains(where: { everCreated[slot]?.contains($0) ?? false }) {
                 failures.append("phantom entry: \(slot.record) \(slot.key) \(dot) was never written")
             }
         }
@@ -556,10 +612,26 @@ final class FuzzRun {
         // Compaction forgets the sealed bytes of the batches it deletes, all sealed before it
         // began: the audit keeps its own copy of every one first.
         try logSealed(r)
+        let id = stores[r].replicaID
         var before: [ConcordCore.Record?] = []
         for ref in Self.refs { before.append(try stores[r].rawRecord(ref)) }
         let result: Result<CompactionReport, ConcordError>
         do { result = .success(try await engines[r].compact()) } catch { result = .failure(error) }
+        // A store whose newest head the remote lost continues under a new id before its
+        // compaction pushes: its unpushed writes keep their stamps' times under the new id,
+        // so the purge check reads them under the old one.
+        let renamed = stores[r].replicaID
+        func compared(_ record: ConcordCore.Record?, with old: ConcordCore.Record?) -> ConcordCore.Record? {
+            guard renamed != id, var record else { return record }
+            for (key, slot) in record.slots {
+                record.slots[key]!.entries = slot.entries.map {
+                    $0.dot.replica == renamed ? Entry(dot: Stamp(hlc: $0.dot.hlc, replica: id), payload: $0.payload) : $0
+                }.sorted { $0.dot < $1.dot }
+                if record.slots[key]!.entries == old?.slots[key]?.entries { record.slots[key]!.scope = old?.slots[key]?.scope }
+            }
+            if record.slots == old?.slots { record.scope = old?.scope }
+            return record
+        }
         // The replicas this purge did not wait for: retired (by design, a retired replica
         // that returns with a concurrent update brings back its own fields only).
         // A replica with no head at all is unknown to it: one whose last sync (which would
@@ -568,7 +640,7 @@ final class FuzzRun {
         let silent = Set(lastSyncAt.filter { now > $0.value + 8 * Self.day }.keys)
         let waived = ((try? result.get()).map { Set($0.retiredReplicas) } ?? retired).union(silent)
         for (ref, old) in zip(Self.refs, before) {
-            let new = try stores[r].rawRecord(ref)
+            let new = compared(try stores[r].rawRecord(ref), with: old)
             guard new != old else { continue }
             guard let old else {
                 purgeFailures.append("r\(r) compaction created the record \(ref)")
@@ -601,6 +673,7 @@ final class FuzzRun {
             let new = Set(after[key]?.entries.map(\.dot) ?? [])
             let slot = SlotRef(record: ref, key: key)
             created[slot, default: []].formUnion(new.subtracting(old))
+            everCreated[slot, default: []].formUnion(new.subtracting(old))
             removed[slot, default: []].formUnion(old.subtracting(new))
             removedLocally[slot, default: []].formUnion(old.subtracting(new))
             switch key {
@@ -697,6 +770,7 @@ final class FuzzRun {
         while reach < announced && onRemote.contains(reach + 1) { reach += 1 }
         for (seq, dots) in ownDots where seq <= reach { held.formUnion(dots) }
         for seq in (sealedLog[id] ?? [:]).keys where seq > reach {
+            droppedLog[id, default: [:]][seq] = sealedLog[id]![seq]
             sealedLog[id]![seq] = nil
         }
         originalSeqs[id] = Set((sealedLog[id] ?? [:]).keys)
@@ -728,7 +802,7 @@ final class FuzzRun {
         }
         stores[r] = restored
         engines[r] = SyncEngine(
-            store: restored, remote: remotes[r], key: key, storeID: storeID, clock: clocks[r], snapshotEvery: 3,
+            store: restored, remote: gates[r], key: key, storeID: storeID, clock: clocks[r], snapshotEvery: 3,
             snapshotSlack: engines[r].snapshotSlack, retention: 10 * Self.day, blobGracePeriod: 5 * Self.day,
             requestsInFlight: requestsInFlight)
         restoredFrom[r, default: []].append(id)
@@ -780,6 +854,7 @@ final class FuzzRun {
     /// the reference merge, and their writes are no longer expected.
     func forgetBatches(of id: ReplicaID, from first: UInt64) throws {
         for (seq, bytes) in sealedLog[id] ?? [:] where seq >= first {
+            droppedLog[id, default: [:]][seq] = bytes
             sealedLog[id]![seq] = nil
             for change in try DeltaCodec.decode(bytes).records {
                 for slot in change.slots { created[SlotRef(record: change.ref, key: slot.key)]?.subtract(slot.entries.map(\.dot)) }
@@ -831,6 +906,9 @@ final class FuzzRun {
         }
         return failures
     }
+
+    /// After the remote went back in time: writes whose every copy is now gone.
+    func settleLosses() async throws {}
 
     /// Per id of a restored replica, the seqs its original store sealed (kept in the log).
     var originalSeqs: [ReplicaID: Set<UInt64>] = [:]
@@ -889,6 +967,12 @@ final class FuzzRun {
         do { return .success(try await engine.sync()) } catch { return .failure(error) }
     }
 
+    /// ``outcome(of:)``, as `participant` of `turnstile`, which it leaves when it returns.
+    static func outcome(of engine: SyncEngine, through turnstile: Turnstile, as participant: Int) async -> Result<SyncReport, ConcordError> {
+        defer { turnstile.end(participant) }
+        return await outcome(of: engine)
+    }
+
     /// Records what one sync of replica `r` did.
     func noteSync(_ r: Int, note: String, _ outcome: Result<SyncReport, ConcordError>) {
         lastSyncAt[stores[r].replicaID] = now
@@ -906,7 +990,7 @@ final class FuzzRun {
             stats.count("republished", report.remoteRolledBack.count)
             noteIdentity(report, r)
             if report.pushed > 0, backups[r] != nil { pushedSinceBackup.insert(r) }
-            if seed % 2 == 1, backups[r] == nil, random.chance(0.5) { try? backup(r) }
+            if backups[r] == nil, random.chance(0.3) { try? backup(r) }
         } catch {
             trace.log("r\(r) \(note) failed: \(error.code)")
             stats.count("rejectedOrFailed")

@@ -60,6 +60,42 @@ import Testing
         #expect(try await fleet.remote.get(RemoteLayout.manifestPath) == other)
     }
 
+    /// Storage that tore the put of `concord.json` while reporting it done (or a truncated
+    /// copy from a sync client): the hourly check puts the kept copy back and reads it back;
+    /// a new passphrase set elsewhere is what each replica keeps from then on; a readable
+    /// `concord.json` of a newer format is never overwritten.
+    @Test func aTornConcordJSONIsPutBackAndTheKeptCopyFollowsANewPassphrase() async throws {
+        let fleet = try await Fleet(count: 2)
+        try fleet.stores[0].set(note, "title", .string("kept"))
+        try await fleet.syncAll()
+        // Another device sets a new passphrase: the hourly check keeps the new copy.
+        try await SyncEngine.changePassphrase(fleet.remote, from: Fleet.passphrase, to: "renewed")
+        let renewed = try #require(try await fleet.remote.get(RemoteLayout.manifestPath))
+        fleet.clock.advance(by: 3_600_001)
+        _ = try await fleet.engines[0].sync()
+        _ = try await fleet.engines[1].sync()
+        // Torn: the first half of it.
+        try await fleet.remote.put(RemoteLayout.manifestPath, Array(renewed.prefix(renewed.count / 2)))
+        await #expect(throws: ConcordError.self) { try await SyncEngine.unlock(fleet.remote, passphrase: "renewed") }
+        fleet.clock.advance(by: 3_600_001)
+        let report = try await fleet.engines[0].sync()
+        #expect(report.remoteRolledBack.contains(RemoteLayout.manifestPath), "\(report.remoteRolledBack)")
+        #expect(try await fleet.remote.get(RemoteLayout.manifestPath) == renewed)
+        _ = try await SyncEngine.unlock(fleet.remote, passphrase: "renewed")
+        // `doctor` names a torn one and `--repair` puts it back.
+        try await fleet.remote.put(RemoteLayout.manifestPath, Array(renewed.prefix(10)))
+        let doctor = try await fleet.engines[1].doctor(repair: true)
+        #expect(doctor.findings.contains { $0.kind == .missingManifest && $0.repaired }, "\(doctor.findings)")
+        #expect(try await fleet.remote.get(RemoteLayout.manifestPath) == renewed)
+        // A readable manifest of a newer format is left as it is.
+        var newer = String(decoding: renewed, as: UTF8.self)
+        newer = newer.replacingOccurrences(of: "\"formatVersion\" : 1", with: "\"formatVersion\" : 2")
+        #expect(newer.utf8.elementsEqual(renewed) == false)
+        try await fleet.remote.put(RemoteLayout.manifestPath, Array(newer.utf8))
+        #expect(try await SyncEngine.restoreManifest(fleet.remote, from: fleet.stores[0]) == nil)
+        #expect(try await fleet.remote.get(RemoteLayout.manifestPath) == Array(newer.utf8))
+    }
+
     @Test func wrongPassphraseIsReportedBeforeAnythingIsRead() async throws {
         let scratch = TemporaryDirectory("sync")
         let folder = try FolderRemote(root: scratch.file("remote"), createIfMissing: true)

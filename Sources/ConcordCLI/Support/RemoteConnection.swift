@@ -293,10 +293,12 @@ struct RemoteConnection {
         let manifest: StoreManifest
         do {
             manifest = try await readManifest(remote, location: location)
-        } catch let error as ConcordError where error.code == .noRemoteStore {
-            // Deleted: put back the copy this replica keeps, if it is of the store it synced with.
+        } catch let error as ConcordError where error.code == .noRemoteStore || error.code == .malformed {
+            // Deleted, or damaged (torn, truncated): put back the copy this replica keeps, if
+            // it is of the store it synced with.
             guard let restored = try await SyncEngine.restoreManifest(remote, from: store) else { throw error }
-            FileHandle.standardError.write(Data("concord: warning: \(location.display) held no concord.json (deleted?): put back the copy this replica unlocked (store \(restored.storeID.hex))\n".utf8))
+            let what = error.code == .malformed ? "a damaged concord.json (\(error.message))" : "no concord.json (deleted?)"
+            FileHandle.standardError.write(Data("concord: warning: \(location.display) held \(what): put back the copy this replica unlocked (store \(restored.storeID.hex))\n".utf8))
             manifest = restored
         }
         // Before any passphrase: a concord.json of another store (re-created, or swapped in)

@@ -40,11 +40,12 @@ extension SyncEngine {
         }
         // 1. concord.json: without it (or with another store's) nothing else can be judged.
         var manifestBytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest))
-        if manifestBytes == nil, let kept = try Self.keptManifest(in: store), kept.storeID == storeID {
-            // Deleted, and this replica keeps the copy it unlocked: put back on repair.
+        if manifestBytes.map(Self.isDamagedManifest) ?? true, let kept = try Self.keptManifest(in: store), kept.storeID == storeID {
+            // Deleted or damaged, and this replica keeps the copy it unlocked: put back on repair.
+            let what = manifestBytes == nil ? "no concord.json (deleted?)" : "a damaged concord.json (torn, truncated or tampered)"
             var finding = DoctorFinding(
                 path: RemoteLayout.manifestPath, kind: .missingManifest, replica: nil,
-                message: "the remote holds no concord.json (deleted?); this replica keeps the copy it unlocked, of this store",
+                message: "the remote holds \(what); this replica keeps the copy it unlocked, of this store",
                 action: "`concord doctor --repair`, or any sync of this replica, puts it back")
             if repair, let restored = try await Self.restoreManifest(remote, from: store) {
                 finding.repaired = true
