@@ -45,6 +45,33 @@ import Testing
         return (fleet, restoredStore, restored, batch2)
     }
 
+    /// A restored copy with a backlog of sealed batches, its old head gone from the remote
+    /// (nothing at sync start shows it is a copy): the first new batch name goes up alone,
+    /// so finding it taken stops the push before a later batch of the backlog lands under
+    /// the old id beside it (with 8 requests in flight they once went up together).
+    @Test func aRestoredCopysBacklogNeverLandsBesideATakenName() async throws {
+        let (fleet, restoredStore, restored, batch2) = try await restoredScenario(compactFirst: false)
+        let old = fleet.stores[0].replicaID
+        _ = try restoredStore.seal()
+        try restoredStore.set(RecordRef(collection: "notes", id: "n4"), "title", .string("four"))
+        _ = try restoredStore.seal()
+        #expect(try restoredStore.sealedSeq() == 3)
+        for head in try await fleet.remote.list(prefix: RemoteLayout.headsPrefix) where head.path.contains(old.description) {
+            try await fleet.remote.delete(head.path)
+        }
+        let report = try await restored.sync()
+        #expect(report.restoredCopy?.old == old, "\(report)")
+        #expect(try await fleet.remote.get(RemoteLayout.batch(old, seq: 2)) == batch2)
+        #expect(try await fleet.remote.get(RemoteLayout.batch(old, seq: 3)) == nil)
+        try await fleet.engines[1].sync()
+        try await restored.sync()
+        try await fleet.engines[1].sync()
+        #expect(try restoredStore.canonicalDump() == fleet.stores[1].canonicalDump())
+        for id in ["n1", "n2", "n3", "n4"] {
+            #expect(try fleet.stores[1].record(RecordRef(collection: "notes", id: id)) != nil, "\(id) missing")
+        }
+    }
+
     @Test(arguments: [false, true])
     func aRestoredStoreContinuesUnderANewIdAndLosesNothing(batchCompacted: Bool) async throws {
         var (fleet, restoredStore, restored, batch2) = try await restoredScenario(compactFirst: batchCompacted)
