@@ -189,6 +189,7 @@ vacuity() {
   job "REACH_22.cfgF" fail "$CFG_F -DREACH=22" "$QUICK" ""
   job "REACH_23.cfgF" fail "$CFG_F -DREACH=23" "$QUICK" ""
   job "REACH_24.cfgF" fail "$CFG_F -DREACH=24" "$QUICK" ""
+  job "REACH_25.cfgG" fail "$CFG_G -DREACH=25" "$QUICK" ""
   run_all
 }
 

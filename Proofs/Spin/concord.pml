@@ -92,20 +92,34 @@
  * RESTORE (-DRESTORE, configuration F)
  *   A device goes back in time: replica 0's local state may, once, revert
  *   to a backup taken right after one of its syncs (everything pushed),
- *   at any moment, even in the middle of a push.  The copy checks first
- *   whether the remote knows more of its own history than it does (a head
- *   or an authentic batch of its id past what it sealed).  If so it stops
- *   writing under its id, announces the batches its lost store uploaded
- *   but no head named, and continues under a new id: replica slot 2,
- *   dormant until then, starts from the copy's state and pulls the old
- *   id's history like another replica's.  The old id never writes again.
+ *   at any moment, even in the middle of a push.  The copy does not know
+ *   it is one: it finds out from what its syncs read, by the steps the
+ *   Swift sync takes -- a head of its id past what it sealed (sync start,
+ *   and the push's own listing), an authentic batch of its id past it (the
+ *   periodic listing), the name of its next batch holding other bytes
+ *   (push), another replica's batch depending on writes of its id it never
+ *   made (pull), and with ROLLBACK the ownLoss rule.  Then it announces the
+ *   batches its lost store uploaded but no head named, and continues under
+ *   a new id: replica slot 2, dormant until then, starts from the copy's
+ *   state and pulls the old id's history like another replica's.  The old
+ *   id never writes again.
  *   Properties: p4_one_content (a batch name that ever held authentic
- *   bytes is never sealed again with other contents), p1_own_kept,
+ *   bytes is never put again with other contents), p1_own_kept,
  *   p0_causal, p1_durable, the collector's invariants, and convergence of
- *   the live replicas to every write that survived (the restored copy's,
- *   the remote's and those other replicas applied).  MUTANT_NO_RESTORE_CHECK
- *   (the copy carries on under its id) and MUTANT_NO_ORPHANS (unannounced
- *   batches are left) must fail.
+ *   the live replicas to every write that survives (held by a live
+ *   replica, or in an authentic batch or snapshot on the remote).
+ *   MUTANT_NO_RESTORE_CHECK (the copy ignores what it reads and carries on
+ *   under its id) and MUTANT_NO_ORPHANS (unannounced batches are left)
+ *   must fail.
+ *
+ * RESTORE AND ROLLBACK (-DRESTORE -DROLLBACK, configuration G)
+ *   Both in one run.  A sync republishes a lost own head (and the own
+ *   batches the remote lost) before it pushes; a store whose newest head
+ *   the remote lost, having sealed nothing past it, records it (ownLoss)
+ *   and continues under a new id at its next write.  MUTANT_NO_OWNLOSS
+ *   must fail (p4_one_content).  With the remote's copy and the device's
+ *   backup taken at the same point the copy can observe nothing: a known
+ *   gap (README), which check.sh --extended requires to fail.
  *
  * DEVIATIONS FROM / ADDITIONS TO docs/ARCHITECTURE.md 4 (each is needed; see README)
  *   - a snapshot (re-)uploads the blobs it references before itself;
@@ -170,7 +184,8 @@
  *   21 a lost blob of a batch still there is uploaded again (E)
  *   22 a device is restored from a backup (F)
  *   23 its copy announces a batch its lost store never announced (F)
- *   24 the copy continues under a new id (F) */
+ *   24 the copy continues under a new id (F)
+ *   25 a store continues under a new id by the ownLoss rule (G) */
 #ifdef REACH
 #define REACHED(n) assert(REACH != (n))
 #else
@@ -954,7 +969,7 @@ end_idle:
    *      at its next sync with a write to push, before sealing, it continues
    *      under a new id -- no remote object can tell it whether its next
    *      name was already used by a store it is an older copy of. */
-  :: d_step { r == 0 && mode[r] == IDLE && ownLoss0 && pushed[r] == lastSeq[r] && nw[r] < WMAX(r) && !HEAD_LOST(r) -> recover(r) }
+  :: d_step { r == 0 && mode[r] == IDLE && ownLoss0 && pushed[r] == lastSeq[r] && nw[r] < WMAX(r) && !HEAD_LOST(r) -> REACHED(25); recover(r) }
 #endif
 #endif
 
