@@ -92,20 +92,34 @@
  * RESTORE (-DRESTORE, configuration F)
  *   A device goes back in time: replica 0's local state may, once, revert
  *   to a backup taken right after one of its syncs (everything pushed),
- *   at any moment, even in the middle of a push.  The copy checks first
- *   whether the remote knows more of its own history than it does (a head
- *   or an authentic batch of its id past what it sealed).  If so it stops
- *   writing under its id, announces the batches its lost store uploaded
- *   but no head named, and continues under a new id: replica slot 2,
- *   dormant until then, starts from the copy's state and pulls the old
- *   id's history like another replica's.  The old id never writes again.
+ *   at any moment, even in the middle of a push.  The copy does not know
+ *   it is one: it finds out from what its syncs read, by the steps the
+ *   Swift sync takes -- a head of its id past what it sealed (sync start,
+ *   and the push's own listing), an authentic batch of its id past it (the
+ *   periodic listing), the name of its next batch holding other bytes
+ *   (push), another replica's batch depending on writes of its id it never
+ *   made (pull), and with ROLLBACK the ownLoss rule.  Then it announces the
+ *   batches its lost store uploaded but no head named, and continues under
+ *   a new id: replica slot 2, dormant until then, starts from the copy's
+ *   state and pulls the old id's history like another replica's.  The old
+ *   id never writes again.
  *   Properties: p4_one_content (a batch name that ever held authentic
- *   bytes is never sealed again with other contents), p1_own_kept,
+ *   bytes is never put again with other contents), p1_own_kept,
  *   p0_causal, p1_durable, the collector's invariants, and convergence of
- *   the live replicas to every write that survived (the restored copy's,
- *   the remote's and those other replicas applied).  MUTANT_NO_RESTORE_CHECK
- *   (the copy carries on under its id) and MUTANT_NO_ORPHANS (unannounced
- *   batches are left) must fail.
+ *   the live replicas to every write that survives (held by a live
+ *   replica, or in an authentic batch or snapshot on the remote).
+ *   MUTANT_NO_RESTORE_CHECK (the copy ignores what it reads and carries on
+ *   under its id) and MUTANT_NO_ORPHANS (unannounced batches are left)
+ *   must fail.
+ *
+ * RESTORE AND ROLLBACK (-DRESTORE -DROLLBACK, configuration G)
+ *   Both in one run.  A sync republishes a lost own head (and the own
+ *   batches the remote lost) before it pushes; a store whose newest head
+ *   the remote lost, having sealed nothing past it, records it (ownLoss)
+ *   and continues under a new id at its next write.  MUTANT_NO_OWNLOSS
+ *   must fail (p4_one_content).  With the remote's copy and the device's
+ *   backup taken at the same point the copy can observe nothing: a known
+ *   gap (README), which check.sh --extended requires to fail.
  *
  * DEVIATIONS FROM / ADDITIONS TO docs/ARCHITECTURE.md 4 (each is needed; see README)
  *   - a snapshot (re-)uploads the blobs it references before itself;
@@ -150,8 +164,7 @@
 #define PULL    2
 #define JOIN    3
 #define SNAP    4
-#define DETECT  5   /* RESTORE: a restored copy that will find out before anything else */
-#define GONE    6   /* RESTORE: an id that never acts again (or not yet: slot 2)        */
+#define GONE    5   /* RESTORE: an id that never acts again (or not yet: slot 2)        */
 
 /* Non-vacuity probes: with -DREACH=n the model asserts that probe n is
  * never reached, so a violation proves the event happens (check.sh
@@ -171,7 +184,8 @@
  *   21 a lost blob of a batch still there is uploaded again (E)
  *   22 a device is restored from a backup (F)
  *   23 its copy announces a batch its lost store never announced (F)
- *   24 the copy continues under a new id (F) */
+ *   24 the copy continues under a new id (F)
+ *   25 a store continues under a new id by the ownLoss rule (G) */
 #ifdef REACH
 #define REACHED(n) assert(REACH != (n))
 #else
@@ -223,10 +237,15 @@ bit  bput[NR*NS];     /* ghost: the name was put complete (authentic) once ... *
 bit  bgen[NR*NS];     /* ... by that generation                               */
 bit  bsaved; bit restored; bit adopted;
 byte bk_nw, bk_last, bk_sused; byte bk_vv[NR];   /* replica 0's backup         */
-byte want0;           /* origin 0's writes that survived the restore           */
+bit  ownLoss0;        /* replica 0's store recorded that the remote lost the
+                         head of its newest batch, and it sealed nothing past it */
+bit  bk_ownLoss;      /* ... as the backup holds it                            */
 #define GEN(r) ((r) == 0 -> gen0 : 0)
 #define LIVE(r) (mode[r] != GONE)
-#define WANT(o) ((o) == 0 && adopted -> want0 : ((o) == 2 && !adopted -> 0 : WMAX(o)))
+/* what survives of origin o: held by a live replica, in an authentic batch
+ * or a snapshot on the remote (computed by check() into cw[]) */
+hidden byte cw[NR];
+#define WANT(o) cw[o]
 #else
 #define SEQTOP(o) lastSeq[o]
 #define LIVE(r) 1
@@ -345,14 +364,25 @@ inline check() {
       assert(p0_torn_pending)
     }
   }
-#ifdef RESTORE
-  /* p4_one_content: a batch name that held authentic bytes once is never
-   * sealed again with other contents */
-  for (ci : 0 .. NR*NS-1) { assert(!bput[ci] || bgen[ci] == sgen[ci]) }
-#endif
 #endif
 #ifdef REACH
   probes();
+#endif
+#ifdef RESTORE
+  /* the writes that survive: held by a live replica, or in an authentic
+   * batch or snapshot on the remote (the lost store's others are gone) */
+  for (cj : 0 .. NR-1) {
+    cw[cj] = 0;
+    for (ci : 0 .. NR-1) {
+      if :: LIVE(ci) && vv[V(ci,cj)] > cw[cj] -> cw[cj] = vv[V(ci,cj)] :: else -> skip fi
+    }
+    for (ci : 1 .. NS-1) {
+      if :: bat[B(cj,ci)] == OK && hi[B(cj,ci)] > cw[cj] -> cw[cj] = hi[B(cj,ci)] :: else -> skip fi
+    }
+    for (ci : 0 .. NR*NS-1) {
+      if :: snap[ci] == OK && svv[SV(ci,cj)] > cw[cj] -> cw[cj] = svv[SV(ci,cj)] :: else -> skip fi
+    }
+  }
 #endif
   /* ghosts for the LTL formulas and the final check: over the live replicas */
   conv = 1; delivered = 1;
@@ -366,8 +396,12 @@ inline check() {
     :: else -> skip
     fi
   }
-  /* conv implies delivered, so p3_converged implies p1_delivered */
+  /* conv implies delivered, so p3_converged implies p1_delivered (a
+   * storage fault may take a landed batch away together with every copy,
+   * with a restored device: not asserted then) */
+#if !(defined(RESTORE) && defined(ROLLBACK))
   assert(!conv || delivered);
+#endif
   ci = 0; cj = 0; ck = 0; cl = 0
 }
 
@@ -404,13 +438,21 @@ inline seal(r) {
 inline put_blob(r)       { blob[CUR_BLOB(r)] = OK;   bage[CUR_BLOB(r)] = 0; late[r] = 0 }
 inline put_blob_torn(r)  { blob[CUR_BLOB(r)] = TORN; bage[CUR_BLOB(r)] = 0 }
 #ifdef RESTORE
-inline put_batch(r)      { bat[CUR_BATCH(r)] = OK;   bfr[CUR_BATCH(r)] = 1; anyfresh = 1;
-                           if :: !bput[CUR_BATCH(r)] -> bput[CUR_BATCH(r)] = 1; bgen[CUR_BATCH(r)] = GEN(r)
+/* p4_one_content: a batch name that ever held authentic bytes is never put
+ * (whole or torn) with other contents: those of another generation of the
+ * store.  Asserted at every put of a batch. */
+hidden byte p4_one_content;
+#define one_content(i, g) p4_one_content = (!bput[i] || bgen[i] == (g)); assert(p4_one_content)
+inline put_batch(r)      { one_content(CUR_BATCH(r), sgen[CUR_BATCH(r)]);
+                           bat[CUR_BATCH(r)] = OK;   bfr[CUR_BATCH(r)] = 1; anyfresh = 1;
+                           if :: !bput[CUR_BATCH(r)] -> bput[CUR_BATCH(r)] = 1; bgen[CUR_BATCH(r)] = sgen[CUR_BATCH(r)]
                               :: else -> skip fi }
+inline put_batch_torn(r) { one_content(CUR_BATCH(r), sgen[CUR_BATCH(r)]);
+                           bat[CUR_BATCH(r)] = TORN; bfr[CUR_BATCH(r)] = 1; anyfresh = 1 }
 #else
 inline put_batch(r)      { bat[CUR_BATCH(r)] = OK;   bfr[CUR_BATCH(r)] = 1; anyfresh = 1 }
-#endif
 inline put_batch_torn(r) { bat[CUR_BATCH(r)] = TORN; bfr[CUR_BATCH(r)] = 1; anyfresh = 1 }
+#endif
 inline put_head(r)       { hd[r] = hd[r] | (1 << lastSeq[r]); landed[r] = lastSeq[r] }
 /* delete the older heads, record the push as complete */
 inline push_done(r)      { hd[r] = (1 << lastSeq[r]); pushed[r] = lastSeq[r];
@@ -624,13 +666,87 @@ inline snap_done(r) {
 /* own pushed batch s is gone from the remote and no snapshot covers it */
 #define LOST_OWN(r,s) ((s) <= pushed[r] && bat[B(r,s)] == ABS && !COVERED(r, hi[B(r,s)]))
 #define SYNCING(r) (mode[r] == IDLE || mode[r] == PULL)
+/* the remote lost the head of r's newest pushed batch */
+#define HEAD_LOST(r) (pushed[r] > 0 && (hd[r] >> pushed[r]) == 0)
 #define LOST_BLOB(r,s) ((s) <= pushed[r] && bat[B(r,s)] == OK && blob[BL(r, hi[B(r,s)])] == ABS)
 inline REPUT_BLOB(r,s) { blob[BL(r, hi[B(r,s)])] = OK; bage[BL(r, hi[B(r,s)])] = 0; REACHED(21) }
 inline REPUT(r,s) {
+#ifdef RESTORE
+  one_content(B(r,s), sgen[B(r,s)]);
+#endif
   blob[BL(r, hi[B(r,s)])] = OK; bage[BL(r, hi[B(r,s)])] = 0;
   bat[B(r,s)] = OK; bfr[B(r,s)] = 1; anyfresh = 1;
   REACHED(19)                                 /* 19: a lost batch republished */
 }
+#endif
+
+/* ====================================================================== */
+/* RESTORED COPIES (-DRESTORE).  What a replica reads that shows its store */
+/* is an older copy of itself, and what it does then.                     */
+/* ====================================================================== */
+#ifdef RESTORE
+/* a head of r's id names a batch past what it sealed */
+#define HEAD_PAST(r) ((hd[r] >> (lastSeq[r]+1)) != 0)
+/* an authentic batch of r's id past what it sealed */
+#define BAT_PAST(r) ((lastSeq[r] < 1 && bat[B(r,1)] == OK) || (lastSeq[r] < 2 && bat[B(r,2)] == OK))
+/* the name of r's next batch already holds authentic bytes (this store
+ * never sealed it, so they are other bytes) */
+#define NEXT_TAKEN(r) (bat[B(r,lastSeq[r]+1)] == OK)
+/* o's next batch depends on writes of r that r's store never made */
+#define DEP_PAST(r,o) (PULLABLE_NODEP(r,o) && dep[DP(o,NXT(r,o),r)] > vv[V(r,r)])
+#ifdef MUTANT_NO_RESTORE_CHECK
+#define NAME_FREE(r) 1
+#define MAY_SEAL_R(r) 1
+#else
+/* the batch being pushed may be put: its name holds no other authentic
+ * bytes (the same bytes, a torn object or nothing: fine) */
+#define NAME_FREE(r) (bat[CUR_BATCH(r)] != OK || bgen[CUR_BATCH(r)] == sgen[CUR_BATCH(r)])
+/* the sync start and the push's own listing found no head past the seal,
+ * and the next name is free */
+#define MAY_SEAL_R(r) (!HEAD_PAST(r) && !NEXT_TAKEN(r))
+#endif
+#if defined(ROLLBACK)
+/* a sync republishes a lost head before it pushes; a store that recorded
+ * ownLoss seals nothing more under its id */
+#ifdef MUTANT_NO_OWNLOSS
+#define MAY_SEAL(r) (MAY_SEAL_R(r) && !HEAD_LOST(r))
+#else
+#define MAY_SEAL(r) (MAY_SEAL_R(r) && !HEAD_LOST(r) && !(r == 0 && ownLoss0))
+#endif
+#else
+#define MAY_SEAL(r) MAY_SEAL_R(r)
+#endif
+
+/* Continue under a new id.  First the batches of the old id that no head
+ * names (an unbroken run of authentic batches past its newest head) are
+ * announced with a head of the old id; then the new id -- replica slot 2,
+ * dormant until then -- starts from the copy's state: what it pushed of the
+ * old id (a batch it sealed but did not push is abandoned: its writes are
+ * made again under the new id) and what it applied of the others.  The old
+ * id never acts again. */
+inline recover(r) {
+  ck = 0;
+  for (ci : 1 .. NS-1) { if :: (hd[r] >> ci) & 1 -> ck = ci :: else -> skip fi };
+#ifndef MUTANT_NO_ORPHANS
+  do
+  :: ck + 1 < NS && bat[B(r,ck+1)] == OK -> ck++; hd[r] = (1 << ck); landed[r] = ck; REACHED(23)
+  :: else -> break
+  od;
+#endif
+  for (ci : 0 .. NR-1) { vv[V(2,ci)] = vv[V(r,ci)] };
+  vv[V(2,r)] = hi[B(r,pushed[r])];
+  vv[V(2,2)] = 0; nw[2] = 0; mode[2] = IDLE;
+  mode[r] = GONE; stage[r] = 0; late[r] = 0; hO[r] = 0; hS[r] = 0;
+  ownLoss0 = 0; adopted = 1; ci = 0; ck = 0; REACHED(24)
+}
+#else
+#define NAME_FREE(r) 1
+#define MAY_SEAL(r) 1
+#endif
+#ifdef COPY_BEFORE_R0
+#define BACKUP_OK(r) (pushed[r] > 0)
+#else
+#define BACKUP_OK(r) 1
 #endif
 
 /* state probes for the non-vacuity check (see REACHED) */
@@ -668,9 +784,9 @@ end_idle:
    *      A write sitting in the outbox is seen by no other process, so the
    *      writes are made right before the seal that takes them: one write,
    *      or (if allowed) two writes coalesced into one batch. ---- */
-  :: d_step { mode[r] == IDLE && pushed[r] == lastSeq[r] && nw[r] < WMAX(r) ->
+  :: d_step { mode[r] == IDLE && pushed[r] == lastSeq[r] && nw[r] < WMAX(r) && MAY_SEAL(r) ->
        nw[r]++; vv[V(r,r)] = nw[r]; seal(r); first_upload(r); stage[r] = 1 }
-  :: d_step { mode[r] == IDLE && pushed[r] == lastSeq[r] && nw[r] + 1 < WMAX(r) ->
+  :: d_step { mode[r] == IDLE && pushed[r] == lastSeq[r] && nw[r] + 1 < WMAX(r) && MAY_SEAL(r) ->
        nw[r] = nw[r] + 2; vv[V(r,r)] = nw[r]; seal(r); first_upload(r); stage[r] = 1 }
   /*      after a restart: push the sealed batch again (identical bytes) */
   :: d_step { mode[r] == IDLE && pushed[r] < lastSeq[r] ->
@@ -696,19 +812,19 @@ end_idle:
   /* PUSH 2-4: within the attempt deadline, upload the batch, then the head
    *           heads/<r>-<seq> (its name tells pullers the latest seq), then
    *           delete the older heads and record the push as complete */
-  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) ->
+  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) && NAME_FREE(r) ->
        put_batch(r); put_head(r); push_done(r) }
   /*         crash during the blob upload (torn blob) */
   :: d_step { mode[r] == PUSH && stage[r] == 1 && faults > 0 ->
        put_blob_torn(r); crash(r); REACHED(15) }
   /*         crash during the batch upload (torn batch) */
-  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) && faults > 0 ->
+  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) && NAME_FREE(r) && faults > 0 ->
        put_batch_torn(r); crash(r); REACHED(6) }
   /*         crash between batch and head */
-  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) && faults > 0 ->
+  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) && NAME_FREE(r) && faults > 0 ->
        put_batch(r); crash(r) }
   /*         crash between the head and the deletion of the older heads */
-  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) && faults > 0 ->
+  :: d_step { mode[r] == PUSH && stage[r] == 1 && IN_TIME(r) && NAME_FREE(r) && faults > 0 ->
        put_batch(r); put_head(r); crash(r) }
   /*         deadline exceeded: restart the attempt, re-uploading the blob */
   :: d_step { mode[r] == PUSH && stage[r] == 1 && !IN_TIME(r) -> put_blob(r); REACHED(8) }
@@ -809,55 +925,52 @@ end_idle:
   /* ---- BACKUP of replica 0's store, right after a sync (everything
    *      pushed, no snapshot upload pending): local, so not a state of its
    *      own but fused with the sync's last step's outcome ---- */
-  :: d_step { r == 0 && !bsaved && !restored && mode[r] == IDLE && pushed[r] == lastSeq[r] && spn[r] == 0 ->
-       bk_nw = nw[r]; bk_last = lastSeq[r]; bk_sused = sused[r];
+  :: d_step { r == 0 && !bsaved && !restored && mode[r] == IDLE && pushed[r] == lastSeq[r] && spn[r] == 0 && BACKUP_OK(r) ->
+       bk_nw = nw[r]; bk_last = lastSeq[r]; bk_sused = sused[r]; bk_ownLoss = ownLoss0;
        for (ci : 0 .. NR-1) { bk_vv[ci] = vv[V(r,ci)] };
        bsaved = 1; ci = 0 }
   /* ---- RESTORE: the device goes back to that backup, at any moment (a
-   *      push or pull in flight is lost with the rest of the state) ---- */
+   *      push or pull in flight is lost with the rest of the state).  The
+   *      copy knows nothing of this: it finds out, or not, by the steps
+   *      below, from what it reads on the remote. ---- */
   :: d_step { r == 0 && bsaved && !restored && mode[r] != GONE ->
        nw[r] = bk_nw; lastSeq[r] = bk_last; pushed[r] = bk_last; sused[r] = bk_sused; spn[r] = 0;
        for (ci : 0 .. NR-1) { vv[V(r,ci)] = bk_vv[ci]; hv[V(r,ci)] = 0 };
-       stage[r] = 0; late[r] = 0; hO[r] = 0; hS[r] = 0;
+       mode[r] = IDLE; stage[r] = 0; late[r] = 0; hO[r] = 0; hS[r] = 0;
+       ownLoss0 = bk_ownLoss;
        gen0 = 1; restored = 1; bsaved = 0;
-       bk_nw = 0; bk_last = 0; bk_sused = 0; bk_vv[0] = 0; bk_vv[1] = 0; bk_vv[2] = 0;
-       /* The copy's first sync lists the heads, and (hourly, or when it
-        * pushes) its batches: a head or an authentic batch of its id past
-        * what it sealed shows the remote knows more of it than it does. */
-       ck = 0;
-       for (ci : 1 .. NS-1) {
-         if :: ci > lastSeq[r] && (((hd[r] >> ci) & 1) || bat[B(r,ci)] == OK) -> ck = 1
-            :: else -> skip fi
-       };
-#ifdef MUTANT_NO_RESTORE_CHECK
-       ck = 0;                        /* MUTANT: it carries on under its id */
+       bk_nw = 0; bk_last = 0; bk_sused = 0; bk_vv[0] = 0; bk_vv[1] = 0; bk_vv[2] = 0; bk_ownLoss = 0;
+       ci = 0; REACHED(22) }
+#ifndef MUTANT_NO_RESTORE_CHECK
+  /* ---- RESTORED-COPY DETECTION: what a sync of replica 0 reads that shows
+   *      its store is an older copy of itself.  Each step continues under a
+   *      new id (recover).  (Replica 0 is the only one whose device is
+   *      restored, so only it can meet these; the rules are every replica's.)
+   *  (a) sync start: a head of its id names a batch past what it sealed */
+  :: d_step { r == 0 && mode[r] == IDLE && HEAD_PAST(r) -> recover(r) }
+  /*  (a') the periodic listing of batches: an authentic batch of its id past
+   *      what it sealed (its lost store was gone before that batch's head) */
+  :: d_step { r == 0 && mode[r] == IDLE && BAT_PAST(r) -> recover(r) }
+  /*  (b) push: the name of its next batch holds other authentic bytes.
+   *      Checked right before the batch's put; at the seal (the copy makes
+   *      the write, seals it, uploads its blob, finds the name taken: the
+   *      batch is abandoned and its write made again under the new id) ... */
+  :: d_step { r == 0 && mode[r] == IDLE && pushed[r] == lastSeq[r] && nw[r] < WMAX(r) && !HEAD_PAST(r) && NEXT_TAKEN(r) -> recover(r) }
+  /*      ... or in a push under way (the remote went back to a copy holding
+   *      that name since the seal) */
+  :: d_step { r == 0 && mode[r] == PUSH && stage[r] == 1 && !NAME_FREE(r) -> recover(r) }
+  /*  (c) pull: another replica's next batch depends on writes of its id
+   *      this store never made */
+  :: d_step { r == 0 && mode[r] == IDLE && (DEP_PAST(r, O1(r)) || DEP_PAST(r, O2(r))) -> recover(r) }
 #endif
-       if :: ck -> mode[r] = DETECT :: else -> mode[r] = IDLE fi;
-       ci = 0; ck = 0; REACHED(22) }
-  /* ---- ... and then, the copy continues under a new id (slot 2).  First
-   *      it announces the batches its lost store uploaded but no head named
-   *      (an unbroken run past the newest head), with a head of the old id;
-   *      then the new id starts from the copy's state, its knowledge of the
-   *      old id being what the copy held.  The old id never acts again. ---- */
-  :: d_step { r == 0 && mode[r] == DETECT ->
-       /* the writes of the old id that survive: the copy's, those in an
-        * authentic batch on the remote, those another replica applied */
-       want0 = nw[r];
-       for (ci : 1 .. NS-1) {
-         if :: bat[B(r,ci)] == OK && hi[B(r,ci)] > want0 -> want0 = hi[B(r,ci)] :: else -> skip fi
-       };
-       if :: vv[V(1,r)] > want0 -> want0 = vv[V(1,r)] :: else -> skip fi;
-       ck = 0;
-       for (ci : 1 .. NS-1) { if :: (hd[r] >> ci) & 1 -> ck = ci :: else -> skip fi };
-#ifndef MUTANT_NO_ORPHANS
-       do
-       :: ck + 1 < NS && bat[B(r,ck+1)] == OK -> ck++; hd[r] = (1 << ck); landed[r] = ck; REACHED(23)
-       :: else -> break
-       od;
+#if defined(ROLLBACK) && !defined(MUTANT_NO_OWNLOSS)
+  /*  (d) the remote lost the head of its newest batch, and it had sealed
+   *      nothing past it (ownLoss, recorded when it republished the head):
+   *      at its next sync with a write to push, before sealing, it continues
+   *      under a new id -- no remote object can tell it whether its next
+   *      name was already used by a store it is an older copy of. */
+  :: d_step { r == 0 && mode[r] == IDLE && ownLoss0 && pushed[r] == lastSeq[r] && nw[r] < WMAX(r) && !HEAD_LOST(r) -> REACHED(25); recover(r) }
 #endif
-       for (ci : 0 .. NR-1) { vv[V(2,ci)] = vv[V(r,ci)] };
-       vv[V(2,2)] = 0; nw[2] = 0; mode[2] = IDLE;
-       mode[r] = GONE; adopted = 1; ci = 0; ck = 0; REACHED(24) }
 #endif
 
 #if defined(ROLLBACK) && !defined(MUTANT_NO_REPUBLISH)
@@ -868,7 +981,16 @@ end_idle:
    *      (waiting for a lost blob) checks too ---- */
   :: d_step { SYNCING(r) && LOST_OWN(r,1) -> REPUT(r,1) }
   :: d_step { SYNCING(r) && LOST_OWN(r,2) -> REPUT(r,2) }
-  :: d_step { SYNCING(r) && pushed[r] > 0 && (hd[r] >> pushed[r]) == 0 ->
+  :: d_step { SYNCING(r) && HEAD_LOST(r) ->
+#if defined(RESTORE) && !defined(MUTANT_NO_OWNLOSS)
+       /* it sealed nothing past the lost head: recorded (ownLoss) */
+       if :: r == 0 && lastSeq[r] == pushed[r] -> ownLoss0 = 1 :: else -> skip fi;
+#endif
+#ifdef RESTORE
+       /* with the head, its own lost batches (republishOwn) */
+       if :: LOST_OWN(r,1) -> REPUT(r,1) :: else -> skip fi;
+       if :: LOST_OWN(r,2) -> REPUT(r,2) :: else -> skip fi;
+#endif
        hd[r] = (1 << pushed[r]) }
   /*      the blob of an own batch still on the remote was lost (a rollback
    *      that fell between the blob and the batch upload): upload it again */
@@ -1004,7 +1126,14 @@ end_storage:
   LOSE_SNAP(0) LOSE_SNAP(1) LOSE_SNAP(2) LOSE_SNAP(4) LOSE_SNAP(5) LOSE_SNAP(6)
   LOSE_HEAD(0) LOSE_HEAD(1) LOSE_HEAD(2)
   /* a copy of the remote is taken (not a fault; once) ... */
+#ifdef COPY_BEFORE_R0
+  /* (configuration G) the copy is taken before replica 0 seals its first
+   * batch, and replica 0's backup after its first push: the remote goes back
+   * further than the device */
+  :: d_step { rfaults > 0 && !saved && lastSeq[0] == 0 ->
+#else
   :: d_step { rfaults > 0 && !saved ->
+#endif
        for (ci : 0 .. NR*NS-1) { obat[ci] = bat[ci]; osnap[ci] = snap[ci] }
        for (ci : 0 .. NR*NS*NR-1) { osvv[ci] = svv[ci] }
        for (ci : 0 .. NR-1) { ohd[ci] = hd[ci] }
