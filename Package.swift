@@ -97,7 +97,7 @@ let package = Package(
         // A child process for the store's crash and disk tests; not a product.
         .executableTarget(
             name: "ConcordCrashChild",
-            dependencies: ["ConcordStore", "ConcordCore", "ConcordTesting", "ConcordRemote", "ConcordSync"]
+            dependencies: ["ConcordStore", "ConcordCore", "ConcordCrypto", "ConcordTesting", "ConcordRemote", "ConcordSync"]
         ),
         .testTarget(
             name: "ConcordCoreTests",
@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(
             name: "ConcordSyncTests",
             dependencies: ["ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordRemote", "ConcordCore", "ConcordCodec", "ConcordTesting",
-                           .product(name: "GRDB", package: "GRDB.swift")]
+                           "ConcordTestServers", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // End-to-end tests of the built `concord` binary (run next to the test bundle).
         .testTarget(

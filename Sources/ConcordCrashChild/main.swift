@@ -3,6 +3,7 @@
 // runs a store until it is killed or the disk fails, logging progress with unbuffered
 // writes so the parent knows which transaction was interrupted. Its modes are `usage`.
 import ConcordCore
+import ConcordCrypto
 import ConcordRemote
 import ConcordStore
 import ConcordSync
@@ -34,6 +35,14 @@ let usage = """
                                     push-only sync), pull (a pull-only sync), snapshot
                                     (writeSnapshot), compaction (compact, batch grace
                                     period 0)
+      fuzzsync STORE LOG REMOTE KEYFILE STOREID NOW STORAGE SLACK INFLIGHT
+                                    one sync of the sync fuzz's replica: its store
+                                    (history kept 2 days) and the folder remote at the
+                                    fuzz's times NOW and STORAGE (ms), the engine set up
+                                    as the fuzz's (snapshots every 3 batches with SLACK,
+                                    retention 10 days, file grace 5 days, INFLIGHT
+                                    requests), logging "started" and "finished"; the fuzz
+                                    kills it at one of its writes
       export STORE LOG DESTINATION  add CrashScript.exportedFile(k) to the blob
                                     directory and export it to DESTINATION, k = 1, 2, 3,
                                     logging "exported k" once each returned; then add one
@@ -258,6 +267,20 @@ do {
         default:
             fail("unknown workload \(arguments[5])")
         }
+    case "fuzzsync":
+        // Tests/ConcordSyncTests/SyncFuzzTests.swift: a share of its crashes are real kills.
+        let day: UInt64 = 86_400_000
+        let clock = ManualClock(millis: UInt64(arguments[7])!)
+        let store = try Store(path: arguments[2], configuration: .init(clock: clock, historyRetention: 2 * day))
+        let folder = try FolderRemote(root: arguments[4], clock: ManualClock(millis: UInt64(arguments[8])!))
+        guard let storeID = StoreID(hex: arguments[6]) else { fail("not a store id: \(arguments[6])") }
+        let engine = SyncEngine(
+            store: store, remote: folder, key: try StoreKey(contentsOfKeyFile: arguments[5]), storeID: storeID, clock: clock,
+            snapshotEvery: 3, snapshotSlack: UInt64(arguments[9])!, retention: 10 * day, blobGracePeriod: 5 * day,
+            requestsInFlight: Int(arguments[10])!)
+        say("started")
+        let report = try await engine.sync()
+        say("finished applied \(report.applied), pushed \(report.pushed)")
     case "export":
         // The power-cut test of exports cuts it at each of its syncs and renames
         // (Tests/ConcordStoreTests/PowerCutTests.swift).

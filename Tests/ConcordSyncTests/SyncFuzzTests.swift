@@ -4,6 +4,7 @@ import ConcordCrypto
 import ConcordRemote
 import ConcordStore
 import ConcordSync
+import ConcordTestServers
 import ConcordTesting
 import Foundation
 import Synchronization
@@ -68,7 +69,7 @@ import Testing
         if !replay && Self.schedules >= 50 {
             for kind in [
                 "write", "file", "delete", "create", "resolve", "sync", "crash", "bootstrap", "snapshot", "compact", "deletedBatches",
-                "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned",
+                "caughtUp", "applied", "rejectedOrFailed", "days", "collectedFiles", "forget", "retired", "returned", "kill",
                 "sharedSnapshot", "droppedSnapshots", "remoteRollback", "vanished", "republished", "deviceRestore", "restoredCopy",
                 "faultFailed", "faultTornPut", "faultLostAck", "faultStaleListing", "faultIncompleteListing", "faultDuplicatedListing",
                 "faultReorderedListing", "faultLostPut", "faultLostDelete", "faultTornPutReportedDone", "concurrentSyncs",
@@ -211,6 +212,8 @@ final class FuzzRun {
         folder = try FolderRemote(root: scratch + "/remote", createIfMissing: true, clock: storage)
         (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "fuzz", limits: .minimum)
         let manifest = try await folderGet(RemoteLayout.manifestPath)
+        // For the child processes of real kills, which open the remote by key.
+        FileManager.default.createFile(atPath: keyFile, contents: Data(key.keyFileContents))
         for _ in 0..<random.int(2...4) { try await addReplica() }
         let files = (1...3).map { Array("file content \($0) of \(seed)".utf8) }
 
@@ -251,6 +254,9 @@ final class FuzzRun {
                         try local(r, conflict.ref, "keepRecord \(conflict.ref)", kind: "resolve") { try store.keepRecord(conflict.ref) }
                     }
                 }
+            case 13 where random.chance(0.3):
+                // A real crash: the sync runs in a child process, killed at one of its writes.
+                try await killedSync(r)
             case 13:
                 // A crash between two steps of a push, then a restart.
                 let crashedBefore = remotes[r].counts.crashed
@@ -423,6 +429,12 @@ final class FuzzRun {
             now += 7 * Self.day
             storage.set(now)
             for clock in clocks { clock.advance(by: Int64(7 * Self.day)) }
+            // What killed syncs left in the folder (temporary files), swept as
+            // `concord compact` does. Their times are the file system's, not the schedule's:
+            // nothing is uploading now, so every one is old enough.
+            let wallClock = UInt64(Date().timeIntervalSince1970 * 1000)
+            let swept = try await folder.sweepLeftovers(olderThan: 3_600_000, now: max(now, wallClock) + 2 * 3_600_000)
+            if swept > 0 { trace.log("week \(week): \(swept) leftovers of killed uploads swept") }
             for index in engines.indices {
                 try logSealed(index)
                 lastSyncAt[stores[index].replicaID] = now
@@ -484,7 +496,9 @@ final class FuzzRun {
         let applied = try stores.map { try $0.appliedSeqs() }
         for (id, log) in droppedLog {
             let reached = applied.map { $0[id] ?? 0 }.max() ?? 0
-            for (seq, bytes) in log where seq <= reached {
+            // (A name the restored store used again — the original never reached anyone —
+            // was applied with the new content, logged in `sealedLog`.)
+            for (seq, bytes) in log where seq <= reached && sealedLog[id]?[seq] == nil {
                 reference.join(try DeltaCodec.decode(bytes).state)
                 trace.log("batch \(seq) of \(id), out of reach when its device was restored, came back")
             }
@@ -499,7 +513,23 @@ final class FuzzRun {
                 for key in Set(final.records[ref]?.slots.keys.map { $0 } ?? []).union(reference.records[ref]?.slots.keys.map { $0 } ?? []) {
                     let have = final.records[ref]?.slots[key]?.entries.map(\.dot) ?? []
                     let want = reference.records[ref]?.slots[key]?.entries.map(\.dot) ?? []
-                    if have != want { failures.append("  \(ref) \(key): replicas \(have), reference \(want)") }
+                    if have != want {
+                        failures.append("  \(ref) \(key): replicas \(have), reference \(want)")
+                        // Which logged deltas carry the entries in question, and which remove them.
+                        for dot in Set(have).symmetricDifference(want) {
+                            for (name, log) in [("sealed", sealedLog), ("dropped", droppedLog)] {
+                                for (id, batches) in log {
+                                    for (seq, bytes) in batches {
+                                        let delta = try DeltaCodec.decode(bytes)
+                                        let carries = delta.records.contains { $0.ref == ref && $0.slots.contains { $0.key == key && $0.entries.contains { $0.dot == dot } } }
+                                        let record = delta.state.records[ref]
+                                        let covers = !carries && ((record?.slots[key]?.scope?.contains(dot) ?? false) || (record?.scope?.contains(dot) ?? false))
+                                        if carries || covers { failures.append("    \(dot): \(name) batch \(seq) of \(id) \(carries ? "carries it" : "removes it")") }
+                                    }
+                                }
+                            }
+                        }
+                    }
                     let haveScope = final.records[ref]?.slots[key]?.scope, wantScope = reference.records[ref]?.slots[key]?.scope
                     if haveScope != wantScope { failures.append("  \(ref) \(key) scope: replicas \(String(describing: haveScope)), reference \(String(describing: wantScope))") }
                 }
@@ -954,6 +984,49 @@ final class FuzzRun {
         for seq in 1...sealed where sealedLog[id]?[seq] == nil {
             if let bytes = try stores[r].sealedBatch(seq: seq) { sealedLog[id, default: [:]][seq] = bytes }
         }
+    }
+
+    var keyFile: String { scratch + "/store.key" }
+    var childRuns = 0
+
+    /// The crash child (`ConcordCrashChild fuzzsync`) and the fault library that kills it,
+    /// built beside the tests.
+    static let childExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ConcordCrashChild").path
+    static let faultLibrary = URL(fileURLWithPath: childExecutable).deletingLastPathComponent().appendingPathComponent("libConcordFaultInjection.so").path
+
+    /// A real crash: replica `r`'s sync runs in a child process on the same store and
+    /// folder (no storage faults), killed with SIGKILL at its Nth write, N drawn from the
+    /// seed (a sync with fewer writes ends normally); then the store is opened again, as a
+    /// restarted app would.
+    func killedSync(_ r: Int) async throws {
+        try logSealed(r)
+        let write = random.int(1...60)
+        childRuns += 1
+        let log = "\(scratch)/child-\(childRuns).log"
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_PRELOAD"] = Self.faultLibrary
+        environment["CONCORD_FAULT"] = "write:\(write):kill"
+        let path = stores[r].path
+        let arguments = [
+            "fuzzsync", path, log, scratch + "/remote", keyFile, storeID.hex, String(clocks[r].millisecondsSinceEpoch()),
+            String(storage.millisecondsSinceEpoch()), String(engines[r].snapshotSlack), String(requestsInFlight),
+        ]
+        let ended = await (try Subprocess.start(Self.childExecutable, arguments, environment: environment, stderr: .file(log + ".err"))).finish()
+        let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+        let restarted = try Store(path: path, configuration: .init(clock: clocks[r], historyRetention: 2 * Self.day))
+        stores[r] = restarted
+        engines[r] = SyncEngine(
+            store: restarted, remote: gates[r], key: key, storeID: storeID, clock: clocks[r], snapshotEvery: 3,
+            snapshotSlack: engines[r].snapshotSlack, retention: 10 * Self.day, blobGracePeriod: 5 * Self.day,
+            requestsInFlight: requestsInFlight)
+        lastSyncAt[restarted.replicaID] = now
+        if ended == .signalled(SIGKILL) {
+            trace.log("r\(r) sync in a child process killed at its write \(write)\(lines.contains("started") ? "" : ", before it began")")
+            stats.count("kill")
+        } else {
+            trace.log("r\(r) sync in a child process ended (\(ended)): \(lines.last.map(String.init) ?? "-")")
+        }
+        noteIdentity(nil, r)
     }
 
     /// Syncs replica `r`, its sealed deltas logged first: a sync that gives it a new id
