@@ -1,0 +1,66 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+import ConcordSync
+import ConcordTesting
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a planted object may cost a replica: no more disk or memory than the object it
+/// expects, and nothing left behind by a download or an attach that was cut off.
+@Suite struct HostileBoundsTests {
+    let note = RecordRef(collection: "notes", id: "n1")
+
+    /// The files in `store`'s temporary folder.
+    static func temporaryFiles(_ store: Store) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: store.blobs.directory + "/tmp")
+    }
+
+    @Test func aFileGrownOnTheRemoteIsRefusedAtTheSealedSizeOfItsReference() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let file = try a.write { tx throws(ConcordError) in try tx.attachFile(note, "doc", bytes: Array("the real file".utf8)) }
+        try await fleet.engines[0].sync()
+        let blob = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first).path
+        // Grown in place to a sparse 3 GiB: costs the planter nothing.
+        #expect(truncate(fleet.scratch.file("remote") + "/" + blob, off_t(3 << 30)) == 0)
+        try b.set(RecordRef(collection: "notes", id: "from-b"), "title", .string("b's"))
+        let report = try await fleet.engines[1].sync()
+        let limit = BlobStream.sealedByteCount(plaintextByteCount: file.size)
+        #expect(report.rejected.contains { $0.hasPrefix(blob) && $0.contains("over the limit of \(limit) bytes") }, "\(report.rejected)")
+        #expect(try Self.temporaryFiles(b).isEmpty, "no download is left on disk")
+        #expect(!b.blobs.contains(file.hash))
+        // Everything else synced.
+        #expect(report.pushed == 1)
+        try await fleet.engines[0].sync()
+        #expect(try a.record(RecordRef(collection: "notes", id: "from-b")) != nil)
+    }
+
+    @Test func temporaryFilesUnwrittenForTemporaryFileAgeAreSweptWhenTheStoreOpensAndAtCompact() async throws {
+        let fleet = try await Fleet(count: 1)
+        let store = fleet.stores[0]
+        let folder = store.blobs.directory + "/tmp/"
+        let old = Date(timeIntervalSinceNow: -Double(BlobStore.temporaryFileAge) / 1000 - 60)
+        func plant(_ name: String, old isOld: Bool) throws {
+            #expect(FileManager.default.createFile(atPath: folder + name, contents: Data([1, 2, 3])))
+            if isOld { try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: folder + name) }
+        }
+        try plant("download-1", old: true)
+        try plant("incoming-abcdef", old: true)
+        try plant("download-2", old: false)
+        try store.set(note, "title", .string("one"))
+        let report = try await fleet.engines[0].compact()
+        #expect(report.files.temporaryFiles == 2)
+        #expect(try Self.temporaryFiles(store) == ["download-2"], "one being written may still be in use")
+        // Opening a store sweeps too.
+        try plant("download-3", old: true)
+        let reopened = try Store(path: fleet.scratch.file("device0.db"), configuration: .init(clock: fleet.clock))
+        #expect(try Self.temporaryFiles(reopened) == ["download-2"])
+    }
+}
