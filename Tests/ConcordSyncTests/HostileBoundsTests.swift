@@ -5,6 +5,7 @@ import ConcordStore
 import ConcordSync
 import ConcordTesting
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -42,6 +43,17 @@ import Darwin
         #expect(try a.record(RecordRef(collection: "notes", id: "from-b")) != nil)
     }
 
+    @Test func doctorReadsAFileNoFurtherThanItsListedSize() async throws {
+        let (fleet, remote) = try await Fleet.wrapped(count: 1, EndlessFiles.init)
+        try fleet.stores[0].write { tx throws(ConcordError) in _ = try tx.attachFile(note, "doc", bytes: Array("the real file".utf8)) }
+        try await fleet.engines[0].sync()
+        let blob = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first)
+        remote.endless.withLock { $0 = true }
+        let report = try await fleet.engines[0].doctor()
+        #expect(report.problems.contains { $0.path == blob.path && $0.message.contains("over the limit of \(blob.size) bytes") }, "\(report.problems)")
+        #expect(remote.delivered.withLock { $0 } <= blob.size + UInt64(EndlessFiles.chunk), "the check stopped at the listed size")
+    }
+
     @Test func temporaryFilesUnwrittenForTemporaryFileAgeAreSweptWhenTheStoreOpensAndAtCompact() async throws {
         let fleet = try await Fleet(count: 1)
         let store = fleet.stores[0]
@@ -62,5 +74,31 @@ import Darwin
         try plant("download-3", old: true)
         let reopened = try Store(path: fleet.scratch.file("device0.db"), configuration: .init(clock: fleet.clock))
         #expect(try Self.temporaryFiles(reopened) == ["download-2"])
+    }
+}
+
+/// A remote whose files, once ``endless`` is set, stream without end (up to 1 GiB) while
+/// listings still give their real sizes: a server that sends more than it lists.
+final class EndlessFiles: Remote {
+    static let chunk = 1 << 16
+    let base: any Remote
+    let endless = Mutex(false)
+    let delivered = Mutex<UInt64>(0)
+    init(_ base: any Remote) { self.base = base }
+
+    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) { try await base.put(path, bytes) }
+    func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
+    func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
+    func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
+    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
+    func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        guard endless.withLock({ $0 }) else { return try await base.getStream(path, write: write) }
+        let filler = [UInt8](repeating: 0, count: Self.chunk)
+        while delivered.withLock({ $0 }) < 1 << 30 {
+            delivered.withLock { $0 += UInt64(filler.count) }
+            try write(filler)
+        }
+        return true
     }
 }
