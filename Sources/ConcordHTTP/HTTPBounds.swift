@@ -25,9 +25,9 @@ public struct HTTPBounds: Sendable {
     /// The longest any one read may take, whatever its size: a week.
     static let longest: Duration = .seconds(7 * 86_400)
 
-    /// Defaults: 30 s of grace and 64 KiB/s (a 1 MiB head may take 46 s, a 1 GiB
-    /// snapshot 4.6 hours).
-    public init(grace: Duration = .seconds(30), minimumRate: UInt64 = 64 << 10) {
+    /// Defaults: 120 s of grace (room for a slow server to start answering) and
+    /// 64 KiB/s: a 16 MiB head may take 6.3 minutes, a 1 GiB snapshot 4.6 hours.
+    public init(grace: Duration = .seconds(120), minimumRate: UInt64 = 64 << 10) {
         self.grace = grace
         self.minimumRate = max(1, minimumRate)
     }
@@ -41,22 +41,28 @@ public struct HTTPBounds: Sendable {
     }
 }
 
-/// One read's clock: started when its request went out, allowed the time of its expected
-/// size (``HTTPBounds/allowance(forBytes:)``).
+/// One request's clock: started when it went out, allowed the time of the body it sends
+/// and the size it expects back (``HTTPBounds/allowance(forBytes:)``).
 struct TransferClock {
     let bounds: HTTPBounds
     let started = ContinuousClock.now
+    /// The request body's size: an 8 MiB part is given the time to go up too.
+    let sending: UInt64
     private(set) var expected: UInt64
 
-    init(bounds: HTTPBounds, expected: UInt64) {
+    init(bounds: HTTPBounds, expected: UInt64, sending: UInt64 = 0) {
         self.bounds = bounds
         self.expected = expected
+        self.sending = sending
     }
+
+    /// The bytes whose transfer the clock allows time for.
+    var total: UInt64 { expected.addingReportingOverflow(sending).overflow ? .max : expected + sending }
 
     /// The request's deadline as the HTTP client takes it (it bounds the wait for the
     /// answer's head; the body is checked by ``check(received:object:remoteName:)``).
     var clientDeadline: NIODeadline {
-        let allowed = bounds.allowance(forBytes: expected).components
+        let allowed = bounds.allowance(forBytes: total).components
         return .now() + .nanoseconds(allowed.seconds * 1_000_000_000 + allowed.attoseconds / 1_000_000_000)
     }
 
@@ -68,7 +74,7 @@ struct TransferClock {
     /// Throws once the read has taken longer than its size allows.
     func check(received: UInt64, object: String, remoteName: String) throws(ConcordError) {
         let elapsed = ContinuousClock.now - started
-        let allowed = bounds.allowance(forBytes: expected)
+        let allowed = bounds.allowance(forBytes: total)
         guard elapsed > allowed else { return }
         throw ConcordError(
             .limitExceeded,

@@ -104,7 +104,7 @@ public struct HTTPTransport: Sendable {
             }
             let outcome: Result<HTTPResponse, ConcordError>
             do {
-                var clock = TransferClock(bounds: bounds, expected: limit)
+                var clock = TransferClock(bounds: bounds, expected: limit, sending: UInt64(buffer?.readableBytes ?? 0))
                 let response = try await client.execute(request, deadline: clock.clientDeadline)
                 // The limit is the object's; an error page is only read far enough to quote it.
                 let bytes = (200...299).contains(Int(response.status.code))
@@ -255,7 +255,6 @@ public struct HTTPTransport: Sendable {
         if let announced, announced > limit { throw ConcordError.objectTooLarge(object, size: announced, limit: limit) }
         clock.announce(announced)
         var bytes: [UInt8] = []
-        if let announced { bytes.reserveCapacity(Int(announced)) }
         for try await buffer in response.body {
             guard UInt64(bytes.count + buffer.readableBytes) <= limit else {
                 throw ConcordError.objectTooLarge(object, size: UInt64(bytes.count + buffer.readableBytes), atLeast: true, limit: limit)
