@@ -79,19 +79,13 @@ import Darwin
 
 /// A remote whose files, once ``endless`` is set, stream without end (up to 1 GiB) while
 /// listings still give their real sizes: a server that sends more than it lists.
-final class EndlessFiles: Remote {
+final class EndlessFiles: ForwardingRemote {
     static let chunk = 1 << 16
     let base: any Remote
     let endless = Mutex(false)
     let delivered = Mutex<UInt64>(0)
     init(_ base: any Remote) { self.base = base }
 
-    func put(_ path: String, _ bytes: [UInt8]) async throws(ConcordError) { try await base.put(path, bytes) }
-    func get(_ path: String) async throws(ConcordError) -> [UInt8]? { try await base.get(path) }
-    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? { try await base.get(path, limit: limit) }
-    func list(prefix: String) async throws(ConcordError) -> [RemoteObject] { try await base.list(prefix: prefix) }
-    func delete(_ path: String) async throws(ConcordError) { try await base.delete(path) }
-    func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) { try await base.putStream(path, read: read) }
     func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         guard endless.withLock({ $0 }) else { return try await base.getStream(path, write: write) }
         let filler = [UInt8](repeating: 0, count: Self.chunk)
