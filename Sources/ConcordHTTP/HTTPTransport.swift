@@ -213,7 +213,9 @@ public struct HTTPTransport: Sendable {
             do {
                 let response = try await client.execute(request, timeout: .hours(24 * 365))
                 var clock = TransferClock(bounds: self.bounds, expected: 1 << 20)
-                let body = try await self.collect(response, object: object, limit: 1 << 20, clock: &clock)
+                let body = (200...299).contains(Int(response.status.code))
+                    ? try await self.collect(response, object: object, limit: 1 << 20, clock: &clock)
+                    : try await self.collectPrefix(response, object: object, clock: &clock)
                 return .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: body))
             } catch {
                 return .failure(error)

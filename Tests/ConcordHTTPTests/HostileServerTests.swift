@@ -173,6 +173,21 @@ import Testing
         #expect(error?.code == .remoteAuth, "\(String(describing: error))")
         #expect(server.bytesSent < 32 << 20)
     }
+
+    @Test func anEndlessErrorBodyToAStreamedUploadIsReadToErrorBodyLimitOnly() async throws {
+        let server = try HostileHTTPServer { request in request.method == "PUT" ? .endless(status: 403) : .answer(status: 201) }
+        defer { server.stop() }
+        let remote = try Self.webDAV(server)
+        var sent = false
+        let error = await Self.failure { () async throws(ConcordError) in
+            try await remote.putStream(Self.blob) { () -> [UInt8] in
+                defer { sent = true }
+                return sent ? [] : [1, 2, 3]
+            }
+        }
+        #expect(error?.code == .remoteAuth, "\(String(describing: error))")
+        #expect(server.bytesSent < 32 << 20, "\(server.bytesSent) bytes sent")
+    }
 }
 
 /// A thread-safe counter for handlers.
