@@ -54,6 +54,39 @@ import Darwin
         #expect(remote.delivered.withLock { $0 } <= blob.size + UInt64(EndlessFiles.chunk), "the check stopped at the listed size")
     }
 
+    /// With its own head gone, a replica checks that its snapshot is still there: a planted
+    /// 4 GiB file at that name is refused at the snapshot limit, never read into memory.
+    @Test func aPlantedFileAtTheOwnSnapshotsNameIsNotReadPastMaxSnapshotSize() async throws {
+        let fleet = try await Fleet(count: 1)
+        let a = fleet.stores[0]
+        try a.set(note, "title", .string("one"))
+        try await fleet.engines[0].sync()
+        try a.set(note, "title", .string("two"))
+        try await fleet.engines[0].sync()
+        _ = try await fleet.engines[0].compact()
+        let remote = fleet.scratch.file("remote") + "/"
+        let snapshot = try #require(try await fleet.remote.list(prefix: RemoteLayout.snapshotsPrefix).first { $0.path.contains(a.replicaID.description) })
+        for head in try await fleet.remote.list(prefix: RemoteLayout.headsPrefix) { try FileManager.default.removeItem(atPath: remote + head.path) }
+        #expect(truncate(remote + snapshot.path, off_t(4 << 30)) == 0)
+        let before = Self.peakMemory()
+        try await fleet.engines[0].sync()
+        let grown = Self.peakMemory() - min(before, Self.peakMemory())
+        #expect(grown < 512 << 20, "the peak memory grew by \(grown >> 20) MiB; the snapshot limit is \(RemoteLayout.maxSnapshotSize >> 20) MiB")
+        #expect(try await fleet.remote.list(prefix: RemoteLayout.headsPrefix).count == 1, "its head was published again")
+    }
+
+    /// The process's peak resident memory so far, in bytes.
+    static func peakMemory() -> UInt64 {
+        var usage = rusage()
+        #if canImport(Glibc)
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        return UInt64(usage.ru_maxrss) * 1024
+        #else
+        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return 0 }
+        return UInt64(usage.ru_maxrss)
+        #endif
+    }
+
     @Test func temporaryFilesUnwrittenForTemporaryFileAgeAreSweptWhenTheStoreOpensAndAtCompact() async throws {
         let fleet = try await Fleet(count: 1)
         let store = fleet.stores[0]
