@@ -52,8 +52,8 @@ public struct HTTPTransport: Sendable {
     public let remoteName: String
     /// How often and how long to retry.
     public let retry: HTTPRetryPolicy
-    /// The longest a whole buffered request may take.
-    public let deadline: TimeAmount
+    /// How long a read may take, and how much of an error answer is read.
+    public let bounds: HTTPBounds
     /// The client: ``HTTPTransport/sharedClient`` unless a test gives its own.
     public let client: HTTPClient
 
@@ -69,17 +69,19 @@ public struct HTTPTransport: Sendable {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
-    public init(remoteName: String, retry: HTTPRetryPolicy = .init(), deadline: TimeAmount = .seconds(120), client: HTTPClient? = nil) {
+    public init(remoteName: String, retry: HTTPRetryPolicy = .init(), bounds: HTTPBounds = .init(), client: HTTPClient? = nil) {
         self.remoteName = remoteName
         self.retry = retry
-        self.deadline = deadline
+        self.bounds = bounds
         self.client = client ?? Self.sharedClient
     }
 
     /// Sends a request with a buffered body (or none) and reads the whole response, at most
     /// `limit` bytes of body (more throws ``ConcordError/objectTooLarge(_:size:atLeast:limit:)``
-    /// for `object`). Retried as ``HTTPRetryPolicy`` says; `prepare` builds each attempt.
-    /// Statuses are returned, not thrown: the caller decides what a 404 means.
+    /// for `object`) in the time ``HTTPBounds`` gives `limit` bytes; an error answer's body
+    /// is read to ``HTTPBounds/errorBodyLimit``. Retried as ``HTTPRetryPolicy`` says;
+    /// `prepare` builds each attempt. Statuses are returned, not thrown: the caller decides
+    /// what a 404 means.
     public func send(
         _ object: String, body: [UInt8]? = nil, limit: UInt64 = 64 << 20,
         prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec
@@ -102,11 +104,12 @@ public struct HTTPTransport: Sendable {
             }
             let outcome: Result<HTTPResponse, ConcordError>
             do {
-                let response = try await client.execute(request, deadline: .now() + deadline)
+                var clock = TransferClock(bounds: bounds, expected: limit, sending: UInt64(buffer?.readableBytes ?? 0))
+                let response = try await client.execute(request, deadline: clock.clientDeadline)
                 // The limit is the object's; an error page is only read far enough to quote it.
                 let bytes = (200...299).contains(Int(response.status.code))
-                    ? try await Self.collect(response, object: object, limit: limit)
-                    : try await Self.collectPrefix(response, limit: 64 << 10)
+                    ? try await collect(response, object: object, limit: limit, clock: &clock)
+                    : try await collectPrefix(response, object: object, clock: &clock)
                 outcome = .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: bytes))
             } catch let error as ConcordError {
                 outcome = .failure(error)
@@ -131,9 +134,12 @@ public struct HTTPTransport: Sendable {
     /// 1 MiB. `accept` tells from the status whether to stream the body (true), stop with no
     /// body (false, e.g. a 404), or — by throwing — fail. Attempts are retried until the
     /// first byte reaches `write`; after that a failure is thrown (the next sync starts
-    /// again).
+    /// again). A body over `limit` bytes (what the reader expects) throws
+    /// ``ConcordError/objectTooLarge(_:size:atLeast:limit:)`` before `write` gets a byte past
+    /// the limit, and one slower than ``HTTPBounds`` allows for `limit` bytes throws
+    /// ``ConcordCore/ConcordError/Code/limitExceeded`` too.
     public func stream(
-        _ object: String,
+        _ object: String, limit: UInt64 = .max,
         prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec,
         accept: (HTTPResponse) throws(ConcordError) -> Bool,
         write: ([UInt8]) throws(ConcordError) -> Void
@@ -142,8 +148,9 @@ public struct HTTPTransport: Sendable {
         while true {
             let request = try prepare(attempt).request
             let response: HTTPClientResponse
+            var clock = TransferClock(bounds: bounds, expected: limit)
             do {
-                response = try await client.execute(request, timeout: .hours(24 * 365))
+                response = try await client.execute(request, deadline: clock.clientDeadline)
             } catch {
                 let failure = transportError(error, object: object)
                 guard attempt + 1 < retry.attempts else { throw failure }
@@ -154,7 +161,7 @@ public struct HTTPTransport: Sendable {
             let status = Int(response.status.code)
             if status >= 300 || retry.isRetryable(status: status) {
                 // An error status: its (short) body explains it.
-                let body = (try? await Self.collectPrefix(response, limit: 64 << 10)) ?? []
+                let body = (try? await collectPrefix(response, object: object, clock: &clock)) ?? []
                 let buffered = HTTPResponse(status: status, headers: response.headers, body: body)
                 if retry.isRetryable(status: status) && attempt + 1 < retry.attempts {
                     try await retry.wait(attempt: attempt, retryAfter: response.headers.first(name: "Retry-After"))
@@ -165,9 +172,16 @@ public struct HTTPTransport: Sendable {
                 throw unexpected(buffered, object: object, doing: "read")
             }
             guard try accept(HTTPResponse(status: status, headers: response.headers, body: [])) else { return false }
+            let announced = Self.contentLength(response)
+            if let announced, announced > limit { throw ConcordError.objectTooLarge(object, size: announced, limit: limit) }
+            clock.announce(announced)
             do {
+                var received: UInt64 = 0
                 for try await buffer in response.body {
                     var buffer = buffer
+                    received += UInt64(buffer.readableBytes)
+                    guard received <= limit else { throw ConcordError.objectTooLarge(object, size: received, atLeast: true, limit: limit) }
+                    try clock.check(received: received, object: object, remoteName: remoteName)
                     while buffer.readableBytes > 0 {
                         let chunk = buffer.readBytes(length: min(buffer.readableBytes, 1 << 20)) ?? []
                         try write(chunk)
@@ -198,7 +212,10 @@ public struct HTTPTransport: Sendable {
             defer { handoff.close() }
             do {
                 let response = try await client.execute(request, timeout: .hours(24 * 365))
-                let body = try await Self.collect(response, object: object, limit: 1 << 20)
+                var clock = TransferClock(bounds: self.bounds, expected: 1 << 20)
+                let body = (200...299).contains(Int(response.status.code))
+                    ? try await self.collect(response, object: object, limit: 1 << 20, clock: &clock)
+                    : try await self.collectPrefix(response, object: object, clock: &clock)
                 return .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: body))
             } catch {
                 return .failure(error)
@@ -228,26 +245,38 @@ public struct HTTPTransport: Sendable {
         }
     }
 
-    /// Reads a response body, at most `limit` bytes (the Content-Length is checked first).
-    static func collect(_ response: HTTPClientResponse, object: String, limit: UInt64) async throws -> [UInt8] {
-        if let length = response.headers.first(name: "Content-Length").flatMap(UInt64.init), length > limit {
-            throw ConcordError.objectTooLarge(object, size: length, limit: limit)
-        }
+    /// The `Content-Length` a response announces, if any.
+    static func contentLength(_ response: HTTPClientResponse) -> UInt64? {
+        response.headers.first(name: "Content-Length").flatMap(UInt64.init)
+    }
+
+    /// Reads a response body, at most `limit` bytes (the Content-Length is checked first),
+    /// in the time `clock` allows.
+    func collect(_ response: HTTPClientResponse, object: String, limit: UInt64, clock: inout TransferClock) async throws -> [UInt8] {
+        let announced = Self.contentLength(response)
+        if let announced, announced > limit { throw ConcordError.objectTooLarge(object, size: announced, limit: limit) }
+        clock.announce(announced)
         var bytes: [UInt8] = []
         for try await buffer in response.body {
             guard UInt64(bytes.count + buffer.readableBytes) <= limit else {
                 throw ConcordError.objectTooLarge(object, size: UInt64(bytes.count + buffer.readableBytes), atLeast: true, limit: limit)
             }
             bytes += buffer.readableBytesView
+            try clock.check(received: UInt64(bytes.count), object: object, remoteName: remoteName)
         }
         return bytes
     }
 
-    /// The first `limit` bytes of a body; the rest is read and dropped.
-    static func collectPrefix(_ response: HTTPClientResponse, limit: Int) async throws -> [UInt8] {
+    /// The first ``HTTPBounds/errorBodyLimit`` bytes of an error answer's body, in the time
+    /// `clock` allows them; the rest is never read (leaving the loop drops the connection).
+    func collectPrefix(_ response: HTTPClientResponse, object: String, clock: inout TransferClock) async throws -> [UInt8] {
+        let limit = HTTPBounds.errorBodyLimit
+        clock.announce(UInt64(limit))
         var bytes: [UInt8] = []
-        for try await buffer in response.body where bytes.count < limit {
+        for try await buffer in response.body {
             bytes += buffer.readableBytesView.prefix(limit - bytes.count)
+            if bytes.count >= limit { break }
+            try clock.check(received: UInt64(bytes.count), object: object, remoteName: remoteName)
         }
         return bytes
     }

@@ -53,6 +53,16 @@ public protocol Remote: Sendable {
     func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError)
     /// Streams the object at `path` to `write` in chunks; false if there is no object.
     func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool
+    /// ``getStream(_:write:)`` of an object the reader expects to be at most `limit` bytes
+    /// (a file's sealed size, known from its authenticated reference): a larger one throws
+    /// ``ConcordCore/ConcordError/Code/limitExceeded``
+    /// (``ConcordCore/ConcordError/objectTooLarge(_:size:atLeast:limit:)``) before `write`
+    /// gets a byte past the limit, and an HTTP remote also stops a read slower than its
+    /// bounds allow for `limit` bytes. *Why*: whoever can write the storage or answer its
+    /// requests chooses what is sent; a download must cost no more disk, and take no longer,
+    /// than the object it expects. The default implementation counts the bytes `getStream`
+    /// delivers.
+    func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool
     /// What stands at layout names under `prefix` without being an object or a real folder —
     /// a symbolic link, a FIFO, a device, a folder where an object belongs — which listings
     /// skip. Concord writes none of these: whoever can write the storage planted them, and
@@ -78,6 +88,17 @@ public struct RemoteAnomaly: Hashable, Sendable, CustomStringConvertible {
 extension Remote {
     /// None: a remote that can only hold objects.
     public func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { [] }
+
+    /// ``getStream(_:write:)``, stopped by a typed error once more than `limit` bytes came:
+    /// at most `limit` bytes reach `write`.
+    public func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        var received: UInt64 = 0
+        return try await getStream(path) { (chunk: [UInt8]) throws(ConcordError) in
+            received += UInt64(chunk.count)
+            guard received <= limit else { throw ConcordError.objectTooLarge(path, size: received, atLeast: true, limit: limit) }
+            try write(chunk)
+        }
+    }
 
     /// ``get(_:)``, then the size check: the typed error of a bounded get, without its memory
     /// bound. For remotes that cannot learn an object's size before reading it.

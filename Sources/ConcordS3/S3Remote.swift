@@ -47,9 +47,10 @@ public struct S3Remote: LeftoverSweeping {
     ///   - endpoint: `https://host[:port]` of an S3-compatible service; nil for AWS
     ///     (`https://s3.<region>.amazonaws.com`).
     ///   - pathStyle: nil chooses path-style for a custom endpoint, virtual-hosted for AWS.
+    ///   - bounds: how long a read may take (``ConcordHTTP/HTTPBounds``).
     public init(
         bucket: String, prefix: String = "", endpoint: String? = nil, region: String = "us-east-1",
-        credentials: SigV4.Credentials, pathStyle: Bool? = nil, retry: HTTPRetryPolicy = .init()
+        credentials: SigV4.Credentials, pathStyle: Bool? = nil, retry: HTTPRetryPolicy = .init(), bounds: HTTPBounds = .init()
     ) throws(ConcordError) {
         guard !bucket.isEmpty, bucket.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_" }) else {
             throw ConcordError(.invalidOperation, "'\(bucket)' is not a bucket name: use letters, digits, '-' and '.'")
@@ -72,7 +73,7 @@ public struct S3Remote: LeftoverSweeping {
         self.pathStyle = usePathStyle
         self.host = usePathStyle ? host + port : "\(bucket).\(host)\(port)"
         signer = SigV4(credentials: credentials, region: region)
-        transport = HTTPTransport(remoteName: "S3 remote s3://\(bucket)/\(trimmed) at \(self.endpoint)", retry: retry)
+        transport = HTTPTransport(remoteName: "S3 remote s3://\(bucket)/\(trimmed) at \(self.endpoint)", retry: retry, bounds: bounds)
     }
 
     // MARK: - Remote
@@ -110,10 +111,12 @@ public struct S3Remote: LeftoverSweeping {
         try RemoteLayout.validatePrefix(listPrefix)
         var objects: [RemoteObject] = []
         var token: String?
+        var pages = Pages(remote: transport.remoteName, listing: listPrefix.isEmpty ? "the store" : listPrefix)
         repeat {
+            try pages.next()
             var query = [("list-type", "2"), ("prefix", prefix + listPrefix)]
             if let token { query.append(("continuation-token", token)) }
-            let response = try await request("GET", key: "", object: listPrefix.isEmpty ? "the store" : listPrefix, query: query, limit: 64 << 20)
+            let response = try await request("GET", key: "", object: pages.listing, query: query, limit: RemoteLayout.maxListingPageSize)
             guard response.status == 200 else { throw failure(response, listPrefix.isEmpty ? "the store" : listPrefix, doing: "list") }
             guard let answer = S3XML.parse(response.body, record: "Contents"), answer.root == "ListBucketResult" else {
                 throw ConcordError(.remote, "\(transport.remoteName) answered a listing with XML that does not parse: is the endpoint an S3 service?")
@@ -128,10 +131,11 @@ public struct S3Remote: LeftoverSweeping {
             }
             let truncated = answer.fields["IsTruncated"] == "true"
             let next = answer.fields["NextContinuationToken"].flatMap { $0.isEmpty ? nil : $0 }
-            if truncated && (next == nil || next == token) {
-                throw ConcordError(.remote, "\(transport.remoteName) said a listing of \(listPrefix) goes on but gave no new continuation token; nothing local was lost, the next sync tries again")
+            if truncated, next == nil {
+                throw ConcordError(.remote, "\(transport.remoteName) said a listing of \(listPrefix) goes on but gave no continuation token; nothing local was lost, the next sync tries again")
             }
             token = truncated ? next : nil
+            if let token { try pages.follow(token) }
         } while token != nil
         return objects
     }
@@ -188,10 +192,14 @@ public struct S3Remote: LeftoverSweeping {
     }
 
     public func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try await getStream(path, limit: .max, write: write)
+    }
+
+    public func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try RemoteLayout.validateObjectPath(path)
         let key = prefix + path
         return try await transport.stream(
-            path,
+            path, limit: limit,
             prepare: { _ in self.spec("GET", key: key, query: [], payloadHash: SigV4.emptyPayloadHash, extra: []) },
             accept: { (response) throws(ConcordError) -> Bool in
                 switch response.status {
@@ -231,11 +239,13 @@ public struct S3Remote: LeftoverSweeping {
         var aborted = 0
         var keyMarker: String?
         var uploadMarker: String?
+        var pages = Pages(remote: transport.remoteName, listing: "multipart uploads")
         repeat {
+            try pages.next()
             var query = [("uploads", ""), ("prefix", prefix)]
             if let keyMarker { query.append(("key-marker", keyMarker)) }
             if let uploadMarker { query.append(("upload-id-marker", uploadMarker)) }
-            let response = try await request("GET", key: "", object: "multipart uploads", query: query)
+            let response = try await request("GET", key: "", object: pages.listing, query: query, limit: RemoteLayout.maxListingPageSize)
             guard response.status == 200, let answer = S3XML.parse(response.body, record: "Upload") else {
                 throw failure(response, "multipart uploads", doing: "list")
             }
@@ -249,6 +259,7 @@ public struct S3Remote: LeftoverSweeping {
             let truncated = answer.fields["IsTruncated"] == "true"
             keyMarker = truncated ? answer.fields["NextKeyMarker"] : nil
             uploadMarker = truncated ? answer.fields["NextUploadIdMarker"] : nil
+            if let keyMarker { try pages.follow(keyMarker + "\u{0}" + (uploadMarker ?? "")) }
         } while keyMarker != nil
         return aborted
     }

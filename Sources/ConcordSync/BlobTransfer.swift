@@ -55,8 +55,13 @@ package enum BlobTransfer {
     }
 
     /// Downloads `path` into the blob directory, checking that its content hashes to `hash`.
-    /// Returns false when the remote has no such object (yet).
-    package static func download(_ hash: ContentHash, into blobs: BlobStore, from remote: any Remote, path: String, key: SubKey) async throws(ConcordError) -> Bool {
+    /// Returns false when the remote has no such object (yet). `size` is the file's size
+    /// from its authenticated reference: the download is refused
+    /// (``ConcordCore/ConcordError/Code/limitExceeded``) as soon as it would pass the
+    /// encrypted size of that many bytes, so the temporary file never grows past it.
+    package static func download(
+        _ hash: ContentHash, size: UInt64, into blobs: BlobStore, from remote: any Remote, path: String, key: SubKey
+    ) async throws(ConcordError) -> Bool {
         // The encrypted stream goes to a temporary file (constant memory), then is opened
         // frame by frame straight into the blob directory.
         let temporary = blobs.directory + "/tmp/download-\(UInt64.random(in: 0...UInt64.max))"
@@ -67,7 +72,8 @@ package enum BlobTransfer {
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let found: Bool
         do {
-            found = try await remote.getStream(path) { (chunk: [UInt8]) throws(ConcordError) in
+            let limit = BlobStream.sealedByteCount(plaintextByteCount: size)
+            found = try await remote.getStream(path, limit: limit) { (chunk: [UInt8]) throws(ConcordError) in
                 do { try output.write(contentsOf: chunk) } catch {
                     throw ConcordError(.storage, "could not write \(temporary): \(error)", cause: error)
                 }

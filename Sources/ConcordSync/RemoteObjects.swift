@@ -46,12 +46,18 @@ struct RemoteObjects: Sendable {
     /// as a state.
     func snapshotFiles(_ sealed: consuming [UInt8], at path: String) throws(ConcordError) -> (appliedSeqs: [ReplicaID: UInt64], files: [FileReference]) {
         let object = try openSnapshotReader(sealed, at: path)
-        var records = object.records
+        return (object.appliedSeqs, try fileReferences(in: object))
+    }
+
+    /// The file references of the records of `snapshot` (read from a copy of its reader,
+    /// none kept): the sizes its files are fetched within.
+    func fileReferences(in snapshot: SnapshotObjectReader) throws(ConcordError) -> [FileReference] {
+        var records = snapshot.records
         var files: [FileReference] = []
         while let (_, slots) = try records.nextSlots() {
             for slot in slots { files += slot.entries.fileReferences }
         }
-        return (object.appliedSeqs, files)
+        return files
     }
 
     /// The snapshot `sealed`, found at `path`, opened in its own memory and read as far as

@@ -67,6 +67,7 @@ extension SyncEngine {
         }
         if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, standings: standings, sealedBefore: sealedBefore, into: &report) }
         report.files = try await sweepFiles(standings: standings)
+        report.files.temporaryFiles = store.blobs.sweepTemporaryFiles()
         try forgetOldUploads()
         return report
     }
@@ -212,7 +213,7 @@ extension SyncEngine {
         }
         guard var result = try storeJoin(snapshot, path: path, into: &report) else { return false }
         if case let .heldBack(missing) = result {
-            if let absent = try await fetchFiles(missing, into: &report) {
+            if let absent = try await fetchFiles(missing, of: try objects.fileReferences(in: snapshot), into: &report) {
                 report.rejected.append("\(path): not joined yet: its file \(absent.hex) is not on the remote")
                 return false
             }

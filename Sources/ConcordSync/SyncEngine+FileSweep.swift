@@ -20,6 +20,9 @@ public struct FileSweepReport: Hashable, Sendable {
     /// Why the sweep stopped before deleting anything, if it did: a batch or snapshot
     /// could not be read, so what it references is unknown.
     public var skipped: String?
+    /// Local temporary files of interrupted downloads and attaches deleted
+    /// (``ConcordStore/BlobStore/sweepTemporaryFiles(olderThan:now:)``).
+    public var temporaryFiles = 0
     public init() {}
 }
 

@@ -18,14 +18,18 @@ extension SyncEngine {
         case rejected(String)
     }
 
-    /// Downloads `hashes` into the blob directory, a window at a time. Returns the first
-    /// that could not be fetched (nil when all were); torn or tampered ones are recorded in
-    /// the report.
-    func fetchFiles(_ hashes: [ContentHash], into report: inout SyncReport) async throws(ConcordError) -> ContentHash? {
-        for window in hashes.chunked(by: requestsInFlight) {
-            let outcomes = try await inFlight(window) { (engine, hash) throws(ConcordError) in try await engine.fetchFile(hash) }
+    /// Downloads `hashes` into the blob directory, a window at a time, each within the size
+    /// its references give it (`references`: those of the batch or snapshot that needs
+    /// them). Returns the first that could not be fetched (nil when all were); torn,
+    /// tampered or oversized ones are recorded in the report.
+    func fetchFiles(_ hashes: [ContentHash], of references: [FileReference], into report: inout SyncReport) async throws(ConcordError) -> ContentHash? {
+        var sizes: [ContentHash: UInt64] = [:]
+        for reference in references { sizes[reference.file.hash] = max(sizes[reference.file.hash] ?? 0, reference.file.size) }
+        let wanted = hashes.map { ($0, sizes[$0] ?? 0) }
+        for window in wanted.chunked(by: requestsInFlight) {
+            let outcomes = try await inFlight(window) { (engine, file) throws(ConcordError) in try await engine.fetchFile(file.0, size: file.1) }
             var missing: ContentHash?
-            for (hash, outcome) in zip(window, outcomes) {
+            for ((hash, _), outcome) in zip(window, outcomes) {
                 switch outcome {
                 case .fetched: report.filesFetched += 1
                 case .absent: missing = missing ?? hash
@@ -39,12 +43,13 @@ extension SyncEngine {
         return nil
     }
 
-    /// Downloads one file into the blob directory.
-    func fetchFile(_ hash: ContentHash) async throws(ConcordError) -> FileFetch {
+    /// Downloads one file of `size` bytes into the blob directory.
+    func fetchFile(_ hash: ContentHash, size: UInt64) async throws(ConcordError) -> FileFetch {
         let path = BlobName.remotePath(for: hash, key: keys.blobNames)
         do {
-            return try await BlobTransfer.download(hash, into: store.blobs, from: remote, path: path, key: keys.blobContents) ? .fetched : .absent
-        } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion {
+            return try await BlobTransfer.download(hash, size: size, into: store.blobs, from: remote, path: path, key: keys.blobContents) ? .fetched : .absent
+        } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion
+            || error.code == .limitExceeded || error.code == .unreadableObject {
             return .rejected("\(path): \(error.message)")
         }
     }

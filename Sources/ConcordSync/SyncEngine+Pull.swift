@@ -187,7 +187,7 @@ extension SyncEngine {
             return .notReady
         }
         if case let .heldBack(missing) = result {
-            if try await fetchFiles(missing, into: &report) != nil { return .missingFile }
+            if try await fetchFiles(missing, of: delta.fileReferences, into: &report) != nil { return .missingFile }
             result = try store.apply(delta)
             if case .heldBack = result { return .missingFile }
         }

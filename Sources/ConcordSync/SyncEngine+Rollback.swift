@@ -26,7 +26,7 @@ extension SyncEngine {
         var republished: [String] = []
         // 1. This replica's own head and batches: the exact bytes it sealed.
         let pushed = try pushedSeq()
-        if pushed > 0, (heads.latest[me] ?? 0) < pushed, try await remote.get(RemoteLayout.head(me, seq: pushed)) == nil {
+        if pushed > 0, (heads.latest[me] ?? 0) < pushed, try await objects.authenticBytes(at: RemoteLayout.head(me, seq: pushed)) == nil {
             // The remote lost the head of the newest batch this store sealed (when it sealed
             // more, the head may be a newer one the listing missed): remembered before
             // anything is put, for ``continueUnderANewIDAfterOwnLoss(into:)``.
@@ -221,7 +221,7 @@ extension SyncEngine {
         var uncovered = false
         let ownSnapshot = try snapshotSeq()
         var snapshotThere = false
-        if ownSnapshot > 0 { snapshotThere = try await remote.get(RemoteLayout.snapshot(me, seq: ownSnapshot)) != nil }
+        if ownSnapshot > 0 { snapshotThere = try await objects.authenticBytes(at: RemoteLayout.snapshot(me, seq: ownSnapshot)) != nil }
         for seq in 1...pushed {
             guard let plaintext = try store.sealedBatch(seq: seq) else {
                 if !present.contains(seq) && (!snapshotThere || seq > ownSnapshot) { uncovered = true }

@@ -47,8 +47,9 @@ public struct WebDAVRemote: LeftoverSweeping {
     }
 
     /// A remote at `url` (`https://host[:port]/path`; `http://` works too). `user` and
-    /// `password` are sent as HTTP Basic auth when `user` is given.
-    public init(url: String, user: String? = nil, password: String? = nil, retry: HTTPRetryPolicy = .init()) throws(ConcordError) {
+    /// `password` are sent as HTTP Basic auth when `user` is given; `bounds` say how long a
+    /// read may take (``ConcordHTTP/HTTPBounds``).
+    public init(url: String, user: String? = nil, password: String? = nil, retry: HTTPRetryPolicy = .init(), bounds: HTTPBounds = .init()) throws(ConcordError) {
         guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = parsed.host, !host.isEmpty else {
             throw ConcordError(.invalidOperation, "'\(url)' is not a WebDAV URL: give https://host/path/to/folder")
@@ -66,7 +67,7 @@ public struct WebDAVRemote: LeftoverSweeping {
         } else {
             authorization = nil
         }
-        transport = HTTPTransport(remoteName: "WebDAV remote \(origin + encodedRootPath)", retry: retry)
+        transport = HTTPTransport(remoteName: "WebDAV remote \(origin + encodedRootPath)", retry: retry, bounds: bounds)
         collections = KnownCollections()
     }
 
@@ -123,7 +124,10 @@ public struct WebDAVRemote: LeftoverSweeping {
     }
 
     /// Every non-collection resource in the layout's collections that `prefix` reaches, by
-    /// path relative to the root: PROPFIND `Depth: 1` per collection, eight at a time.
+    /// path relative to the root: PROPFIND `Depth: 1` per collection, eight at a time. Only
+    /// a layout folder that the listing of its own parent names is entered, each once, and
+    /// at most ``ConcordRemote/RemoteLayout/maxListingFolders`` in all: a server that names
+    /// other folders, or ever more of them, cannot make the walk endless.
     func resources(under prefix: String) async throws(ConcordError) -> [(String, PropfindEntry)] {
         let start = prefix.lastIndex(of: "/").map { String(prefix[...$0]) } ?? ""
         var found: [(String, PropfindEntry)] = []
@@ -144,7 +148,8 @@ public struct WebDAVRemote: LeftoverSweeping {
                 return all
             }
             for result in results {
-                guard let (folder, entries) = try result.get() else { continue }
+                guard let (listed, entries) = try result.get() else { continue }
+                let folder = listed
                 guard let entries else {
                     // A missing folder lists nothing — unless it is the root.
                     forgetCollections(below: folder)
@@ -161,7 +166,10 @@ public struct WebDAVRemote: LeftoverSweeping {
                         let folder = relative + "/"
                         // A collection lists itself too (and a hostile server may list anything):
                         // each folder is listed once.
-                        guard folder.hasPrefix(prefix) || prefix.hasPrefix(folder), folder.hasPrefix(start), visited.insert(folder).inserted else { continue }
+                        guard folder.hasPrefix(prefix) || prefix.hasPrefix(folder), Self.isChild(folder, of: listed), visited.insert(folder).inserted else { continue }
+                        guard visited.count <= RemoteLayout.maxListingFolders else {
+                            throw ConcordError.endlessListing(transport.remoteName, prefix.isEmpty ? "its root" : prefix, "named more than \(RemoteLayout.maxListingFolders) folders")
+                        }
                         pending.append(folder)
                     } else {
                         found.append((relative, entry))
@@ -221,11 +229,15 @@ public struct WebDAVRemote: LeftoverSweeping {
     }
 
     public func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try await getStream(path, limit: .max, write: write)
+    }
+
+    public func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try RemoteLayout.validateObjectPath(path)
         let url = objectURL(path)
         let authorization = self.authorization
         return try await transport.stream(
-            path,
+            path, limit: limit,
             prepare: { _ in
                 var headers = HTTPHeaders()
                 if let authorization { headers.add(name: "Authorization", value: authorization) }
@@ -244,6 +256,12 @@ public struct WebDAVRemote: LeftoverSweeping {
     // MARK: - Requests
 
     func objectURL(_ path: String) -> String { url + PercentEncoding.encode(path, keepSlash: true) }
+
+    /// Whether `folder` (relative, ending in `/`) lies directly in `parent` (`""` for the root).
+    static func isChild(_ folder: String, of parent: String) -> Bool {
+        guard folder.count > parent.count, folder.hasPrefix(parent) else { return false }
+        return !folder.dropFirst(parent.count).dropLast().contains("/")
+    }
 
     func send(
         _ method: String, _ path: String, body: [UInt8]? = nil, limit: UInt64 = 1 << 20,
@@ -266,7 +284,7 @@ public struct WebDAVRemote: LeftoverSweeping {
     /// The entries of a collection (PROPFIND `Depth: 1`), or nil if it does not exist.
     func propfind(_ folder: String) async throws(ConcordError) -> [PropfindEntry]? {
         let response = try await send(
-            "PROPFIND", folder, body: Self.propfindBody, limit: 256 << 20,
+            "PROPFIND", folder, body: Self.propfindBody, limit: RemoteLayout.maxListingPageSize,
             headers: [("Depth", "1"), ("Content-Type", "application/xml; charset=utf-8")])
         switch response.status {
         case 207:

@@ -47,3 +47,17 @@ extension ConcordError {
         )
     }
 }
+
+extension ConcordError {
+    /// The ``Code/remote`` error of a listing stopped at a bound
+    /// (``RemoteLayout/maxListingPages``, a continuation token given twice,
+    /// ``RemoteLayout/maxListingFolders``): `remote` names the remote, `listing` what was
+    /// listed, `why` what it did.
+    public static func endlessListing(_ remote: String, _ listing: String, _ why: String) -> ConcordError {
+        ConcordError(
+            .remote,
+            "\(remote) \(why) while listing \(listing): such a listing would never end, so it was stopped; "
+                + "nothing local was lost — check the server, the next sync tries again"
+        )
+    }
+}

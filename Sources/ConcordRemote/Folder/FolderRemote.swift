@@ -119,13 +119,12 @@ public struct FolderRemote: Remote {
         }
     }
 
-    /// The file's bytes, or nil if there is no file at `path` (and the root exists). Reads
-    /// it whole: prefer ``get(_:limit:)``.
+    /// The file's bytes, or nil if there is no file at `path` (and the root exists): within
+    /// the limit of its kind (``RemoteLayout/maxObjectSize(forPath:)``), as the HTTP remotes
+    /// read it — a larger file throws ``ConcordCore/ConcordError/Code/limitExceeded``
+    /// without being read.
     public func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
-        try RemoteLayout.validateObjectPath(path)
-        var out: [UInt8] = []
-        let found = try read(path, limit: nil) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in out.append(contentsOf: chunk) }
-        return found ? out : nil
+        try await get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
     }
 
     /// The file's bytes, or nil if there is no file at `path`; throws
@@ -188,6 +187,13 @@ public struct FolderRemote: Remote {
     public func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try RemoteLayout.validateObjectPath(path)
         return try read(path, limit: nil) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in try write(Array(chunk)) }
+    }
+
+    /// ``getStream(_:write:)`` of a file of at most `limit` bytes: a larger one throws
+    /// ``ConcordCore/ConcordError/Code/limitExceeded`` before anything is read.
+    public func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try RemoteLayout.validateObjectPath(path)
+        return try read(path, limit: limit) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in try write(Array(chunk)) }
     }
 
     // MARK: Maintenance

@@ -14,6 +14,19 @@ extension RemoteLayout {
     /// The largest snapshot a reader accepts: 1 GiB of sealed state (files are not in it).
     public static let maxSnapshotSize: UInt64 = 1 << 30
 
+    /// The largest page of a listing a reader accepts: 32 MiB — an S3 page of 1,000 keys
+    /// is well under 1 MiB, a WebDAV PROPFIND answer about 400 bytes an entry, so room for
+    /// some 80,000 objects in one folder.
+    public static let maxListingPageSize: UInt64 = 32 << 20
+    /// The most pages one listing may take: 10,000 — ten million objects at S3's 1,000 a
+    /// page. A listing whose continuation token comes back a second time is refused at once.
+    public static let maxListingPages = 10_000
+    /// The most folders a listing of the whole layout enters on a remote that lists a
+    /// folder at a time (WebDAV): the root, `heads/`, `snapshots/`, `replicas/` and `blobs/`,
+    /// each replica's folder and its `deltas/` for the format's 65,536 replicas, and the
+    /// 256 folders of `blobs/`.
+    public static let maxListingFolders = 5 + 2 * 65_536 + 256
+
     /// The largest object of `name`'s kind a reader accepts whole through
     /// ``Remote/get(_:limit:)``, and the largest a remote stores there; files (blobs) are
     /// streamed in constant memory and have no such limit (`UInt64.max`).

@@ -30,6 +30,8 @@ public struct BlobStore: Sendable {
         if mkdir(directory + "/tmp", 0o755) != 0 && errno != EEXIST {
             throw Self.ioError("create the blob directory \(directory)/tmp")
         }
+        // What interrupted downloads and attaches left there.
+        sweepTemporaryFiles()
     }
 
     /// Where the file with content `hash` lives.

@@ -18,6 +18,9 @@ struct DoctorScan {
     /// Paths of planted entries (a link in place of `heads/`, …): what lies behind them is
     /// not reported missing, since nothing can be seen there.
     var blocked: [String] = []
+    /// Path → the size its listing gave (when not 0): a file is read no further than that,
+    /// so a server that sends more than it lists cannot make a check endless.
+    var listedSizes: [String: UInt64] = [:]
     /// Path → whether the remote holds it, for every object fetched.
     var examined: [String: Bool] = [:]
     /// Heads that authenticated, per replica.

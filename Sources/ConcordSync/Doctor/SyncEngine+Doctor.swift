@@ -90,7 +90,7 @@ extension SyncEngine {
                 "\(anomaly.path) is \(anomaly.kind), not what the store keeps there: Concord never follows, opens or deletes it, and skips everything behind it",
                 "remove it from the store folder by hand (Concord never writes such a thing: someone planted it); its replica's next sync, or `concord doctor --repair` there, writes what belongs there")
         }
-        for name in try await doctorListing() { try await examine(name, &scan) }
+        for name in try await doctorListing(sizes: &scan.listedSizes) { try await examine(name, &scan) }
         // 3. Each replica's sequence of batches and heads; 4. files; 5. the fleet.
         try await checkSequences(&scan)
         try await checkFiles(&scan)
@@ -104,13 +104,16 @@ extension SyncEngine {
     /// The store's objects as listings show them, repeated listings merged: each prefix is
     /// listed until a round adds nothing new (two to four rounds), so one incomplete or
     /// stale listing hides less. What is still hidden is found by `get` where it matters.
-    func doctorListing() async throws(ConcordError) -> [RemoteLayout.Name] {
+    /// `sizes` gets each object's listed size (0, what a listing without sizes gives, is
+    /// left out).
+    func doctorListing(sizes: inout [String: UInt64]) async throws(ConcordError) -> [RemoteLayout.Name] {
         var names: [String: RemoteLayout.Name] = [:]
         for round in 0..<4 {
             var added = false
             for prefix in [RemoteLayout.headsPrefix, RemoteLayout.replicasPrefix, RemoteLayout.snapshotsPrefix, RemoteLayout.blobsPrefix] {
                 for object in try await remote.list(prefix: prefix) {
                     guard let name = RemoteLayout.parse(object.path), name != .manifest else { continue }
+                    if object.size > 0 { sizes[object.path] = max(sizes[object.path] ?? 0, object.size) }
                     if names.updateValue(name, forKey: object.path) == nil { added = true }
                 }
             }
@@ -189,7 +192,8 @@ extension SyncEngine {
                 failure = error
             }
         case let .blob(keyedName):
-            switch try await Self.checkBlob(remote, keyedName: keyedName, contents: keys.blobContents, names: keys.blobNames) {
+            let listed = scan.listedSizes[path] ?? .max
+            switch try await Self.checkBlob(remote, keyedName: keyedName, contents: keys.blobContents, names: keys.blobNames, limit: listed) {
             case .absent:
                 found = false
             case .intact:

@@ -65,11 +65,16 @@ extension SyncEngine {
     }
 
     /// Streams the blob `keyedName`, decrypting it and checking that its content hashes to
-    /// the file its name stands for, in constant memory.
-    static func checkBlob(_ remote: any Remote, keyedName: String, contents: SubKey, names: SubKey) async throws(ConcordError) -> BlobCheck {
+    /// the file its name stands for, in constant memory; one that goes on past `limit`
+    /// bytes (its listed size) is damaged.
+    static func checkBlob(_ remote: any Remote, keyedName: String, contents: SubKey, names: SubKey, limit: UInt64 = .max) async throws(ConcordError) -> BlobCheck {
         let path = RemoteLayout.blob(keyedName: keyedName)
         let verifier = BlobVerifier(key: contents, name: path)
-        guard try await remote.getStream(path, write: { chunk in verifier.feed(chunk) }) else { return .absent }
+        do throws(ConcordError) {
+            guard try await remote.getStream(path, limit: limit, write: { chunk in verifier.feed(chunk) }) else { return .absent }
+        } catch where error.code == .limitExceeded {
+            return .damaged(error)
+        }
         do throws(ConcordError) {
             let hash = try verifier.finish()
             guard BlobName.keyedName(for: hash, key: names) == keyedName else {

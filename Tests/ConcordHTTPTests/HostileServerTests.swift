@@ -1,0 +1,197 @@
+import ConcordCore
+import ConcordHTTP
+import ConcordRemote
+import ConcordS3
+import ConcordTesting
+import ConcordWebDAV
+import Foundation
+import Synchronization
+import Testing
+
+/// Whoever answers a remote's requests must not make a replica hang, exhaust memory or
+/// read for ever: against a hostile server on loopback, every listing and read ends with
+/// one typed error at its bound.
+@Suite struct HostileServerTests {
+    static let credentials = SigV4.Credentials(accessKey: "hostile", secretKey: "hostile-secret")
+    static let blob = "blobs/ab/" + String(repeating: "ab", count: 32)
+    /// Bounds a test can reach quickly: one second of grace, 1,000 bytes/s at least.
+    static let tight = HTTPBounds(grace: .seconds(1), minimumRate: 1_000)
+
+    static func s3(_ server: HostileHTTPServer, bounds: HTTPBounds = .init()) throws -> S3Remote {
+        try S3Remote(bucket: "bucket", endpoint: server.origin, credentials: credentials, retry: .init(attempts: 1), bounds: bounds)
+    }
+
+    static func webDAV(_ server: HostileHTTPServer, bounds: HTTPBounds = .init()) throws -> WebDAVRemote {
+        try WebDAVRemote(url: server.origin + "/dav/", retry: .init(attempts: 1), bounds: bounds)
+    }
+
+    static func listing(token next: String?, truncated: Bool) -> [UInt8] {
+        Array("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <ListBucketResult><Name>bucket</Name><IsTruncated>\(truncated)</IsTruncated>\(next.map { "<NextContinuationToken>\($0)</NextContinuationToken>" } ?? "")</ListBucketResult>
+            """.utf8)
+    }
+
+    /// Runs `body` and returns the error it threw (nil if it returned).
+    static func failure(_ body: () async throws(ConcordError) -> Void) async -> ConcordError? {
+        do throws(ConcordError) {
+            try await body()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    // MARK: Listings
+
+    @Test func anS3ListingWhoseTokensCycleStopsAtTheFirstRepeatedToken() async throws {
+        let server = try HostileHTTPServer { request in
+            switch request.query["continuation-token"] {
+            case nil: .answer(status: 200, body: Self.listing(token: "a", truncated: true))
+            case "a": .answer(status: 200, body: Self.listing(token: "b", truncated: true))
+            default: .answer(status: 200, body: Self.listing(token: "a", truncated: true))
+            }
+        }
+        defer { server.stop() }
+        let remote = try Self.s3(server)
+        let error = await Self.failure { () async throws(ConcordError) in _ = try await remote.list(prefix: "heads/") }
+        #expect(error?.code == .remote, "\(String(describing: error))")
+        #expect(error?.message.contains("continuation token a a second time") == true, "\(String(describing: error))")
+        #expect(server.requests == 3, "pages a, b, then a again: no fourth request")
+    }
+
+    @Test func anS3ListingOfEverNewTokensStopsAtMaxListingPages() async throws {
+        let server = try HostileHTTPServer { request in
+            let next = (Int(request.query["continuation-token"] ?? "0") ?? 0) + 1
+            return .answer(status: 200, body: Self.listing(token: String(next), truncated: true))
+        }
+        defer { server.stop() }
+        let remote = try Self.s3(server)
+        let error = await Self.failure { () async throws(ConcordError) in _ = try await remote.list(prefix: "") }
+        #expect(error?.code == .remote)
+        #expect(error?.message.contains("more than \(RemoteLayout.maxListingPages) pages") == true, "\(String(describing: error))")
+        #expect(server.requests == RemoteLayout.maxListingPages)
+    }
+
+    @Test func aMultipartListingThatStaysTruncatedStopsTheSweepAtTheRepeatedMarker() async throws {
+        let server = try HostileHTTPServer { _ in
+            .answer(status: 200, body: Array("""
+                <?xml version="1.0" encoding="UTF-8"?>
+                <ListMultipartUploadsResult><Bucket>bucket</Bucket><IsTruncated>true</IsTruncated><NextKeyMarker>k</NextKeyMarker><NextUploadIdMarker>u</NextUploadIdMarker></ListMultipartUploadsResult>
+                """.utf8))
+        }
+        defer { server.stop() }
+        let remote = try Self.s3(server)
+        let error = await Self.failure { () async throws(ConcordError) in _ = try await remote.sweepLeftovers(olderThan: 0, now: 1) }
+        #expect(error?.code == .remote)
+        #expect(error?.message.contains("a second time") == true, "\(String(describing: error))")
+        #expect(server.requests == 2)
+    }
+
+    /// Every folder's listing names a new sibling `replicas/<id>/`: only folders that their
+    /// own parent's listing named are entered, so the walk ends.
+    @Test func aWebDAVServerNamingEverNewFoldersIsWalkedOnlyIntoFoldersTheParentListingNamed() async throws {
+        let counter = Counter()
+        let server = try HostileHTTPServer { request in
+            guard request.method == "PROPFIND" else { return .answer(status: 404) }
+            let fresh = "5eed" + String(format: "%028x", counter.next())
+            var entries = [request.path, "/dav/replicas/\(fresh)/"]
+            if request.path.hasPrefix("/dav/replicas/"), request.path.count > "/dav/replicas/".count { entries.append(request.path + "deltas/") }
+            let body = "<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\">" + entries.map {
+                "<D:response><D:href>\($0)</D:href><D:propstat><D:prop><D:resourcetype><D:collection/></D:resourcetype></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>"
+            }.joined() + "</D:multistatus>"
+            return .answer(status: 207, body: Array(body.utf8))
+        }
+        defer { server.stop() }
+        let remote = try Self.webDAV(server)
+        let listed = try await remote.list(prefix: "replicas/")
+        #expect(listed.isEmpty)
+        // replicas/, the one folder it named, and that folder's deltas/.
+        #expect(server.requests == 3)
+    }
+
+    @Test func aPROPFINDAnswerOverMaxListingPageSizeIsRefusedUnread() async throws {
+        let server = try HostileHTTPServer { _ in
+            .endless(status: 207, prefix: Array("<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\">".utf8))
+        }
+        defer { server.stop() }
+        let remote = try Self.webDAV(server)
+        let error = await Self.failure { () async throws(ConcordError) in _ = try await remote.list(prefix: "heads/") }
+        #expect(error?.code == .limitExceeded, "\(String(describing: error))")
+        #expect(error?.message.contains("\(RemoteLayout.maxListingPageSize) bytes") == true, "\(String(describing: error))")
+        // What the kernel's buffers hold past the limit, and no more.
+        #expect(server.bytesSent < RemoteLayout.maxListingPageSize + (32 << 20), "\(server.bytesSent) bytes sent")
+    }
+
+    // MARK: Reads
+
+    @Test func aTrickledDownloadStopsAtTheDeadlineOfItsSizeAtTheMinimumRate() async throws {
+        let server = try HostileHTTPServer { _ in .trickle(status: 200, body: [UInt8](repeating: 7, count: 2_000), interval: .milliseconds(250)) }
+        defer { server.stop() }
+        for remote in [try Self.s3(server, bounds: Self.tight) as any Remote, try Self.webDAV(server, bounds: Self.tight)] {
+            var written = 0
+            let error = await Self.failure { () async throws(ConcordError) in
+                _ = try await remote.getStream(Self.blob, limit: 2_000) { chunk in written += chunk.count }
+            }
+            #expect(error?.code == .limitExceeded, "\(String(describing: error))")
+            #expect(error?.message.contains("least rate of 1000 bytes/s") == true, "\(String(describing: error))")
+            #expect(written < 2_000)
+        }
+    }
+
+    @Test func anEndlessDownloadStopsAtItsExpectedSize() async throws {
+        let server = try HostileHTTPServer { _ in .endless(status: 200) }
+        defer { server.stop() }
+        let limit: UInt64 = 1 << 20
+        for remote in [try Self.s3(server) as any Remote, try Self.webDAV(server)] {
+            var written: UInt64 = 0
+            let error = await Self.failure { () async throws(ConcordError) in
+                _ = try await remote.getStream(Self.blob, limit: limit) { chunk in written += UInt64(chunk.count) }
+            }
+            #expect(error?.code == .limitExceeded, "\(String(describing: error))")
+            #expect(written <= limit, "no byte past the expected size reaches the file")
+        }
+        #expect(server.bytesSent < 64 << 20, "\(server.bytesSent) bytes sent: the reads stopped")
+    }
+
+    @Test func anEndlessErrorBodyIsReadToErrorBodyLimitOnly() async throws {
+        let server = try HostileHTTPServer { _ in .endless(status: 404) }
+        defer { server.stop() }
+        for remote in [try Self.s3(server) as any Remote, try Self.webDAV(server)] {
+            #expect(try await remote.get(Self.blob) == nil)
+            #expect(try await remote.getStream(Self.blob) { _ in } == false)
+        }
+        #expect(server.requests == 4)
+        #expect(server.bytesSent < UInt64(HTTPBounds.errorBodyLimit) * 4 + (32 << 20), "\(server.bytesSent) bytes sent")
+    }
+
+    @Test func anEndlessForbiddenBodyEndsWithTheTypedError() async throws {
+        let server = try HostileHTTPServer { _ in .endless(status: 403) }
+        defer { server.stop() }
+        let remote = try Self.webDAV(server)
+        let error = await Self.failure { () async throws(ConcordError) in _ = try await remote.get(RemoteLayout.manifestPath) }
+        #expect(error?.code == .remoteAuth, "\(String(describing: error))")
+        #expect(server.bytesSent < 32 << 20)
+    }
+
+    @Test func anEndlessErrorBodyToAStreamedUploadIsReadToErrorBodyLimitOnly() async throws {
+        let server = try HostileHTTPServer { request in request.method == "PUT" ? .endless(status: 403) : .answer(status: 201) }
+        defer { server.stop() }
+        let remote = try Self.webDAV(server)
+        var sent = false
+        let error = await Self.failure { () async throws(ConcordError) in
+            try await remote.putStream(Self.blob) { () -> [UInt8] in
+                defer { sent = true }
+                return sent ? [] : [1, 2, 3]
+            }
+        }
+        #expect(error?.code == .remoteAuth, "\(String(describing: error))")
+        #expect(server.bytesSent < 32 << 20, "\(server.bytesSent) bytes sent")
+    }
+}
+
+/// A thread-safe counter for handlers.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func next() -> Int { value.withLock { $0 += 1; return $0 } }
+}
