@@ -134,6 +134,10 @@ public final class TurnstileRemote: Remote {
         try await through { () async throws(ConcordError) in try await base.getStream(path, write: write) }
     }
 
+    public func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try await through { () async throws(ConcordError) in try await base.getStream(path, limit: limit, write: write) }
+    }
+
     public func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] {
         try await through { () async throws(ConcordError) in try await base.anomalies(prefix: prefix) }
     }
