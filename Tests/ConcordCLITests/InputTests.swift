@@ -103,7 +103,7 @@ import Testing
         for days in ["213503982335", "-1", "1.5", "ten"] {
             expectFailure(try cli.run(["compact", "--grace-days", days, "--store", cli.path("a.db")]), status: 2, mentioning: ["--grace-days"])
         }
-        for seconds in ["-5", "0", "1e300"] {
+        for seconds in ["-5", "0", "1e-9", "0.05", "nan", "1e300"] {
             expectFailure(try cli.run(["sync", "--watch", "--interval", seconds, "--store", cli.path("a.db")]), status: 2, mentioning: ["--interval"])
         }
     }

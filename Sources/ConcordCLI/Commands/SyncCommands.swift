@@ -22,14 +22,15 @@ struct Sync: AsyncParsableCommand {
     @Flag(name: .customLong("push-only"), help: "Only push local changes.") var pushOnly = false
     @Flag(name: .customLong("pull-only"), help: "Only apply remote changes.") var pullOnly = false
     @Flag(name: .long, help: "Keep syncing until interrupted.") var watch = false
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Seconds between syncs with --watch (default 30).", valueName: "seconds")) var interval: Double?
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Seconds between syncs with --watch (default 30; 0.1 to a year).", valueName: "seconds")) var interval: Double?
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
         guard !(pushOnly && pullOnly) else { throw ValidationError("--push-only and --pull-only exclude each other") }
         if let interval {
             guard watch else { throw ValidationError("--interval applies to --watch") }
-            guard interval > 0, interval <= 86_400 * 365 else { throw ValidationError("--interval must be a number of seconds above 0 and at most a year, not \(interval)") }
+            // Below a tenth of a second a watch only hammers the remote (1e-9 is a typo).
+            guard interval >= 0.1, interval <= 86_400 * 365 else { throw ValidationError("--interval must be a number of seconds from 0.1 to a year, not \(interval)") }
         }
     }
 
@@ -37,11 +38,16 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         let store = try options.openStore()
-        let connection = try await RemoteConnection.open(store, options: options)
         if watch {
-            try await watchLoop(store, connection)
+            let stop = StopSignal()
+            guard let connection = try await firstContact(store, stop: stop) else {
+                options.say("stopped before the remote could be reached")
+                return
+            }
+            try await watchLoop(store, connection, stop: stop)
             return
         }
+        let connection = try await RemoteConnection.open(store, options: options)
         let report = try await Self.syncOnce(store, connection, mode: mode, display: ProgressDisplay.make(json: options.json))
         Self.warn(report)
         options.emit(Self.document(report, connection), Self.summary(report, connection))
@@ -62,9 +68,34 @@ struct Sync: AsyncParsableCommand {
         return report
     }
 
-    func watchLoop(_ store: Store, _ connection: RemoteConnection) async throws {
+    /// Opens the remote for `--watch`, retrying while it cannot be reached — the server down,
+    /// a drive not mounted yet, a captive portal answering in its place — with a backoff
+    /// from one second doubling up to the interval. A wrong key, another store, or no
+    /// remote at all stop at once. Nil when stopped (Ctrl-C) before the remote answered.
+    func firstContact(_ store: Store, stop: StopSignal) async throws -> RemoteConnection? {
         let interval = self.interval ?? 30
-        let stop = StopSignal()
+        var wait = min(1.0, interval)
+        while !stop.isSet {
+            do {
+                return try await RemoteConnection.open(store, options: options)
+            } catch let error as ConcordError where Self.transientAtFirstContact.contains(error.code) {
+                FileHandle.standardError.write(Data("concord: cannot reach the remote: \(Entry.oneLine(error.message)); retrying in \(wait) s\n".utf8))
+                let deadline = Date().addingTimeInterval(wait)
+                while !stop.isSet && Date() < deadline {
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                wait = min(wait * 2, interval)
+            }
+        }
+        return nil
+    }
+
+    /// What a remote that is down, not mounted yet or behind a captive portal answers at
+    /// first contact: worth trying again.
+    static let transientAtFirstContact: Set<ConcordError.Code> = [.remote, .noFolder, .malformed, .noRemoteStore]
+
+    func watchLoop(_ store: Store, _ connection: RemoteConnection, stop: StopSignal) async throws {
+        let interval = self.interval ?? 30
         options.say("watching \(connection.location.url) every \(interval) s; press Ctrl-C to stop")
         var count = 0
         while !stop.isSet {
