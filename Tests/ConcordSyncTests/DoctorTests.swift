@@ -21,6 +21,24 @@ import Testing
         try await scenario.check(observer: [scenario.unannounced], writer: [scenario.unannounced])
     }
 
+    /// A planted object at an own batch name whose seq does not fit a store's seq (2^63 and
+    /// past): `doctor --repair` reports and goes on (it once trapped, reading the store's
+    /// sealed batch of that seq), and the store applies no such seq.
+    @Test func aPlantedOwnBatchNamePastTheLargestSeqDoesNotTrapDoctorRepair() async throws {
+        let fleet = try await Fleet(count: 1)
+        try fleet.stores[0].set(RecordRef(collection: "notes", id: "n"), "title", .string("kept"))
+        try await fleet.syncAll()
+        #expect(try fleet.stores[0].sealedBatch(seq: 1 << 63) == nil)
+        #expect(try fleet.stores[0].sealedBatch(seq: .max) == nil)
+        for seq: UInt64 in [1 << 63, .max - 1] {
+            try await fleet.remote.put(RemoteLayout.batch(fleet.stores[0].replicaID, seq: seq), Array("junk".utf8))
+        }
+        let report = try await fleet.engines[0].doctor(repair: true)
+        #expect(report.findings.contains { $0.path.hasSuffix("8000000000000000") }, "\(report.findings)")
+        try await fleet.engines[0].sync()
+        #expect(try fleet.stores[0].record(RecordRef(collection: "notes", id: "n")) != nil)
+    }
+
     @Test func slowCallsLeaveTheRemoteHealthy() async throws {
         let scenario = try await FaultedPush(seed: 2)
         scenario.faulty.plan = .init(slow: 1)

@@ -84,7 +84,9 @@ extension Store {
 
     /// The bytes of a sealed delta of this replica, exactly as first sealed.
     public func sealedBatch(seq: UInt64) throws(ConcordError) -> [UInt8]? {
-        try read { db in try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [Int64(seq)]).map { [UInt8]($0) } }
+        // A seq past 2^63 − 1 was never sealed (a planted name may claim one).
+        guard let seq = Int64(exactly: seq) else { return nil }
+        return try read { db in try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [seq]).map { [UInt8]($0) } }
     }
 
     /// Forgets the bytes of sealed deltas `seqs`, once no push or repair can need them:
@@ -93,7 +95,7 @@ extension Store {
         guard !seqs.isEmpty else { return }
         try writeDatabase { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM concord_sealed WHERE seq = ?")
-            for seq in seqs { try statement.execute(arguments: [Int64(seq)]) }
+            for seq in seqs { if let seq = Int64(exactly: seq) { try statement.execute(arguments: [seq]) } }
         }
     }
 
@@ -305,10 +307,13 @@ extension Store {
     }
 
     func setAppliedSeq(_ db: Database, _ origin: ReplicaID, _ seq: UInt64) throws {
+        guard let seq = Int64(exactly: seq) else {
+            throw ConcordError(.invalidOperation, "batch \(seq) of replica \(origin) is past the largest seq a store records (2^63 − 1): not applied")
+        }
         try db.cachedStatement(sql: """
             INSERT INTO concord_origins (replica, seq) VALUES (?, ?)
             ON CONFLICT (replica) DO UPDATE SET seq = max(seq, excluded.seq)
-            """).execute(arguments: [Rows.replicaBlob(origin), Int64(seq)])
+            """).execute(arguments: [Rows.replicaBlob(origin), seq])
     }
 
     /// Per remote replica, the seq of its newest delta this store has applied (directly or
