@@ -213,7 +213,7 @@ final class FuzzRun {
         (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "fuzz", limits: .minimum)
         let manifest = try await folderGet(RemoteLayout.manifestPath)
         // For the child processes of real kills, which open the remote by key.
-        FileManager.default.createFile(atPath: keyFile, contents: Data(key.keyFileContents))
+        try Data(key.keyFileContents).write(to: URL(fileURLWithPath: keyFile))
         for _ in 0..<random.int(2...4) { try await addReplica() }
         let files = (1...3).map { Array("file content \($0) of \(seed)".utf8) }
 
