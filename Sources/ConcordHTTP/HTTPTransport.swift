@@ -303,7 +303,7 @@ public struct HTTPTransport: Sendable {
 
     /// A status the caller did not expect, as the typed error of its kind.
     public func unexpected(_ response: HTTPResponse, object: String, doing: String, detail: String? = nil) -> ConcordError {
-        let said = detail ?? Self.summary(of: response.body)
+        let said = detail.map(Self.redacted) ?? Self.summary(of: response.body)
         let suffix = said.isEmpty ? "" : " (\(said))"
         switch response.status {
         case 401:
@@ -314,17 +314,40 @@ public struct HTTPTransport: Sendable {
             return ConcordError(.remoteFull, "\(remoteName) is out of space (HTTP 507\(suffix)) to \(doing) \(object): free space or raise the quota, then sync again; nothing local was lost")
         case 413:
             return ConcordError(.remoteFull, "\(remoteName) refused \(object) as too large (HTTP 413\(suffix)): raise the server's upload limit; nothing local was lost")
+        case 301, 302, 303, 307, 308:
+            // Redirects are not followed (a request signed for one URL is not sent to another):
+            // where it points is what the person needs to fix the URL.
+            let location = response.headers.first(name: "Location").map { Self.redacted(String($0.prefix(300))) } ?? "no Location given"
+            return ConcordError(.remote, "\(remoteName) answered HTTP \(response.status) (moved to \(location)) to \(doing) \(object): if the store moved, set the remote's new URL with `concord remote set`; nothing local was lost")
         default:
             return ConcordError(.remote, "\(remoteName) answered HTTP \(response.status)\(suffix) to \(doing) \(object); nothing local was lost, the next sync tries again")
         }
     }
 
-    /// The first 200 characters of an error body, on one line.
+    /// The first 200 characters of an error body, on one line, with anything that looks
+    /// like a credential taken out (``redacted(_:)``).
     static func summary(of body: [UInt8]) -> String {
         let text = String(decoding: body.prefix(400), as: UTF8.self)
         let stripped = text.replacingOccurrences(of: "<[^>]*>", with: " ", options: .regularExpression)
         let line = stripped.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
-        return String(line.prefix(200))
+        return String(redacted(line).prefix(200))
+    }
+
+    /// `text` with what looks like a credential replaced by "[redacted]": an error answer
+    /// that echoes the request (its `Authorization` header, a presigned URL's signature or
+    /// session token, a password in a URL) must not carry it into messages, logs or `--json`.
+    public static func redacted(_ text: String) -> String {
+        var text = text
+        let patterns = [
+            #"(?i)\b(Basic|Bearer|Digest|AWS4-HMAC-SHA256)\s+[^\s"'<>]+"#,
+            #"(?i)\b(Authorization|Proxy-Authorization|X-Amz-Security-Token|X-Amz-Signature|X-Amz-Credential|Signature|Credential|password|passwd|pwd|secret|token|AWSAccessKeyId)\s*[:=]\s*[^\s&"'<>,;]+"#,
+            #"(?i)(://[^/\s:@]+):[^@\s/]+@"#,
+        ]
+        for (index, pattern) in patterns.enumerated() {
+            let template = index == 2 ? "$1:[redacted]@" : "$1 [redacted]"
+            text = text.replacingOccurrences(of: pattern, with: template, options: .regularExpression)
+        }
+        return text
     }
 }
 

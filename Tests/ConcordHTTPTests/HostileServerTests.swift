@@ -188,6 +188,30 @@ import Testing
         #expect(error?.code == .remoteAuth, "\(String(describing: error))")
         #expect(server.bytesSent < 32 << 20, "\(server.bytesSent) bytes sent")
     }
+
+    /// A redirect names where it points (the URL to fix), and an error answer that echoes
+    /// the request's credentials never carries them into the message.
+    @Test func aRedirectShowsItsLocationAndEchoedCredentialsAreRedacted() async throws {
+        let server = try HostileHTTPServer { request in
+            if request.path.hasSuffix("concord.json") {
+                return .answer(status: 301, headers: [("Location", "https://elsewhere.example/dav/concord.json")])
+            }
+            return .answer(status: 400, body: Array("""
+                <html><body>Bad request: Authorization: Basic dXNlcjpzM2NyZXQ= was sent to
+                https://user:s3cret@host/dav?X-Amz-Signature=abcdef0123&X-Amz-Security-Token=tok3n by the client</body></html>
+                """.utf8))
+        }
+        defer { server.stop() }
+        let remote = try Self.webDAV(server)
+        let moved = await Self.failure { () async throws(ConcordError) in _ = try await remote.get("concord.json") }
+        #expect(moved?.message.contains("https://elsewhere.example/dav/concord.json") == true, "\(String(describing: moved))")
+        let echoed = await Self.failure { () async throws(ConcordError) in _ = try await remote.get(RemoteLayout.head(ReplicaID(hex: String(repeating: "ab", count: 16))!, seq: 1)) }
+        let message = try #require(echoed?.message)
+        for secret in ["dXNlcjpzM2NyZXQ=", "s3cret", "abcdef0123", "tok3n"] {
+            #expect(!message.contains(secret), "\(secret) in: \(message)")
+        }
+        #expect(message.contains("[redacted]"), "\(message)")
+    }
 }
 
 /// A thread-safe counter for handlers.
