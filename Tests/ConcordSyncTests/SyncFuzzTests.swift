@@ -118,6 +118,9 @@ final class FuzzRun {
     /// restored (not on the remote, no store holding them): a later rollback of the remote
     /// may bring one back, and then every replica must apply it.
     var droppedLog: [ReplicaID: [UInt64: [UInt8]]] = [:]
+    /// Batches a restored copy sealed under its old id before it noticed: in the reference
+    /// only if they left it (some replica applied them).
+    var copyLog: [ReplicaID: [UInt64: [UInt8]]] = [:]
     /// Every entry a local operation created, those no longer expected included.
     var everCreated: [SlotRef: Set<Stamp>] = [:]
     /// Replicas some replica forgot, and replicas compaction found retired.
@@ -494,11 +497,18 @@ final class FuzzRun {
             for (_, bytes) in log { reference.join(try DeltaCodec.decode(bytes).state) }
         }
         let applied = try stores.map { try $0.appliedSeqs() }
+        for (id, log) in copyLog {
+            let reached = applied.map { $0[id] ?? 0 }.max() ?? 0
+            for (seq, bytes) in log where seq <= reached && sealedLog[id]?[seq] == nil {
+                reference.join(try DeltaCodec.decode(bytes).state)
+                trace.log("batch \(seq) of \(id), sealed by its restored copy under the old id, left it")
+            }
+        }
         for (id, log) in droppedLog {
             let reached = applied.map { $0[id] ?? 0 }.max() ?? 0
             // (A name the restored store used again — the original never reached anyone —
             // was applied with the new content, logged in `sealedLog`.)
-            for (seq, bytes) in log where seq <= reached && sealedLog[id]?[seq] == nil {
+            for (seq, bytes) in log where seq <= reached && sealedLog[id]?[seq] == nil && copyLog[id]?[seq] == nil {
                 reference.join(try DeltaCodec.decode(bytes).state)
                 trace.log("batch \(seq) of \(id), out of reach when its device was restored, came back")
             }
@@ -861,8 +871,11 @@ final class FuzzRun {
         // and their writes now live on under the new id. A store that was never restored
         // changes id only after the remote lost its newest head, with nothing sealed past
         // it: every batch it sealed under the old id stands.
+        // Unless they did leave it: a name the lost store never used was free, and what the
+        // copy pushed under it stands (settled at the end, by what the replicas applied).
         if let original = originalSeqs[known] {
             for seq in (sealedLog[known] ?? [:]).keys where !original.contains(seq) {
+                copyLog[known, default: [:]][seq] = sealedLog[known]![seq]
                 sealedLog[known]![seq] = nil
             }
         }
