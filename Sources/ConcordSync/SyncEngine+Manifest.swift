@@ -53,12 +53,22 @@ extension SyncEngine {
     /// decode (torn, truncated, tampered, or not JSON at all). A manifest of another format
     /// version is not damage: this release just cannot read it.
     public static func isDamagedManifest(_ bytes: [UInt8]) -> Bool {
+        // A web page is not a torn manifest: a captive portal or a proxy answered in the
+        // store's place, and writing to it would be writing to the wrong place.
+        if looksLikeWebPage(bytes) { return false }
         do {
             _ = try StoreManifest(json: bytes)
             return false
         } catch {
             return error.code == .malformed
         }
+    }
+
+    /// Whether `bytes` read at `concord.json` are a web page (HTML) — what a captive portal
+    /// or a proxy answers in the store's place — rather than anything the store wrote.
+    public static func looksLikeWebPage(_ bytes: [UInt8]) -> Bool {
+        let start = String(decoding: bytes.prefix(512), as: UTF8.self).drop { $0.isWhitespace }.prefix(64).lowercased()
+        return start.hasPrefix("<!doctype html") || start.hasPrefix("<html") || start.hasPrefix("<head") || start.hasPrefix("<body")
     }
 
     /// Whether `remote` holds any object of a store's layout (a head, a batch or a

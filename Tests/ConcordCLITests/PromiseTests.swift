@@ -7,6 +7,22 @@ import Testing
 @Suite struct PromiseTests {
     /// Deleting `concord.json` strands nothing: the next sync of any replica that unlocked
     /// the store puts back the copy it keeps, and every replica goes on syncing.
+    /// A captive portal or proxy answering a web page for `concord.json` is named as such —
+    /// not called a corrupt store — and nothing is written over it.
+    @Test func aWebPageInPlaceOfConcordJSONIsNamedAndLeftAlone() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a"])
+        let manifest = cli.path("remote/concord.json")
+        let page = Data("<!DOCTYPE html>\n<html><body>Sign in to continue</body></html>\n".utf8)
+        try page.write(to: URL(fileURLWithPath: manifest))
+        let synced = try cli.run(["sync", "--store", cli.path("a.db")])
+        #expect(synced.status != 0)
+        #expect(synced.stderr.contains("web page") && synced.stderr.contains("captive portal"), "\(synced.stderr)")
+        #expect(!synced.stderr.contains("corrupt") && !synced.stderr.contains("put back"), "\(synced.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: manifest)) == page)
+    }
+
     @Test func aDeletedConcordJSONIsPutBackByTheNextSync() throws {
         let cli = try CLI()
         defer { cli.cleanUp() }

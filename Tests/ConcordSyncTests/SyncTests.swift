@@ -87,6 +87,13 @@ import Testing
         let doctor = try await fleet.engines[1].doctor(repair: true)
         #expect(doctor.findings.contains { $0.kind == .missingManifest && $0.repaired }, "\(doctor.findings)")
         #expect(try await fleet.remote.get(RemoteLayout.manifestPath) == renewed)
+        // A web page in its place (a captive portal answering for the store) is not damage:
+        // nothing is written over it.
+        let portal = Array("\n<!DOCTYPE html><html><body>Sign in to the hotel Wi-Fi</body></html>".utf8)
+        try await fleet.remote.put(RemoteLayout.manifestPath, portal)
+        #expect(SyncEngine.looksLikeWebPage(portal) && !SyncEngine.isDamagedManifest(portal))
+        #expect(try await SyncEngine.restoreManifest(fleet.remote, from: fleet.stores[0]) == nil)
+        #expect(try await fleet.remote.get(RemoteLayout.manifestPath) == portal)
         // A readable manifest of a newer format is left as it is.
         var newer = String(decoding: renewed, as: UTF8.self)
         newer = newer.replacingOccurrences(of: "\"formatVersion\" : 1", with: "\"formatVersion\" : 2")

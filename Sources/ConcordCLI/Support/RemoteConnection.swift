@@ -333,6 +333,9 @@ struct RemoteConnection {
             }
             throw ConcordError(.noRemoteStore, "\(location.display) holds no Concord store (no concord.json): run `concord remote set \(location.url)` to create one there")
         }
+        if SyncEngine.looksLikeWebPage(bytes) {
+            throw ConcordError(.remote, "\(location.display) answered a web page instead of concord.json: a captive portal or a proxy is in the way (sign in to the network, or check the URL); nothing was read or written")
+        }
         return try StoreManifest(json: bytes)
     }
 
