@@ -1,0 +1,112 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+
+/// The outbox: local changes not shipped yet, sealed into numbered batches kept until pushed.
+extension Store {
+    /// Seals the outbox into the next delta, stores its bytes (so a retried push sends the
+    /// same bytes) and clears the sealed part of the outbox, in one transaction. Nil when
+    /// nothing changed.
+    ///
+    /// With `maxSlots`, seals only the oldest writes — every slot whose last local write is
+    /// at or before a cut chosen so the delta carries at most `maxSlots` slots (more only
+    /// when a single write touched more) — so memory stays bounded however large the
+    /// backlog. Call again for the rest. This is exact: a write replaces its own earlier
+    /// entries in every slot it touches, so every own dot up to the cut lives in a sealed
+    /// slot.
+    public func seal(maxSlots: Int? = nil) throws(ConcordError) -> Delta? {
+        try writeDatabase { db -> Delta? in
+            var dependencies = try SlotIO.context(db)
+            var upTo = dependencies[replicaID]
+            if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
+            let (outbox, fields) = try SlotIO.outbox(db, upTo: upTo, readingFields: true)
+            guard !outbox.isEmpty else { return nil }
+            dependencies[replicaID] = try meta(db, "sealed_up_to")
+            let seq = try meta(db, "sealed_seq") + 1
+            let whole = try SlotIO.wholeRecords(db, upTo: upTo)
+            var records: [Delta.RecordChange] = []
+            for ref in outbox.keys.sorted() {
+                if whole.contains(ref) {
+                    // Purged since the last seal: shipped whole, with whatever it holds now.
+                    let slots = try SlotIO.record(db, ref)?.sortedSlots ?? []
+                    records.append(Delta.RecordChange(ref: ref, slots: slots.map { (key: $0.key, entries: $0.slot.entries) }, whole: true))
+                    continue
+                }
+                let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
+                let single = fields[ref] ?? [:]
+                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { key in
+                    // A dirty field of one entry was read with the outbox; any other slot here.
+                    if case let .field(name) = key, let entry = single[name] { return (key: key, entries: [entry]) }
+                    return (key: key, entries: try SlotIO.entries(db, ref, key))
+                }))
+            }
+            let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
+            try SlotIO.clearOutbox(db, upTo: upTo)
+            try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
+            try setMeta(db, "sealed_seq", seq)
+            try setMeta(db, "sealed_up_to", upTo)
+            return delta
+        }
+    }
+
+    /// The greatest write hlc such that the slots last written at or before it number at
+    /// most `maxSlots` (or the first write's hlc, if that write alone touched more). Only
+    /// the earliest slots are read, not the whole outbox.
+    private func outboxCut(_ db: Database, maxSlots: Int) throws -> UInt64? {
+        let stamps = try SlotIO.earliestSlotStamps(db, count: max(maxSlots, 0))
+        guard var cut = stamps.first else { return nil }
+        var start = 0
+        while start < stamps.count {
+            // The slots of one write (one hlc) are sealed together or not at all.
+            let hlc = stamps[start]
+            var end = start + 1
+            while end < stamps.count, stamps[end] == hlc { end += 1 }
+            guard end <= maxSlots else { break }
+            cut = hlc
+            start = end
+        }
+        return Rows.hlc(stored: cut)
+    }
+
+    /// The bytes of a sealed delta of this replica, exactly as first sealed.
+    public func sealedBatch(seq: UInt64) throws(ConcordError) -> [UInt8]? {
+        // A seq past 2^63 − 1 was never sealed (a planted name may claim one).
+        guard let seq = Int64(exactly: seq) else { return nil }
+        return try read { db in try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [seq]).map { [UInt8]($0) } }
+    }
+
+    /// Forgets the bytes of sealed deltas `seqs`, once no push or repair can need them:
+    /// their batches were compacted away and a snapshot covers them. Unpushed ones are kept.
+    public func forgetSealedDeltas(_ seqs: [UInt64]) throws(ConcordError) {
+        guard !seqs.isEmpty else { return }
+        try writeDatabase { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM concord_sealed WHERE seq = ?")
+            for seq in seqs { if let seq = Int64(exactly: seq) { try statement.execute(arguments: [seq]) } }
+        }
+    }
+
+    /// The seq of this replica's newest sealed delta (0 before the first).
+    public func sealedSeq() throws(ConcordError) -> UInt64 {
+        try read { db in try meta(db, "sealed_seq") }
+    }
+
+    /// The slots changed locally since the last seal: the outbox.
+    public func pendingSlots() throws(ConcordError) -> Set<SlotRef> {
+        try read { db in
+            Set(try SlotIO.outbox(db).flatMap { ref, keys in keys.map { SlotRef(record: ref, key: $0) } })
+        }
+    }
+
+    /// Whether anything changed locally since the last seal: one probe of the outbox, where
+    /// ``pendingChangeCount()`` reads all of it.
+    public func hasPendingChanges() throws(ConcordError) -> Bool {
+        try read { db in !(try SlotIO.outboxIsEmpty(db)) }
+    }
+
+    /// How many slots changed locally since the last seal.
+    public func pendingChangeCount() throws(ConcordError) -> Int {
+        // A purged record counts once: it has no slot of its own in the outbox.
+        try read { db in try SlotIO.outbox(db).values.reduce(0) { $0 + max($1.count, 1) } }
+    }
+}

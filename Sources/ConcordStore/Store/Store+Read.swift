@@ -1,0 +1,68 @@
+import ConcordCodec
+import ConcordCore
+import Foundation
+import GRDB
+
+/// The app's reads: records, raw state, the canonical dump and conflicts.
+extension Store {
+    /// The visible fields of a record, or nil if it is not visible.
+    public func record(_ ref: RecordRef) throws(ConcordError) -> [(name: String, value: FieldValue)]? {
+        do {
+            if case let .read(fields) = try pointReader.record(ref) { return fields }
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "read \(path)")
+        }
+        // Another thread is reading through the point-read connection: read through the pool.
+        return try readStatement { db in
+            guard let record = try SlotIO.record(db, ref), record.isVisible else { return nil }
+            return record.sortedFields
+        }
+    }
+
+    /// The visible records of a collection, sorted by id.
+    public func records(in collection: String) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
+        try read { db in
+            let ids = try String.fetchAll(db, sql: """
+                SELECT DISTINCT id FROM concord_dots WHERE collection = ? AND kind = 0
+                """, arguments: [collection])
+            return try ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.compactMap { id in
+                guard let record = try SlotIO.record(db, RecordRef(collection: collection, id: id)), record.isVisible else { return nil }
+                return (id: id, fields: record.sortedFields)
+            }
+        }
+    }
+
+    /// The stored record with every slot, visible or not (for diagnosis and tests).
+    public func rawRecord(_ ref: RecordRef) throws(ConcordError) -> ConcordCore.Record? {
+        try read { db in try SlotIO.record(db, ref) }
+    }
+
+    /// The whole replicated state, as the core sees it.
+    public func state() throws(ConcordError) -> StoreState {
+        try read { db in try SlotIO.state(db) }
+    }
+
+    /// The canonical dump (docs/ARCHITECTURE.md §2): byte-identical on replicas that have seen the same
+    /// changes, and equal to the core's dump of the same state.
+    public func canonicalDump() throws(ConcordError) -> String {
+        CanonicalDump.json(of: try state())
+    }
+
+    /// Every open conflict, in canonical order.
+    public func conflicts() throws(ConcordError) -> [Conflict] {
+        try read { db in
+            let candidates = try Row.fetchAll(db, sql: """
+                SELECT collection, id FROM concord_dots WHERE kind = 1
+                UNION SELECT collection, id FROM concord_fields WHERE versions > 1
+                """)
+            var conflicts: [Conflict] = []
+            for row in candidates {
+                let ref = RecordRef(collection: row["collection"], id: row["id"])
+                if let record = try SlotIO.record(db, ref) { conflicts += record.conflicts(ref: ref) }
+            }
+            return conflicts.sorted(by: Conflict.canonicalOrder)
+        }
+    }
+}
