@@ -211,6 +211,9 @@ extension SyncEngine {
         if let own = snapshot.appliedSeqs[store.replicaID], own > sealed {
             throw ConcordError(.storeRestored, "snapshot \(path) holds batch \(own) of this replica, but this store sealed only up to \(sealed): it is an older copy of itself")
         }
+        if let end = snapshot.records.context.versionVector?[store.replicaID], !(try store.sealedABatchEnding(at: end)) {
+            throw ConcordError(.storeRestored, "snapshot \(path) holds this replica's changes up to stamp \(end), where no batch this store sealed ended: it is an older copy of itself")
+        }
         guard var result = try storeJoin(snapshot, path: path, into: &report) else { return false }
         if case let .heldBack(missing) = result {
             if let absent = try await fetchFiles(missing, of: try objects.fileReferences(in: snapshot), into: &report) {

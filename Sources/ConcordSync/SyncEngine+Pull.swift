@@ -180,6 +180,14 @@ extension SyncEngine {
 
     /// Applies one delta, fetching the files it needs first; or says why it must wait.
     func apply(_ delta: Delta, into report: inout SyncReport) async throws(ConcordError) -> ApplyStep {
+        // Another replica depends on this one up to the end of a batch this one sealed. Any
+        // other stamp is the end of a batch this store never sealed: it is an older copy of
+        // itself, even where its own later writes put its stamp past that end (applying
+        // would let it think it had seen changes it never applied).
+        let own = delta.dependencies[store.replicaID]
+        if delta.origin != store.replicaID, !(try store.sealedABatchEnding(at: own)) {
+            throw ConcordError(.storeRestored, "batch \(RemoteLayout.batch(delta.origin, seq: delta.seq)) depends on a batch of this replica ending at stamp \(own), which this store never sealed: it is an older copy of itself")
+        }
         var result: StoreApplyResult
         do {
             result = try store.apply(delta)

@@ -25,9 +25,20 @@ func exchange(_ stores: [Store]) throws {
     }
 }
 
+/// Takes a store file back to schema version 4, as that release left it: no record of where
+/// its own batches ended, and no record of migration "v5".
+func downgradeOwnBatchesToVersionFour(_ db: Database) throws {
+    try db.execute(sql: """
+        DROP TABLE concord_own_batches;
+        DELETE FROM concord_meta WHERE key = 'own_batches_from';
+        DELETE FROM grdb_migrations WHERE identifier = 'v5';
+        """)
+}
+
 /// Takes a store file back to schema version 3, as that release left it: the outbox without
-/// its `low` column and that column's index, and no record of migration "v4".
+/// its `low` column and that column's index, and no record of migrations "v4" and "v5".
 func downgradeOutboxToVersionThree(_ db: Database) throws {
+    try downgradeOwnBatchesToVersionFour(db)
     try db.execute(sql: """
         DROP INDEX concord_outbox_low;
         ALTER TABLE concord_outbox DROP COLUMN low;

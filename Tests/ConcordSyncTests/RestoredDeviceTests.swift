@@ -136,6 +136,48 @@ import Testing
         #expect(Set([try restoredStore.canonicalDump(), try b.canonicalDump(), try fleet.stores[2].canonicalDump()]).count == 1)
     }
 
+
+    /// The copy sealed its own n9 under the old id's seq 1 before it synced, so at the
+    /// sync's start its sealed seq matches the old id's head and nothing tells. b's batch
+    /// depends on a's batch 1 (b removed the tag a added), and the copy's own later write
+    /// makes its stamp for a look past what b depends on: applying b's batch would let it
+    /// think it had seen a's batch 1, and once it found out it was a copy, applying a's
+    /// batch 1 would bring back the tag b had removed, on the copy alone. The stamp b depends on is
+    /// not the end of any batch this store sealed, so the copy knows before it applies.
+    @Test func aRestoredCopyThatSealedPastItsBackupIsToldByABatchThatDependsOnWritesItNeverMade() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try await fleet.syncAll()
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(a, to: copy)
+        let n1 = RecordRef(collection: "notes", id: "n1")
+        try a.set(n1, "title", .string("one"))
+        try a.add(n1, "tags", .string("draft"))
+        try await fleet.engines[0].sync()
+        try await fleet.engines[1].sync()
+        try b.remove(n1, "tags", .string("draft"))
+        try await fleet.engines[1].sync()
+
+        let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        fleet.clock.advance(by: 60_000)  // the copy writes later than a did
+        try restoredStore.set(RecordRef(collection: "notes", id: "n9"), "title", .string("the copy's"))
+        #expect(try restoredStore.seal()?.seq == 1)
+        let restored = SyncEngine(store: restoredStore, remote: fleet.remote, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
+        let report = try await restored.sync()
+        let change = try #require(report.restoredCopy)
+        #expect(change.old == a.replicaID && restoredStore.replicaID == change.new)
+        try await fleet.engines[1].sync()
+        try await restored.sync()
+        try await fleet.engines[1].sync()
+        for store in [restoredStore, b] {
+            let tags = try store.record(n1)?.first { $0.name == "tags" }?.value
+            #expect(tags == nil || tags == .set([]), "the tag b removed came back: \(String(describing: tags))")
+            #expect(try title(store, n1) == "one")
+            #expect(try title(store, RecordRef(collection: "notes", id: "n9")) == "the copy's")
+        }
+        #expect(try restoredStore.canonicalDump() == b.canonicalDump())
+    }
+
     let n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
 
     /// Two replicas; a writes n1 and both sync; a's store is backed up (to the path returned).

@@ -355,7 +355,7 @@ final class FuzzRun {
                 // torn by storage reporting it done, and which finds out it is a copy during
                 // compaction, retires its old id with a torn batch that only it holds (an open
                 // defect, written down in docs/ARCHITECTURE.md §7).
-                case 4...6 where !candidates.isEmpty && requestsInFlight == 1:
+                case 4...6 where !candidates.isEmpty:
                     // Preferably a replica that pushed since its backup: its store then goes
                     // back behind what the remote holds of it.
                     let (index, backup) = candidates.first(where: { pushedSinceBackup.contains($0.key) }) ?? candidates[0]

@@ -1,3 +1,5 @@
+import ConcordCodec
+import Foundation
 import GRDB
 
 /// The SQLite schema (docs/ARCHITECTURE.md §3), managed by GRDB migrations so a later release can
@@ -22,6 +24,10 @@ import GRDB
 ///   rows of `low` up to its cut, not the whole outbox (migration "v4").
 /// - `concord_context`: the version vector of everything this replica has applied.
 /// - `concord_sealed`: sealed deltas' bytes, kept so a retried push sends identical bytes.
+/// - `concord_own_batches`: per own batch sealed, the stamp it ended at: another replica's
+///   batch can only depend on this replica up to one of them, so a batch that depends on
+///   another stamp shows this store is an older copy of itself (migration "v5"). Complete
+///   from seq `own_batches_from` in `concord_meta` on.
 /// - `concord_history`: superseded file versions, kept for the retention window.
 /// - `concord_origins`: per remote replica, the seq of its newest delta applied here.
 /// - `concord_sync`: the sync engine's own state (remote store id, uploaded files, …).
@@ -36,7 +42,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 4
+    static let version = 5
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -100,6 +106,9 @@ enum Schema {
         migrator.registerMigration("v4") { db in
             try migrateToOutboxLows(db)
         }
+        migrator.registerMigration("v5") { db in
+            try migrateToOwnBatchEnds(db)
+        }
         return migrator
     }
 }
@@ -160,5 +169,33 @@ extension Schema {
                     AND f.dirty > \(Rows.cleanSQL)), hlc)) ELSE hlc END;
             CREATE INDEX concord_outbox_low ON concord_outbox (low);
             """)
+    }
+
+    /// Migration "v5": the table of where each own batch ended. What a store of version 4
+    /// still knows goes in: the newest sealed batch's end, and the ends of the batches whose
+    /// bytes it keeps, back to the first gap; `own_batches_from` says where the record is
+    /// complete from. A new store's record is complete from seq 1.
+    fileprivate static func migrateToOwnBatchEnds(_ db: Database) throws {
+        try db.execute(sql: "CREATE TABLE concord_own_batches (seq INTEGER PRIMARY KEY NOT NULL, up_to INTEGER NOT NULL) STRICT")
+        func meta(_ key: String) throws -> UInt64 {
+            UInt64(bitPattern: try Int64.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = ?", arguments: [key]) ?? 0)
+        }
+        let sealed = try meta("sealed_seq")
+        var from: UInt64 = 1
+        if sealed > 0, let newest = Int64(exactly: sealed) {
+            var ends: [Int64: UInt64] = [newest: try meta("sealed_up_to")]
+            var seq = newest - 1
+            // Each kept batch's end; its own bytes say so.
+            while seq > 0, let bytes = try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [seq]),
+                let delta = try? DeltaCodec.decode([UInt8](bytes)) {
+                ends[seq] = delta.upTo
+                seq -= 1
+            }
+            from = UInt64(seq + 1)
+            for (seq, end) in ends {
+                try db.execute(sql: "INSERT INTO concord_own_batches (seq, up_to) VALUES (?, ?)", arguments: [seq, Rows.hlc(end)])
+            }
+        }
+        try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES ('own_batches_from', ?)", arguments: [Int64(bitPattern: from)])
     }
 }

@@ -89,6 +89,7 @@ extension Store {
             try db.execute(sql: "DELETE FROM concord_sealed")
             try setMeta(db, "sealed_seq", 0)
             try setMeta(db, "sealed_up_to", 0)
+            try resetOwnBatches(db)
             try db.execute(sql: "UPDATE concord_meta SET value = ? WHERE key = 'replica'", arguments: [Rows.replicaBlob(newID)])
             // Inside the transaction, so no write can stamp under the old id after it.
             identity.withLock { $0 = newID }

@@ -46,6 +46,7 @@ extension Store {
             try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
             try setMeta(db, "sealed_seq", seq)
             try setMeta(db, "sealed_up_to", upTo)
+            try recordOwnBatch(db, seq: seq, endingAt: upTo)
             return delta
         }
     }
@@ -83,6 +84,7 @@ extension Store {
         try writeDatabase { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM concord_sealed WHERE seq = ?")
             for seq in seqs { if let seq = Int64(exactly: seq) { try statement.execute(arguments: [seq]) } }
+            if let newest = seqs.max() { try pruneOwnBatches(db, before: newest) }
         }
     }
 
