@@ -23,6 +23,32 @@ extension SyncEngine {
         return IdentityChange(old: old, new: fresh, evidence: evidence)
     }
 
+    /// ``recoverRestoredCopy(evidence:oldHead:)``, once the copy has put back, byte for byte,
+    /// every batch of the old id through its pushed seq that the remote holds torn (storage
+    /// that reported the put as done). The copy was taken after it sealed those, so they are
+    /// the very bytes its lost store pushed under those names; once the old id is retired,
+    /// nobody else could ever put them back, and every later batch of the old id would wait
+    /// on the torn one for ever.
+    func recoverRestoredCopy(evidence: String, oldHead: Head?, into report: inout SyncReport) async throws(ConcordError) -> IdentityChange {
+        let me = store.replicaID
+        let pushed = try pushedSeq()
+        if pushed > 0 {
+            for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(me)) {
+                guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path), origin == me, seq <= pushed,
+                    let plaintext = try store.sealedBatch(seq: seq), object.size != UInt64(plaintext.count + EncryptedObject.overheadByteCount)
+                else { continue }
+                let sealed = EncryptedObject.encryptDeterministically(plaintext, path: object.path, key: keys.batches)
+                for hash in Self.files(in: try DeltaCodec.decode(plaintext)).sorted() where store.blobs.contains(hash) {
+                    try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
+                    report.filesUploaded += 1
+                }
+                try await remote.put(object.path, sealed)
+                report.remoteRolledBack.append(object.path)
+            }
+        }
+        return try recoverRestoredCopy(evidence: evidence, oldHead: oldHead)
+    }
+
     /// Announces the batches the old id of a restored copy uploaded but no head names: its
     /// store was lost between a batch's upload and its head's (the device was restored from
     /// a backup before the next sync), so no replica would ever apply them. They are
@@ -31,26 +57,39 @@ extension SyncEngine {
     /// old id's retirement (so it stays retired) and claiming no stability. Every replica,
     /// this one included, then pulls them like any other batch.
     ///
-    /// The unbroken run past the newest head is announced, up to the first batch that does
-    /// not open or whose file is not whole on the remote and not here to upload again (its
-    /// only copy was in the lost store: that batch, and those after it, are gone).
-    ///
-    /// Runs from the sync that found the copy until one finds nothing left to announce: a
-    /// listing of the old id's batches, and a `get` of each one past its newest head.
+    /// Runs from the sync that found the copy until one finds nothing left to announce.
     /// Returns the batches announced.
     func announceOrphanedBatches(_ heads: Heads, into report: inout SyncReport) async throws(ConcordError) -> [String] {
         guard let value = try store.syncValue(SyncKey.orphansOf), let old = ReplicaID(hex: value) else { return [] }
-        let announced = heads.latest[old] ?? 0
+        let retiredAt = try store.syncNumber(SyncKey.retiredPrefix + old.description)
+        let orphans = try await announceUnannouncedBatches(of: old, heads: heads, datedNoLaterThan: retiredAt, into: &report)
+        // Kept until a sync finds nothing left to announce: the head's put may not have landed.
+        if orphans.isEmpty { try store.setSyncValue(SyncKey.orphansOf, nil) }
+        return orphans
+    }
+
+    /// Announces `origin`'s authentic batches past the newest its heads announce: a head of
+    /// `origin` at the newest of them, dated no later than `cap` (nor than its previous
+    /// head), with what its previous head said it had applied, and claiming no stability.
+    /// Every replica, this one included, then pulls them like any other batch.
+    ///
+    /// The unbroken run past the newest head is announced, up to the first batch that does
+    /// not open or whose file is not whole on the remote and not here to upload again (its
+    /// only copy was in the lost store: that batch, and those after it, are gone). A
+    /// listing of the origin's batches, and a `get` of each one past its newest head.
+    /// Returns the batches announced.
+    func announceUnannouncedBatches(of origin: ReplicaID, heads: Heads, datedNoLaterThan cap: UInt64, into report: inout SyncReport) async throws(ConcordError) -> [String] {
+        let announced = heads.latest[origin] ?? 0
         var listed: Set<UInt64> = []
-        for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(old)) {
-            if case let .batch(origin, seq)? = RemoteLayout.parse(object.path), origin == old, seq > announced { listed.insert(seq) }
+        for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(origin)) {
+            if case let .batch(batchOrigin, seq)? = RemoteLayout.parse(object.path), batchOrigin == origin, seq > announced { listed.insert(seq) }
         }
         var orphans: [String] = []
         var blobs: [String: UInt64]?
         var last = announced
         runs: while listed.contains(last + 1) {
-            let path = RemoteLayout.batch(old, seq: last + 1)
-            guard let delta = try await objects.authenticBatch(old, seq: last + 1) else { break }
+            let path = RemoteLayout.batch(origin, seq: last + 1)
+            guard let delta = try await objects.authenticBatch(origin, seq: last + 1) else { break }
             for reference in delta.fileReferences {
                 if blobs == nil {  // one listing of the files, when a batch first references one
                     blobs = [:]
@@ -67,24 +106,19 @@ extension SyncEngine {
             orphans.append(path)
             last += 1
         }
-        guard last > announced else {
-            try store.setSyncValue(SyncKey.orphansOf, nil)
-            return []
-        }
-        let before = announced > 0 ? ((try? await readHead(old, seq: announced)) ?? nil) : nil
-        let retiredAt = try store.syncNumber(SyncKey.retiredPrefix + old.description)
+        guard last > announced else { return [] }
+        let before = announced > 0 ? ((try? await readHead(origin, seq: announced)) ?? nil) : nil
         var head = Head(
-            replica: old.description, seq: last, device: before?.device, syncedAt: min(before?.syncedAt ?? retiredAt, retiredAt),
+            replica: origin.description, seq: last, device: before?.device, syncedAt: min(before?.syncedAt ?? cap, cap),
             applied: before?.applied ?? [:], vector: before?.vector ?? [:])
         head.retired = before?.retired
         head.snapshot = before?.snapshot
-        let path = RemoteLayout.head(old, seq: last)
+        let path = RemoteLayout.head(origin, seq: last)
         try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
-        for listedHead in heads.all where listedHead.replica == old && listedHead.seq < last {
-            try await remote.delete(RemoteLayout.head(old, seq: listedHead.seq))
+        for listedHead in heads.all where listedHead.replica == origin && listedHead.seq < last {
+            try await remote.delete(RemoteLayout.head(origin, seq: listedHead.seq))
         }
-        // Kept until a sync finds nothing left to announce: the head's put may not have landed.
-        report.announcedOrphans = orphans
+        report.announcedOrphans += orphans
         return orphans
     }
 }

@@ -71,10 +71,16 @@ extension SyncEngine {
                try await Self.restoreManifest(remote, from: store) != nil {
                 republished.append(RemoteLayout.manifestPath)
             }
-            let gaps = try await vanishedBatches(into: &report)
+            let gaps = try await vanishedBatches(heads, into: &report)
             ownGaps = gaps.own
             ownListed = gaps.ownListed
             for (origin, seq) in gaps.others where lost[origin] == nil { lost[origin] = seq }
+            // 4. Batches no head announces, their writer silent since: its head was deleted,
+            //    or its store lost between a batch's upload and its head's. Nobody else
+            //    would ever apply them, nor would a replica that depends on them.
+            for (origin, uploaded) in gaps.unannounced.sorted(by: { $0.key < $1.key }) {
+                _ = try await announceUnannouncedBatches(of: origin, heads: heads, datedNoLaterThan: uploaded, into: &report)
+            }
             try store.setSyncNumber(SyncKey.lossCheckedAt, clock.millisecondsSinceEpoch())
         }
         if ownGaps, republished.isEmpty {
@@ -155,18 +161,25 @@ extension SyncEngine {
     /// covered by no snapshot on the remote (compaction deletes only covered batches). A
     /// batch of another replica is confirmed missing with a `get` (a listing may be stale).
     /// Returns whether own batches are missing, and per other origin the newest applied seq.
-    private func vanishedBatches(into report: inout SyncReport) async throws(ConcordError) -> (own: Bool, ownListed: Set<UInt64>, others: [ReplicaID: UInt64]) {
+    private func vanishedBatches(_ heads: Heads, into report: inout SyncReport) async throws(ConcordError) -> VanishedBatches {
         let me = store.replicaID
         var expected = try store.appliedSeqs().filter { $0.key != me && $0.value > 0 }
         let pushed = try pushedSeq()
         if pushed > 0 { expected[me] = pushed }
-        guard !expected.isEmpty else { return (false, [], [:]) }
         var present: [ReplicaID: Set<UInt64>] = [:]
         var ownTorn = false
         var ownListed: Set<UInt64> = []
         let sealed = try store.sealedSeq()
+        // Per other origin, when the batch right after its newest head was uploaded.
+        var unannounced: [ReplicaID: UInt64] = [:]
+        let now = clock.millisecondsSinceEpoch()
         for object in try await remote.list(prefix: RemoteLayout.replicasPrefix) {
             guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path) else { continue }
+            // The batch after the newest any head announces (or claims, torn), old enough
+            // that its writer would have put its head long since (two upload deadlines).
+            if origin != me, seq > 0, seq - 1 == heads.reach(origin), let modified = object.modified, modified <= now, now - modified >= 2 * uploadDeadline {
+                unannounced[origin] = modified
+            }
             // An authentic batch of this replica past anything it sealed: this store is an
             // older copy of itself, whose lost store uploaded the batch and was gone before
             // its head (the only evidence when the copy has nothing to push).
@@ -186,7 +199,9 @@ extension SyncEngine {
         }
         // Only when some expected batch is not listed are the snapshots consulted (what
         // each covers is remembered, so that is one listing).
-        guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else { return (ownTorn, ownListed, [:]) }
+        guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else {
+            return VanishedBatches(own: ownTorn, ownListed: ownListed, others: [:], unannounced: unannounced)
+        }
         var covered: [ReplicaID: UInt64] = [:]
         for snapshot in try await snapshotsOnRemote(into: &report) {
             for (origin, seq) in snapshot.covers ?? [:] { covered[origin] = max(covered[origin] ?? 0, seq) }
@@ -204,7 +219,21 @@ extension SyncEngine {
                 others[origin] = newest
             }
         }
-        return (own, ownListed, others)
+        return VanishedBatches(own: own, ownListed: ownListed, others: others, unannounced: unannounced)
+    }
+
+    /// What the periodic listing of every batch found.
+    private struct VanishedBatches {
+        /// Own batches are missing or torn.
+        var own: Bool
+        /// The own batches listed.
+        var ownListed: Set<UInt64>
+        /// Per other origin whose applied batches are gone and covered by no snapshot, the
+        /// newest applied seq.
+        var others: [ReplicaID: UInt64]
+        /// Per other origin with a batch past every head, long enough ago that its writer is
+        /// gone, when that batch was uploaded.
+        var unannounced: [ReplicaID: UInt64]
     }
 
     /// Uploads again this replica's batches through `pushed` that the remote no longer

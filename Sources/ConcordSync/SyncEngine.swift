@@ -225,9 +225,9 @@ public actor SyncEngine {
         // older copy of itself (restored from a backup). It continues under a new id.
         let sealed = try store.sealedSeq()
         if let remoteSeq = heads.latest[store.replicaID], remoteSeq > sealed {
-            report.restoredCopy = try recoverRestoredCopy(
+            report.restoredCopy = try await recoverRestoredCopy(
                 evidence: "its head \(RemoteLayout.head(store.replicaID, seq: remoteSeq)) names batch \(remoteSeq); this store sealed up to \(sealed)",
-                oldHead: heads.read[store.replicaID])
+                oldHead: heads.read[store.replicaID], into: &report)
             heads = try await listHeads()
         }
         // Batches of the old id that no head announced, if this store just turned out to be
@@ -248,8 +248,11 @@ public actor SyncEngine {
         }
         do throws(ConcordError) {
             // Objects the remote lost (rolled back, restored, deleted): published again.
+            let announced = report.announcedOrphans.count
             let republished = try await republishWhatTheRemoteLost(heads, into: &report)
             if !republished.isEmpty { report.remoteRolledBack = republished }
+            // Batches nobody announced, announced now: pulled by this sync too.
+            if report.announcedOrphans.count > announced { heads = try await listHeads() }
             if mode != .pullOnly, try continueUnderANewIDAfterOwnLoss(into: &report) { heads = try await listHeads() }
             if mode != .pushOnly {
                 try await bootstrapIfNew(into: &report)
@@ -261,7 +264,8 @@ public actor SyncEngine {
             // replica's batch depends on changes it never made, or a batch name of this
             // replica already holds other authentic bytes: this store is an older copy of
             // itself. It continues under a new id and syncs again.
-            var again = try await sync(mode: mode, progress: progress, restoredCopy: try recoverRestoredCopy(evidence: error.message, oldHead: nil))
+            var again = try await sync(mode: mode, progress: progress, restoredCopy: try await recoverRestoredCopy(evidence: error.message, oldHead: nil, into: &report))
+            again.remoteRolledBack = report.remoteRolledBack + again.remoteRolledBack
             again.rejected = report.rejected + again.rejected
             return again
         }

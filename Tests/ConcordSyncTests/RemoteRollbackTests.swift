@@ -12,6 +12,40 @@ import Testing
 @Suite struct RemoteRollbackTests {
     func ref(_ id: String) -> RecordRef { RecordRef(collection: "notes", id: id) }
 
+    /// a pushed n1 and its device was lost before anyone applied it; then a stranger deleted
+    /// its head. No head announces batch 1 and a never syncs again, so nobody would ever
+    /// apply it. Once the batch is older than two upload deadlines (a live writer would have
+    /// put its head long since), the periodic listing announces it, dated when it was
+    /// uploaded, and every replica applies it.
+    @Test func aBatchWhoseHeadWasDeletedAfterItsWriterWasLostIsAnnouncedAndApplied() async throws {
+        var fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try await fleet.syncAll()
+        try a.set(ref("n1"), "title", .string("a's last"))
+        try await fleet.engines[0].sync()
+        for head in try await fleet.remote.list(prefix: RemoteLayout.headsPrefix + a.replicaID.description) {
+            try await fleet.remote.delete(head.path)
+        }
+        let engine = fleet.engines[1]
+        // Soon after: the writer may still be putting its head, so nothing is announced.
+        fleet.clock.advance(by: Int64(engine.lossCheckInterval))
+        var report = try await engine.sync()
+        #expect(report.lossChecked && report.announcedOrphans.isEmpty)
+        #expect(try b.record(ref("n1")) == nil)
+        // Two upload deadlines (a fifth of the file grace period each) later, it is.
+        fleet.clock.advance(by: Int64(2 * engine.blobGracePeriod / 5 + engine.lossCheckInterval))
+        report = try await engine.sync()
+        #expect(report.announcedOrphans == [RemoteLayout.batch(a.replicaID, seq: 1)], "\(report)")
+        #expect(try b.record(ref("n1"))?.first?.value == .scalar(.string("a's last")))
+        try await fleet.add(name: "newcomer")
+        try await fleet.engines[2].sync()
+        #expect(try fleet.stores[2].canonicalDump() == b.canonicalDump())
+        // Announced once; a stays a replica that may come back (dated when it pushed).
+        fleet.clock.advance(by: Int64(engine.lossCheckInterval))
+        #expect(try await engine.sync().announcedOrphans.isEmpty)
+        #expect(try await engine.replicas().first { $0.id == a.replicaID }?.status == .active)
+    }
+
     /// a and b sync n1; the remote is copied aside; a writes n2, b writes m2, both sync
     /// (each has both); the old copy is put back.
     func rolledBack() async throws -> Fleet {

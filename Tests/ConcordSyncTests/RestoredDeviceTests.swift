@@ -178,6 +178,46 @@ import Testing
         #expect(try restoredStore.canonicalDump() == b.canonicalDump())
     }
 
+    /// a's batch 1 was torn by storage that reported its put as done, and a's store was
+    /// backed up after it; a pushed batch 2, and its device was restored. Nobody could
+    /// apply batch 1, nor batch 2 after it, and once the copy retires the old id nobody
+    /// would put batch 1 back: the copy does, byte for byte (it sealed it before the backup,
+    /// so these are the bytes its lost store pushed), before it continues under a new id.
+    @Test func aRestoredCopyPutsBackItsTornBatchBeforeItRetiresItsOldId() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try await fleet.syncAll()
+        let n1 = RecordRef(collection: "notes", id: "n1")
+        try a.set(n1, "title", .string("one"))
+        try await fleet.engines[0].sync()
+        let batch1 = RemoteLayout.batch(a.replicaID, seq: 1)
+        let whole = try #require(try await fleet.remote.get(batch1))
+        try await fleet.remote.put(batch1, Array(whole.prefix(whole.count / 2)))
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(a, to: copy)
+        try a.set(n2, "title", .string("two"))
+        try await fleet.engines[0].sync()
+        let waiting = try await fleet.engines[1].sync()
+        #expect(waiting.waiting > 0 || !waiting.rejected.isEmpty)
+        #expect(try b.record(n1) == nil)
+
+        let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        try restoredStore.set(n3, "title", .string("three"))
+        let restored = SyncEngine(store: restoredStore, remote: fleet.remote, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
+        let report = try await restored.sync()
+        #expect(report.restoredCopy?.old == a.replicaID)
+        #expect(report.remoteRolledBack.contains(batch1), "\(report)")
+        #expect(try await fleet.remote.get(batch1) == whole)
+        try await fleet.engines[1].sync()
+        try await restored.sync()
+        for store in [restoredStore, b] {
+            #expect(try title(store, n1) == "one")
+            #expect(try title(store, n2) == "two")
+            #expect(try title(store, n3) == "three")
+        }
+        #expect(try restoredStore.canonicalDump() == b.canonicalDump())
+    }
+
     let n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
 
     /// Two replicas; a writes n1 and both sync; a's store is backed up (to the path returned).

@@ -351,10 +351,6 @@ final class FuzzRun {
                         trace.log("vanished: \(gone)")
                         stats.count("vanished", gone.count)
                     }
-                // Not yet with 8 requests in flight: there a restored copy whose own push was
-                // torn by storage reporting it done, and which finds out it is a copy during
-                // compaction, retires its old id with a torn batch that only it holds (an open
-                // defect, written down in docs/ARCHITECTURE.md §7).
                 case 4...6 where !candidates.isEmpty:
                     // Preferably a replica that pushed since its backup: its store then goes
                     // back behind what the remote holds of it.

@@ -150,7 +150,7 @@ struct Sync: AsyncParsableCommand {
             lines.append("concord: warning: this store is an older copy of replica \(change.old) (restored from a backup: \(Entry.oneLine(change.evidence))); it continues as replica \(change.new), pulled the history it lacked, and pushed its newer changes under the new id — nothing was lost or overwritten")
         }
         if !report.announcedOrphans.isEmpty {
-            lines.append("concord: warning: the old replica id's lost store had uploaded \(report.announcedOrphans.count) change batch\(report.announcedOrphans.count == 1 ? "" : "es") that no head announced; announced now, so every replica applies them: \(report.announcedOrphans.joined(separator: ", "))")
+            lines.append("concord: warning: \(report.announcedOrphans.count) change batch\(report.announcedOrphans.count == 1 ? "" : "es") on the remote that no head announced (a lost store uploaded them, or their head was deleted); announced now, so every replica applies them: \(report.announcedOrphans.joined(separator: ", "))")
         }
         for skew in report.skews {
             lines.append("concord: warning: replica \(skew.replica)'s clock runs \(Format.duration(skew.aheadBy)) ahead of this device's; its changes were applied anyway")
