@@ -81,7 +81,8 @@ import Testing
         #expect(try store.sealedABatchEnding(at: try #require(try store.seal()).upTo))
     }
 
-    /// A store that continues under a new id has sealed nothing under it.
+    /// A store that continues under a new id has sealed nothing under it: of the old id's
+    /// ends, only the stamp its context for the new id starts at (the old top) stands.
     @Test func aNewIdentityHasNoBatchEnds() throws {
         let directory = TemporaryDirectory("own-batches-adopt")
         let clock = ManualClock()
@@ -89,7 +90,24 @@ import Testing
         let ends = try sealThree(store, clock)
         var generator = SystemRandomNumberGenerator()
         try store.adoptIdentity(ReplicaID.random(using: &generator), sharedThrough: 3)
-        for end in ends { #expect(try !store.sealedABatchEnding(at: end)) }
+        for end in ends.dropLast() { #expect(try !store.sealedABatchEnding(at: end)) }
+        #expect(try store.versionVector()[store.replicaID] == ends[2])
         #expect(try store.sealedABatchEnding(at: 0))
+    }
+
+    /// A store that continues under a new id with writes past what it shares takes them
+    /// over: its context for the new id starts at their top, and a snapshot it writes
+    /// before its first batch shows that stamp, so others may depend on it.
+    @Test func aNewIdentitysContextStartIsAStampOthersMayDependOn() throws {
+        let directory = TemporaryDirectory("own-batches-adopt-top")
+        let clock = ManualClock()
+        let store = try Store.temporary(directory, "a", clock: clock)
+        _ = try sealThree(store, clock)
+        var generator = SystemRandomNumberGenerator()
+        try store.adoptIdentity(ReplicaID.random(using: &generator), sharedThrough: 1)
+        let top = try store.versionVector()[store.replicaID]
+        #expect(top > 0)
+        #expect(try store.sealedABatchEnding(at: top))
+        #expect(try !store.sealedABatchEnding(at: top - 1))
     }
 }

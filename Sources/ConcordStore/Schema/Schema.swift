@@ -27,7 +27,8 @@ import GRDB
 /// - `concord_own_batches`: per own batch sealed, the stamp it ended at: another replica's
 ///   batch can only depend on this replica up to one of them, so a batch that depends on
 ///   another stamp shows this store is an older copy of itself (migration "v5"). Complete
-///   from seq `own_batches_from` in `concord_meta` on.
+///   from seq `own_batches_from` in `concord_meta` on. Seq 0 is where a new identity's
+///   context starts (the writes it took over), which a snapshot may show before a batch.
 /// - `concord_history`: superseded file versions, kept for the retention window.
 /// - `concord_origins`: per remote replica, the seq of its newest delta applied here.
 /// - `concord_sync`: the sync engine's own state (remote store id, uploaded files, …).

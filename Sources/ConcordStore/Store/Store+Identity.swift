@@ -90,6 +90,9 @@ extension Store {
             try setMeta(db, "sealed_seq", 0)
             try setMeta(db, "sealed_up_to", 0)
             try resetOwnBatches(db)
+            // The new id's context starts at the re-stamped writes' top: a snapshot taken
+            // before its first batch (none, when nothing was left to ship) shows others that.
+            if ownTop > 0 { try recordOwnBatch(db, seq: 0, endingAt: ownTop) }
             try db.execute(sql: "UPDATE concord_meta SET value = ? WHERE key = 'replica'", arguments: [Rows.replicaBlob(newID)])
             // Inside the transaction, so no write can stamp under the old id after it.
             identity.withLock { $0 = newID }

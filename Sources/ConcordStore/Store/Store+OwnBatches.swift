@@ -43,7 +43,8 @@ extension Store {
         try setMeta(db, "own_batches_from", seq)
     }
 
-    /// A new identity has sealed nothing: its record is complete from seq 1.
+    /// A new identity has sealed nothing: its record is complete from seq 1. (Its context
+    /// may start past 0, at the writes it took over: recorded as "batch 0".)
     func resetOwnBatches(_ db: Database) throws {
         try db.execute(sql: "DELETE FROM concord_own_batches")
         try setMeta(db, "own_batches_from", 1)
