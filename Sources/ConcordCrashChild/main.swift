@@ -35,7 +35,7 @@ let usage = """
                                     push-only sync), pull (a pull-only sync), snapshot
                                     (writeSnapshot), compaction (compact, batch grace
                                     period 0)
-      fuzzsync STORE LOG REMOTE KEYFILE STOREID NOW STORAGE SLACK INFLIGHT
+      fuzzsync STORE LOG REMOTE KEYFILE STOREID NOW STORAGE SLACK INFLIGHT [IDSEED]
                                     one sync of the sync fuzz's replica: its store
                                     (history kept 2 days) and the folder remote at the
                                     fuzz's times NOW and STORAGE (ms), the engine set up
@@ -271,7 +271,10 @@ do {
         // Tests/ConcordSyncTests/SyncFuzzTests.swift: a share of its crashes are real kills.
         let day: UInt64 = 86_400_000
         let clock = ManualClock(millis: UInt64(arguments[7])!)
-        let store = try Store(path: arguments[2], configuration: .init(clock: clock, historyRetention: 2 * day))
+        // The ids it may take (a restored copy continuing under a new one) come from the
+        // schedule's seed, so the schedule replays.
+        let ids = SeededReplicaIDs(seed: arguments.count > 11 ? UInt64(arguments[11]) ?? 0 : 0)
+        let store = try Store(path: arguments[2], configuration: .init(clock: clock, historyRetention: 2 * day, newReplicaID: { ids.next() }))
         let folder = try FolderRemote(root: arguments[4], clock: ManualClock(millis: UInt64(arguments[8])!))
         guard let storeID = StoreID(hex: arguments[6]) else { fail("not a store id: \(arguments[6])") }
         let engine = SyncEngine(

@@ -10,8 +10,7 @@ extension SyncEngine {
     /// old id's batches that no head announced are announced by the next sync
     /// (``announceOrphanedBatches(_:into:)``).
     func recoverRestoredCopy(evidence: String, oldHead: Head?) throws(ConcordError) -> IdentityChange {
-        var generator = SystemRandomNumberGenerator()
-        let fresh = ReplicaID.random(using: &generator)
+        let fresh = store.configuration.newReplicaID()
         let old = try store.adoptIdentity(fresh, sharedThrough: try pushedSeq())
         // What this engine remembered of pushing under the old id no longer applies.
         for key in [SyncKey.pushedSeq, SyncKey.snapshotSeq, SyncKey.snapshotCovered, SyncKey.headAdvertised, SyncKey.headWrittenAt, SyncKey.sealedToForget, SyncKey.snapshotDigest, SyncKey.snapshotAttempt, SyncKey.ownLoss] {

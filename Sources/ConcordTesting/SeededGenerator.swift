@@ -1,3 +1,6 @@
+import ConcordCore
+import Synchronization
+
 /// A deterministic random number generator (SplitMix64): the same seed gives the same
 /// sequence on every machine, so every randomized test replays from the seed it prints.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
@@ -31,5 +34,21 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     /// A random element of a non-empty collection.
     public mutating func pick<C: Collection>(_ collection: C) -> C.Element {
         collection[collection.index(collection.startIndex, offsetBy: Int.random(in: 0..<collection.count, using: &self))]
+    }
+}
+
+/// Replica ids drawn from a seed, for ``ConcordStore/Store/Configuration/newReplicaID``: a
+/// test that replays from its seed gets the same ids, so everything ordered by id (the
+/// pull's order of origins, which head a listing shows first) replays too.
+public final class SeededReplicaIDs: Sendable {
+    private let generator: Mutex<SeededGenerator>
+
+    public init(seed: UInt64) {
+        generator = Mutex(SeededGenerator(seed: seed))
+    }
+
+    /// The next id.
+    public func next() -> ReplicaID {
+        generator.withLock { ReplicaID.random(using: &$0) }
     }
 }

@@ -94,6 +94,8 @@ final class Tally: @unchecked Sendable {
 
 final class FuzzRun {
     let seed: UInt64
+    /// Where every replica id comes from, so a schedule replays with the same ids.
+    let ids: SeededReplicaIDs
     let stats = Tally()
     let trace = Tally()
     var random: SeededGenerator
@@ -180,6 +182,7 @@ final class FuzzRun {
     init(seed: UInt64) {
         self.seed = seed
         random = SeededGenerator(seed: seed)
+        ids = SeededReplicaIDs(seed: seed ^ 0x5eed_1d5)
         // tmpfs: the same code paths, with cheap fsyncs.
         scratch = "/dev/shm/concord-fuzz-\(seed)-\(UInt64.random(in: 0...UInt64.max))"
     }
@@ -191,7 +194,7 @@ final class FuzzRun {
         let skew = random.pick([Int64(-86_400_000), 0, 86_400_000, Int64(random.int(-3_000...3_000))])
         let clock = ManualClock(millis: UInt64(Int64(now) + skew))
         // A short history window, so superseded files become collectable within a schedule.
-        let store = try Store(path: "\(scratch)/r\(index).db", configuration: .init(clock: clock, historyRetention: 2 * Self.day))
+        let store = try Store(path: "\(scratch)/r\(index).db", configuration: .init(clock: clock, historyRetention: 2 * Self.day, newReplicaID: { [ids] in ids.next() }))
         // Every other replica's storage lies about torn puts: it reports them as done.
         let faulty = FaultyRemote(wrapping: folder, seed: seed &* 31 &+ UInt64(index), plan: FaultyRemote.Plan(
             failure: 0.05, lostPut: 0.03, tornPut: 0.05, tornPutReportsSuccess: index % 2 == 1,
@@ -761,7 +764,7 @@ final class FuzzRun {
         for (index, store) in stores.enumerated() where index != r {
             for record in try store.state().records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
         }
-        let restored = try Store(path: path, configuration: .init(clock: clocks[r], historyRetention: 2 * Self.day))
+        let restored = try Store(path: path, configuration: .init(clock: clocks[r], historyRetention: 2 * Self.day, newReplicaID: { [ids] in ids.next() }))
         for record in try restored.state().records.values { for slot in record.slots.values { held.formUnion(slot.entries.map(\.dot)) } }
         let batches = key.subkey(for: .batches)
         let snapshots = key.subkey(for: .snapshots)
@@ -1042,10 +1045,11 @@ final class FuzzRun {
         let arguments = [
             "fuzzsync", path, log, scratch + "/remote", keyFile, storeID.hex, String(clocks[r].millisecondsSinceEpoch()),
             String(storage.millisecondsSinceEpoch()), String(engines[r].snapshotSlack), String(requestsInFlight),
+            String(random.next()),  // the seed of the ids the child may take
         ]
         let ended = await (try Subprocess.start(Self.childExecutable, arguments, environment: environment, stderr: .file(log + ".err"))).finish()
         let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
-        let restarted = try Store(path: path, configuration: .init(clock: clocks[r], historyRetention: 2 * Self.day))
+        let restarted = try Store(path: path, configuration: .init(clock: clocks[r], historyRetention: 2 * Self.day, newReplicaID: { [ids] in ids.next() }))
         stores[r] = restarted
         engines[r] = SyncEngine(
             store: restarted, remote: gates[r], key: key, storeID: storeID, clock: clocks[r], snapshotEvery: 3,

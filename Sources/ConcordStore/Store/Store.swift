@@ -31,11 +31,25 @@ public final class Store: Sendable {
         public var historyRetention: UInt64
         /// The directory of content-addressed files; default: the store path + ".blobs".
         public var blobDirectory: String?
+        /// Where a new replica id comes from: when the store file is created, and when it
+        /// continues under a new id (a restored copy). Default: 128 random bits from the
+        /// system's generator. Tests that replay from a seed draw them from it.
+        public var newReplicaID: @Sendable () -> ReplicaID
 
-        public init(clock: any PhysicalClock = SystemClock(), historyRetention: UInt64 = 30 * 86_400_000, blobDirectory: String? = nil) {
+        public init(
+            clock: any PhysicalClock = SystemClock(), historyRetention: UInt64 = 30 * 86_400_000, blobDirectory: String? = nil,
+            newReplicaID: @escaping @Sendable () -> ReplicaID = Configuration.randomReplicaID
+        ) {
             self.clock = clock
             self.historyRetention = historyRetention
             self.blobDirectory = blobDirectory
+            self.newReplicaID = newReplicaID
+        }
+
+        /// A replica id of 128 bits from the system's random generator.
+        @Sendable public static func randomReplicaID() -> ReplicaID {
+            var generator = SystemRandomNumberGenerator()
+            return ReplicaID.random(using: &generator)
         }
     }
 
@@ -50,7 +64,8 @@ public final class Store: Sendable {
     let database: DatabasePool
     /// The connection of point reads (``record(_:)``).
     let pointReader: PointReader
-    let configuration: Configuration
+    /// What the store was opened with.
+    public let configuration: Configuration
     let events: Broadcaster<ChangeEvent>
 
     /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
@@ -75,8 +90,7 @@ public final class Store: Sendable {
                 throw ConcordError(.newerSchema, "\(path) was written by a newer release of Concord; upgrade to open it")
             }
             try migrator.migrate(database)
-            var generator = SystemRandomNumberGenerator()
-            let fresh = ReplicaID.random(using: &generator)
+            let fresh = configuration.newReplicaID()
             identity = Mutex(try database.write { db in
                 if let data = try Data.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'replica'") {
                     return try Rows.replica(data)
