@@ -56,7 +56,7 @@ extension XMLStreamParser {
     mutating func appendToName(_ c: UInt32, what: String) throws(XMLStreamError) {
         if c == 0x3A {
             guard nameColon == nil, !name.isEmpty else { try fail(.malformed, "\(what) \(quotedName) has a misplaced colon") }
-            nameColon = name.count
+            nameColon = name.count + 1
         } else if name.isEmpty || nameColon == name.count {
             guard Self.isNameStart(c) else { try fail(.malformed, "\(what) \(quotedName) cannot go on with U+\(String(c, radix: 16, uppercase: true))") }
         } else {

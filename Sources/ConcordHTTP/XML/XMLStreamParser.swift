@@ -40,6 +40,7 @@ public struct XMLStreamParser: Sendable {
     var name: [UInt8] = []
     /// The qualified name of the start tag being read (`name` then reads its attributes').
     var element: [UInt8] = []
+    /// Where the local part of the name being read begins, once it has had its colon.
     var nameColon: Int?
     var text: [UInt8] = []
     var textBrackets = 0
