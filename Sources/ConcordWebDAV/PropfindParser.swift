@@ -37,7 +37,7 @@ public enum PropfindParser {
     /// The path of an href: an absolute URL loses its scheme and authority; the rest is
     /// percent-decoded. Nil for an href that is not a path.
     public static func path(ofHref href: String) -> String? {
-        var text = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        var text = trimmed(href)
         if let scheme = text.range(of: "://") {
             let rest = text[scheme.upperBound...]
             guard let slash = rest.firstIndex(of: "/") else { return "/" }
@@ -46,6 +46,15 @@ public enum PropfindParser {
         if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
         guard text.hasPrefix("/"), let decoded = PercentEncoding.decode(text) else { return nil }
         return decoded
+    }
+
+    /// `text` without the whitespace and newlines it begins or ends with (most texts have
+    /// none, and are returned as they are, without a trip through Foundation).
+    static func trimmed(_ text: String) -> String {
+        guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last else { return text }
+        let whitespace = CharacterSet.whitespacesAndNewlines
+        guard whitespace.contains(first) || whitespace.contains(last) else { return text }
+        return text.trimmingCharacters(in: whitespace)
     }
 
     /// Turns the parser's events into entries: per `response`, its first href and the
@@ -96,18 +105,17 @@ public enum PropfindParser {
         mutating func end(_ name: XMLName) {
             defer { depth -= 1; text = "" }
             guard name.namespace == "DAV:", inResponse else { return }
-            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
             switch name.local {
             case "href" where !inPropstat:
-                if href == nil { href = value }
+                if href == nil { href = PropfindParser.trimmed(text) }
             case "status" where inPropstat:
                 // "HTTP/1.1 404 Not Found" for properties the server lacks.
-                let parts = value.split(separator: " ")
+                let parts = PropfindParser.trimmed(text).split(separator: " ")
                 propstatOK = parts.count >= 2 && parts[1].hasPrefix("2")
             case "getcontentlength" where inPropstat:
-                propSize = UInt64(value)
+                propSize = UInt64(PropfindParser.trimmed(text))
             case "getlastmodified" where inPropstat:
-                propModified = HTTPDate.millis(value)
+                propModified = HTTPDate.millis(PropfindParser.trimmed(text))
             case "propstat":
                 if propstatOK {
                     size = propSize ?? size
