@@ -14,6 +14,8 @@ public struct S3XML: Sendable {
     /// The root element's local name.
     public var root = ""
 
+    /// A whole answer whose `record` elements (`"-"` for none) become ``records``, or nil
+    /// if it is not well-formed XML within `limits`.
     public static func parse(_ bytes: [UInt8], record: String, limits: XMLLimits = XMLLimits()) -> S3XML? {
         var reader = Reader(record: record)
         do throws(XMLStreamError) {

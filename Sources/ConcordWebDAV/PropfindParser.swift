@@ -24,6 +24,7 @@ public struct PropfindEntry: Hashable, Sendable {
 /// limits and one whose root is not `DAV:multistatus` are nil, and an entry without a
 /// usable href is skipped.
 public enum PropfindParser {
+    /// The entries of a whole answer, or nil if it is not a well-formed multistatus within `limits`.
     public static func parse(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) -> [PropfindEntry]? {
         var reader = Reader()
         do throws(XMLStreamError) {

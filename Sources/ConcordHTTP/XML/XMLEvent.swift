@@ -2,7 +2,9 @@
 /// namespace) is bound to, `""` for none, and the local part. `<D:href xmlns:D="DAV:">`
 /// and `<href xmlns="DAV:">` both have the name (`DAV:`, `href`).
 public struct XMLName: Hashable, Sendable, CustomStringConvertible {
+    /// The namespace name (a URI such as `DAV:`), or `""` for none.
     public let namespace: String
+    /// The name without its prefix.
     public let local: String
 
     public init(namespace: String, local: String) {

@@ -20,6 +20,7 @@ public struct XMLLimits: Hashable, Sendable {
     /// The longest attribute value (a namespace name), in UTF-8 bytes (1 KiB).
     public var maxAttributeLength: Int
 
+    /// The defaults above, or others (tests use small ones).
     public init(
         maxBytes: UInt64 = 32 << 20, maxDepth: Int = 64, maxNameLength: Int = 256,
         maxTextLength: Int = 64 << 10, maxAttributes: Int = 16, maxAttributeLength: Int = 1 << 10

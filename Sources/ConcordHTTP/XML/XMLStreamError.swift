@@ -44,7 +44,9 @@ public struct XMLStreamError: Error, Hashable, Sendable, CustomStringConvertible
         public static let tooLarge = Code("tooLarge")
     }
 
+    /// Which rule the answer broke.
     public let code: Code
+    /// What was wrong, in words, naming what the parser read (a tag, a reference).
     public let message: String
     /// How many bytes of the answer had been read when the parser stopped.
     public let offset: UInt64

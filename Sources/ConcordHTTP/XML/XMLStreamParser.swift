@@ -21,6 +21,7 @@
 /// try parser.finish { event in … }
 /// ```
 public struct XMLStreamParser: Sendable {
+    /// The bounds the answer is held to.
     public let limits: XMLLimits
     /// How many bytes have been fed so far.
     public private(set) var bytesRead: UInt64 = 0
@@ -85,6 +86,7 @@ public struct XMLStreamParser: Sendable {
         case reference(quote: UInt32)
     }
 
+    /// A parser at the start of an answer.
     public init(limits: XMLLimits = XMLLimits()) {
         self.limits = limits
     }
