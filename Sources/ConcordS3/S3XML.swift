@@ -1,14 +1,11 @@
 import ConcordHTTP
-import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
-/// S3's XML answers, read with FoundationXML's `XMLParser`: records (`Contents`, `Upload`,
-/// `Part`) as name → text maps, and the other leaf elements (`IsTruncated`,
+/// S3's XML answers, read with ``ConcordHTTP/XMLStreamParser``: records (`Contents`,
+/// `Upload`, `Part`) as name → text maps, and the other leaf elements (`IsTruncated`,
 /// `NextContinuationToken`, `UploadId`, `Code`, `Message`) as fields of the answer. Local
 /// names only (AWS uses a default namespace, others none). Whatever the bytes, it returns
-/// a value or nil — malformed XML is nil; it never traps.
+/// a value or nil — malformed XML and an answer over ``ConcordHTTP/XMLLimits`` are nil; it
+/// never traps.
 public struct S3XML: Sendable {
     /// Leaf elements outside records, by local name (the first of each).
     public var fields: [String: String] = [:]
@@ -17,20 +14,21 @@ public struct S3XML: Sendable {
     /// The root element's local name.
     public var root = ""
 
-    public static func parse(_ bytes: [UInt8], record: String) -> S3XML? {
-        // FoundationXML traps on an element name that is not UTF-8 (found by ParserTests'
-        // mutations): only UTF-8 documents are parsed, as servers send.
-        guard XMLInput.isParseable(bytes) else { return nil }
-        let delegate = Delegate(record: record)
-        let parser = XMLParser(data: Data(bytes))
-        parser.shouldProcessNamespaces = true
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = delegate
-        guard parser.parse() else { return nil }
-        return delegate.result
+    /// A whole answer whose `record` elements (`"-"` for none) become ``records``, or nil
+    /// if it is not well-formed XML within `limits`.
+    public static func parse(_ bytes: [UInt8], record: String, limits: XMLLimits = XMLLimits()) -> S3XML? {
+        var reader = Reader(record: record)
+        do throws(XMLStreamError) {
+            try XMLStreamParser.parse(bytes, limits: limits) { reader.take($0) }
+        } catch {
+            return nil
+        }
+        return reader.result
     }
 
-    final class Delegate: NSObject, XMLParserDelegate {
+    /// Turns the parser's events into the answer: the text of each element is the run
+    /// just before its end tag.
+    struct Reader {
         let record: String
         var result = S3XML()
         var current: [String: String]?
@@ -39,24 +37,25 @@ public struct S3XML: Sendable {
 
         init(record: String) { self.record = record }
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
-            depth += 1
-            if depth == 1 { result.root = name }
-            if name == record && current == nil { current = [:] }
-            text = ""
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            defer { depth -= 1; text = "" }
-            if name == record, let finished = current {
-                result.records.append(finished)
-                current = nil
-            } else if current != nil {
-                if current?[name] == nil { current?[name] = text }
-            } else if result.fields[name] == nil {
-                result.fields[name] = text
+        mutating func take(_ event: XMLEvent) {
+            switch event {
+            case let .start(name):
+                depth += 1
+                if depth == 1 { result.root = name.local }
+                if name.local == record && current == nil { current = [:] }
+                text = ""
+            case let .text(string):
+                text += string
+            case let .end(name):
+                defer { depth -= 1; text = "" }
+                if name.local == record, let finished = current {
+                    result.records.append(finished)
+                    current = nil
+                } else if current != nil {
+                    if current?[name.local] == nil { current?[name.local] = text }
+                } else if result.fields[name.local] == nil {
+                    result.fields[name.local] = text
+                }
             }
         }
     }

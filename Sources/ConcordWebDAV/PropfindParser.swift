@@ -1,8 +1,5 @@
 import ConcordHTTP
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// One entry of a PROPFIND `207 Multi-Status` answer.
 public struct PropfindEntry: Hashable, Sendable {
@@ -21,27 +18,27 @@ public struct PropfindEntry: Hashable, Sendable {
     }
 }
 
-/// Parses a PROPFIND answer with FoundationXML's `XMLParser`, namespace-aware (`DAV:`
-/// elements under any prefix, or none). Whatever the bytes, it returns entries or nil — it
-/// never traps: malformed XML is nil, and an entry without a usable href is skipped.
+/// Parses a PROPFIND answer with ``ConcordHTTP/XMLStreamParser``, namespace-aware (`DAV:`
+/// elements under any prefix, or none), within ``ConcordHTTP/XMLLimits``. Whatever the
+/// bytes, it returns entries or nil — it never traps: malformed XML, an answer over the
+/// limits and one whose root is not `DAV:multistatus` are nil, and an entry without a
+/// usable href is skipped.
 public enum PropfindParser {
-    public static func parse(_ bytes: [UInt8]) -> [PropfindEntry]? {
-        // FoundationXML traps on an element name that is not UTF-8 (found by ParserTests'
-        // mutations): only UTF-8 documents are parsed, as servers send.
-        guard XMLInput.isParseable(bytes) else { return nil }
-        let delegate = Delegate()
-        let parser = XMLParser(data: Data(bytes))
-        parser.shouldProcessNamespaces = true
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = delegate
-        guard parser.parse(), !delegate.sawForeignRoot else { return nil }
-        return delegate.entries
+    /// The entries of a whole answer, or nil if it is not a well-formed multistatus within `limits`.
+    public static func parse(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) -> [PropfindEntry]? {
+        var reader = Reader()
+        do throws(XMLStreamError) {
+            try XMLStreamParser.parse(bytes, limits: limits) { reader.take($0) }
+        } catch {
+            return nil
+        }
+        return reader.sawForeignRoot ? nil : reader.entries
     }
 
     /// The path of an href: an absolute URL loses its scheme and authority; the rest is
     /// percent-decoded. Nil for an href that is not a path.
     public static func path(ofHref href: String) -> String? {
-        var text = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        var text = trimmed(href)
         if let scheme = text.range(of: "://") {
             let rest = text[scheme.upperBound...]
             guard let slash = rest.firstIndex(of: "/") else { return "/" }
@@ -52,7 +49,18 @@ public enum PropfindParser {
         return decoded
     }
 
-    final class Delegate: NSObject, XMLParserDelegate {
+    /// `text` without the whitespace and newlines it begins or ends with (most texts have
+    /// none, and are returned as they are, without a trip through Foundation).
+    static func trimmed(_ text: String) -> String {
+        guard let first = text.unicodeScalars.first, let last = text.unicodeScalars.last else { return text }
+        let whitespace = CharacterSet.whitespacesAndNewlines
+        guard whitespace.contains(first) || whitespace.contains(last) else { return text }
+        return text.trimmingCharacters(in: whitespace)
+    }
+
+    /// Turns the parser's events into entries: per `response`, its first href and the
+    /// properties of its `propstat`s whose status is 2xx.
+    struct Reader {
         var entries: [PropfindEntry] = []
         var sawForeignRoot = false
         private var depth = 0
@@ -68,12 +76,20 @@ public enum PropfindParser {
         private var propModified: UInt64?
         private var propCollection = false
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+        mutating func take(_ event: XMLEvent) {
+            switch event {
+            case let .start(name): start(name)
+            case let .text(string): text += string
+            case let .end(name): end(name)
+            }
+        }
+
+        mutating func start(_ name: XMLName) {
             depth += 1
             text = ""
-            if depth == 1 && !(name == "multistatus" && namespaceURI == "DAV:") { sawForeignRoot = true }
-            guard namespaceURI == "DAV:" else { return }
-            switch name {
+            if depth == 1 && name != XMLName(namespace: "DAV:", local: "multistatus") { sawForeignRoot = true }
+            guard name.namespace == "DAV:" else { return }
+            switch name.local {
             case "response":
                 inResponse = true
                 href = nil; isCollection = false; size = nil; modified = nil
@@ -87,23 +103,20 @@ public enum PropfindParser {
             }
         }
 
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        mutating func end(_ name: XMLName) {
             defer { depth -= 1; text = "" }
-            guard namespaceURI == "DAV:", inResponse else { return }
-            let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            switch name {
+            guard name.namespace == "DAV:", inResponse else { return }
+            switch name.local {
             case "href" where !inPropstat:
-                if href == nil { href = value }
+                if href == nil { href = PropfindParser.trimmed(text) }
             case "status" where inPropstat:
                 // "HTTP/1.1 404 Not Found" for properties the server lacks.
-                let parts = value.split(separator: " ")
+                let parts = PropfindParser.trimmed(text).split(separator: " ")
                 propstatOK = parts.count >= 2 && parts[1].hasPrefix("2")
             case "getcontentlength" where inPropstat:
-                propSize = UInt64(value)
+                propSize = UInt64(PropfindParser.trimmed(text))
             case "getlastmodified" where inPropstat:
-                propModified = HTTPDate.millis(value)
+                propModified = HTTPDate.millis(PropfindParser.trimmed(text))
             case "propstat":
                 if propstatOK {
                     size = propSize ?? size

@@ -92,6 +92,27 @@ import Testing
         }
     }
 
+    /// The targets whose seeds other modules replay: `FuzzRegressionCLITests`
+    /// (ConcordCLITests) and `FuzzRegressionXMLTests` (ConcordHTTPTests).
+    static let targetsReplayedElsewhere = ["cli-value", "propfind", "s3xml"]
+
+    /// No regression test is vacuous: every fuzz target (as `Target.all` in
+    /// Fuzz/ConcordFuzz lists them) has a seed folder that holds seeds, every seed folder
+    /// belongs to a target, and each target's seeds are replayed here or in the module
+    /// named above.
+    @Test func everyTargetHasSeedsThatATestReplays() throws {
+        let source = try String(contentsOf: FuzzCorpus.root.appendingPathComponent("Fuzz/ConcordFuzz/Sources/ConcordFuzz/Targets.swift"), encoding: .utf8)
+        let declared = source.split(separator: "Target(name: \"").dropFirst().map { String($0.prefix { $0 != "\"" }) }.sorted()
+        #expect(declared.count >= 12, "Targets.swift names \(declared)")
+        let folders = try FileManager.default.contentsOfDirectory(atPath: FuzzCorpus.root.appendingPathComponent("Fuzz/Corpus").path)
+            .filter { !$0.hasPrefix(".") && $0 != "README.md" }.sorted()
+        #expect(folders == declared, "Fuzz/Corpus/ holds one folder per target")
+        #expect((Self.targets + Self.targetsReplayedElsewhere).sorted() == declared, "each target's seeds are replayed by one test")
+        for target in declared {
+            #expect(!Self.files("Fuzz/Corpus/\(target)").isEmpty, "no seeds in Fuzz/Corpus/\(target)")
+        }
+    }
+
     @Test(arguments: targets) func everyFixtureDecodesOrFailsTyped(target: String) {
         for fixture in Self.files("Tests/Vectors/fuzz/\(target)") {
             Self.expectDecodesOrDamage(target, fixture.name, fixture.bytes)

@@ -34,13 +34,23 @@ enum ConcordFuzz {
             }
         case let name? where Target.named(name) != nil:
             selectedTarget = Target.named(name)
+            // libFuzzer runs this binary again for `-merge=1` (and `-fork`, `-minimize_crash`)
+            // with its own flags but not the target's name: the environment carries it.
+            setenv(targetVariable, name, 1)
             var driverArguments = [arguments[0]] + arguments.dropFirst(2)
+            exit(runDriver(&driverArguments))
+        case _ where ProcessInfo.processInfo.environment[targetVariable].flatMap(Target.named) != nil:
+            selectedTarget = ProcessInfo.processInfo.environment[targetVariable].flatMap(Target.named)
+            var driverArguments = arguments
             exit(runDriver(&driverArguments))
         default:
             FileHandle.standardError.write(Data("usage: ConcordFuzz list | flags TARGET | seeds FOLDER | TARGET [libFuzzer flags] [corpus…]\n".utf8))
             exit(2)
         }
     }
+
+    /// The target a run of libFuzzer started, for the processes it starts in turn.
+    static let targetVariable = "CONCORD_FUZZ_TARGET"
 
     static func runDriver(_ arguments: inout [String]) -> Int32 {
         var argc = Int32(arguments.count)

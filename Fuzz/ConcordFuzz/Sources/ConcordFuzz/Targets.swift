@@ -24,14 +24,8 @@ struct Target: Sendable {
         Target(name: "blob", summary: "BlobDecryptor(header:key:name:) and open(frame:), and BlobStream.decrypt with short reads", run: blob),
         Target(name: "remote-layout", summary: "RemoteLayout.parse and the path checks, on remote object names", run: remoteLayout),
         Target(name: "cli-value", summary: "the CLI's FIELD=VALUE parser (ValueParser); what get --json prints reads back", run: cliValue),
-        // FoundationXML leaks a CFError per malformed document (Fuzz/lsan-suppressions.txt):
-        // libFuzzer's leak check after every such input would scan the heap each time and
-        // bring these targets down to tens of executions per second.
-        // FoundationXML leaks a CFError for every libxml2 error in a malformed document, and
-        // a grown corpus holds documents with a hundred errors each: a run stops after 25,000
-        // inputs, before the leak reaches the 2 GB limit, and the next starts afresh.
-        Target(name: "propfind", summary: "PropfindParser (WebDAV PROPFIND answers)", flags: ["-detect_leaks=0", "-runs=25000"], run: propfind),
-        Target(name: "s3xml", summary: "S3XML.parse (S3 listings, uploads, errors)", flags: ["-detect_leaks=0", "-runs=25000"], run: s3xml),
+        Target(name: "propfind", summary: "PropfindParser (WebDAV PROPFIND answers)", run: propfind),
+        Target(name: "s3xml", summary: "S3XML.parse (S3 listings, uploads, errors)", run: s3xml),
     ]
 
     static func named(_ name: String) -> Target? { all.first { $0.name == name } }
