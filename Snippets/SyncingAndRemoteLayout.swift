@@ -53,7 +53,7 @@ try check(report.pushed == 1 && report.filesUploaded == 1 && report.rejected.isE
 
 // snippet.progress
 let pulled = try await phoneSync.sync(progress: { update in
-    print(update.phase, update.objectsDone, update.objectsTotal, update.bytesDone, update.bytesTotal)
+    print(update.phase, update.objectsDone, update.objectsTotal.map(String.init) ?? "?", update.bytesDone, update.bytesTotal)
 })
 print(pulled.applied, pulled.filesFetched)  // 1 batch, 1 file
 // snippet.end

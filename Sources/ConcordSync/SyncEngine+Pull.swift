@@ -14,17 +14,24 @@ extension SyncEngine {
         // ``listHeads()`` authenticated: a planted name claims nothing here).
         var next: [ReplicaID: UInt64] = [:]
         var last: [ReplicaID: UInt64] = [:]
-        var total = 0
+        // The progress total counts only what authenticated heads announce: a claim whose
+        // head did not open is a bound to look up to, not a count, so it makes the total
+        // unknown (nil).
+        var total: Int? = 0
         for replica in Set(heads.latest.keys).union(heads.unconfirmed.keys) where replica != store.replicaID {
             let latest = heads.reach(replica)
             let have = applied[replica] ?? 0
             guard latest > have else { continue }
             next[replica] = have + 1
             last[replica] = latest
-            let count = Int(clamping: latest - have)
-            total = total > Int.max - count ? Int.max : total + count  // a progress figure: saturates
+            let announced = heads.latest[replica] ?? 0
+            if latest > announced { total = nil }
+            if let sum = total {
+                let (added, overflow) = sum.addingReportingOverflow(Int(clamping: latest - have))
+                total = overflow ? nil : added
+            }
         }
-        guard total > 0 else { return }
+        guard !next.isEmpty else { return }
         // Per origin, fetch in seq order and apply as we go; an origin whose next batch cannot
         // apply yet (its dependencies are another origin's later batches) waits, holding just
         // that one batch, while the others advance. Memory stays at one batch per origin.
