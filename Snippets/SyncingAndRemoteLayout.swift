@@ -66,7 +66,7 @@ try check(phone.canonicalDump() == laptop.canonicalDump())
 // Each replica writes only its own names; the storage sees sizes, counts and times, never
 // ids, field names, values or file contents.
 for object in try await remote.list(prefix: "").sorted(by: { $0.path < $1.path }) {
-    print(object.path, object.size)
+    print(object.path, object.size.map(String.init) ?? "size not listed")
 }
 // blobs/<2 hex>/<keyed name>          the cover, encrypted
 // concord.json                        store id, Argon2id salt and limits, wrapped key

@@ -104,8 +104,7 @@ extension SyncEngine {
     /// The store's objects as listings show them, repeated listings merged: each prefix is
     /// listed until a round adds nothing new (two to four rounds), so one incomplete or
     /// stale listing hides less. What is still hidden is found by `get` where it matters.
-    /// `sizes` gets each object's listed size (0, what a listing without sizes gives, is
-    /// left out).
+    /// `sizes` gets each object's listed size, where the listing gives one.
     func doctorListing(sizes: inout [String: UInt64]) async throws(ConcordError) -> [RemoteLayout.Name] {
         var names: [String: RemoteLayout.Name] = [:]
         for round in 0..<4 {
@@ -113,7 +112,7 @@ extension SyncEngine {
             for prefix in [RemoteLayout.headsPrefix, RemoteLayout.replicasPrefix, RemoteLayout.snapshotsPrefix, RemoteLayout.blobsPrefix] {
                 for object in try await remote.list(prefix: prefix) {
                     guard let name = RemoteLayout.parse(object.path), name != .manifest else { continue }
-                    if object.size > 0 { sizes[object.path] = max(sizes[object.path] ?? 0, object.size) }
+                    if let size = object.size { sizes[object.path] = max(sizes[object.path] ?? 0, size) }
                     if names.updateValue(name, forKey: object.path) == nil { added = true }
                 }
             }
