@@ -76,7 +76,8 @@ import Testing
         let report = try await fleet.engines[0].doctor()
         let byPath = Dictionary(grouping: report.problems, by: \.path)
         #expect(Set(byPath.keys) == [copied, absurd, absurdBatch], "\(report.problems)")
-        #expect(report.problems.allSatisfy { $0.kind == .damaged }, "\(report.problems)")
+        // Named beyond anything a or b announced: planted, with the file to remove.
+        #expect(report.problems.allSatisfy { $0.kind == .planted && $0.action.contains($0.path) }, "\(report.problems)")
         #expect(!report.findings.contains { $0.kind == .missingBatch || $0.kind == .staleHead })
         // Every real replica is still listed.
         #expect(Set(try await fleet.engines[1].replicas().map(\.id)) == [a.replicaID, b.replicaID])
