@@ -38,4 +38,26 @@ import Testing
         let counted = try cli.on("b", ["sync"])
         #expect(counted.stdout.contains("downloading (1 object)"), "\(counted.stdout)")
     }
+
+    /// A junk first head of a replica nobody saw: `doctor` names it planted with the file to
+    /// remove, `replicas forget` accepts its id, and `compact` is not held back by it.
+    @Test func aJunkFirstHeadIsNamedByDoctorAndCanBeForgotten() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.syncAll(["a", "b"])
+        let stranger = "0123456789abcdef0123456789abcdef"
+        let junk = "heads/\(stranger)-0000000000000000"
+        try Self.plant(cli, junk)
+        let doctor = try cli.run(["doctor", "--json", "--store", cli.path("a.db")])
+        #expect(doctor.status == 1)
+        let problems = try #require(try doctor.object()["problems"] as? [[String: Any]])
+        #expect(problems.count == 1 && problems.first?["kind"] as? String == "planted" && problems.first?["path"] as? String == junk, "\(problems)")
+        #expect((problems.first?["action"] as? String)?.contains("remove \(junk)") == true, "\(problems)")
+        let compacted = try cli.on("a", ["compact", "--json"]).object()
+        #expect(compacted["batchesDeleted"] as? Int == 1, "\(compacted)")
+        let forgotten = try cli.on("a", ["replicas", "forget", stranger, "--json"]).object()
+        #expect(forgotten["id"] as? String == stranger && forgotten["status"] as? String == "forgotten", "\(forgotten)")
+    }
 }
