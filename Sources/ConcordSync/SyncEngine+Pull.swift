@@ -48,7 +48,7 @@ extension SyncEngine {
         var walkedUnannounced: Set<ReplicaID> = []
         while progressMade {
             progressMade = false
-            for replica in order where !stopped.contains(replica) {
+            for (position, replica) in order.enumerated() where !stopped.contains(replica) {
                 while next[replica]! <= last[replica]! {
                     let delta: Delta
                     if let held = waiting[replica] {
@@ -59,11 +59,13 @@ extension SyncEngine {
                         let path = RemoteLayout.batch(replica, seq: seq)
                         let fetched: [UInt8]?
                         do throws(ConcordError) {
-                            // The origins after this one, as this pass will visit them.
-                            let upcoming = order.drop { $0 <= replica }.compactMap { other -> (replica: ReplicaID, seqs: ClosedRange<UInt64>)? in
+                            // The origins after this one, as this pass will visit them: as many
+                            // as the window can use (all of them would make a pull over n
+                            // origins cost n² here).
+                            let upcoming = Array(order[(position + 1)...].lazy.compactMap { other -> (replica: ReplicaID, seqs: ClosedRange<UInt64>)? in
                                 guard !stopped.contains(other), waiting[other] == nil, let from = next[other], let to = last[other], from <= to else { return nil }
                                 return (other, from...to)
-                            }
+                            }.prefix(requestsInFlight))
                             fetched = try await prefetch.batch(replica, seq, last: last[replica]!, upcoming: upcoming)
                         } catch where Self.isDamage(error) {
                             // Not a readable object (too large, not a file): skipped, reported.

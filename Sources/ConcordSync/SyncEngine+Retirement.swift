@@ -92,7 +92,7 @@ extension SyncEngine {
             throw ConcordError(.invalidOperation, "\(replica) is this replica: forget it from another device")
         }
         let heads = try await listHeads()
-        guard let seq = heads.latest[replica] ?? heads.unconfirmed[replica] else {
+        guard let seq = heads.latest[replica] ?? heads.all.filter({ $0.replica == replica }).map(\.seq).max() else {
             throw ConcordError(.notFound, "the remote has no head of replica \(replica): `concord replicas` lists the replicas it knows")
         }
         var head = heads.read[replica]
