@@ -53,7 +53,7 @@ try check(report.pushed == 1 && report.filesUploaded == 1 && report.rejected.isE
 
 // snippet.progress
 let pulled = try await phoneSync.sync(progress: { update in
-    print(update.phase, update.objectsDone, update.objectsTotal, update.bytesDone, update.bytesTotal)
+    print(update.phase, update.objectsDone, update.objectsTotal.map(String.init) ?? "?", update.bytesDone, update.bytesTotal)
 })
 print(pulled.applied, pulled.filesFetched)  // 1 batch, 1 file
 // snippet.end
@@ -66,7 +66,7 @@ try check(phone.canonicalDump() == laptop.canonicalDump())
 // Each replica writes only its own names; the storage sees sizes, counts and times, never
 // ids, field names, values or file contents.
 for object in try await remote.list(prefix: "").sorted(by: { $0.path < $1.path }) {
-    print(object.path, object.size)
+    print(object.path, object.size.map(String.init) ?? "size not listed")
 }
 // blobs/<2 hex>/<keyed name>          the cover, encrypted
 // concord.json                        store id, Argon2id salt and limits, wrapped key

@@ -15,10 +15,13 @@ armed. Arm faults with `POST /__fault?mode=MODE&count=N[&method=PUT]`: the next 
   truncate    forwarded; the response claims its full length but stops half-way
   slow        forwarded after a pause of `delay` seconds (default 2)
   unstored    a PUT answered 201 and not forwarded (the server never stores it)
+  sizeless    forwarded; a PROPFIND answer loses every `getcontentlength` (it is optional
+              in WebDAV: a listing without sizes)
 
 `GET /__fault` answers how many requests each mode hit so far, as `mode=count` lines.
 """
 import http.client
+import re
 import socket
 import sys
 import threading
@@ -30,6 +33,7 @@ UPSTREAM = urllib.parse.urlsplit(sys.argv[2])
 LOCK = threading.Lock()
 ARMED = []  # [mode, count, method or None, delay]
 HITS = {}
+CONTENT_LENGTH = re.compile(rb"<(?:[A-Za-z0-9_.-]+:)?getcontentlength\b[^>]*?(?:/>|>[^<]*</(?:[A-Za-z0-9_.-]+:)?getcontentlength\s*>)")
 
 
 def take(method):
@@ -113,6 +117,8 @@ class Proxy(BaseHTTPRequestHandler):
         response = upstream.getresponse()
         data = response.read()
         upstream.close()
+        if mode == "sizeless" and self.command == "PROPFIND":
+            data = CONTENT_LENGTH.sub(b"", data)
         self.send_response(response.status)
         for name, value in response.getheaders():
             if name.lower() not in ("transfer-encoding", "connection", "content-length"):

@@ -50,7 +50,7 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.stopMeasurement()
         let dumps = Set(try stores.map { try $0.canonicalDump() })
         precondition(dumps.count == 1, "replicas did not converge")
-        let stored = try await folder.list(prefix: "").reduce(0) { $0 + $1.size }
+        let stored = try await folder.list(prefix: "").reduce(0) { $0 + ($1.size ?? 0) }
         let syncs = 10 * 10 + 2 * 10
         benchmark.measurement(.custom("remote bytes ÷ payload ×100"), Int(stored) * 100 / max(payload, 1))
         benchmark.measurement(.custom("objects written per sync ×100"), counter.counts.mutations * 100 / syncs)

@@ -27,7 +27,15 @@ enum Entry {
             return handler
         }
         do {
-            var command = try ConcordCommand.parseAsRoot(arguments)
+            // `put`'s FIELD=VALUE list is not ArgumentParser's to collect: it would take
+            // quadratic time (``Put/splitAssignments(_:)``).
+            let split = arguments.first == "put" ? Put.splitAssignments(arguments) : nil
+            var command = try ConcordCommand.parseAsRoot(split?.parsed ?? arguments)
+            if var put = command as? Put, let split {
+                put.assignments = split.assignments
+                try put.validate()
+                command = put
+            }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

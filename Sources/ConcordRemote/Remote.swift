@@ -4,12 +4,14 @@ import ConcordCore
 public struct RemoteObject: Hashable, Sendable {
     /// The object's path below the store's root, e.g. `heads/<replica>-<seq>`.
     public let path: String
-    /// Its size in bytes.
-    public let size: UInt64
+    /// Its size in bytes, or nil when the listing does not say (a WebDAV server may leave
+    /// `getcontentlength` out): unknown, never 0 — a check that compares sizes passes an
+    /// object of unknown size over rather than take it for torn.
+    public let size: UInt64?
     /// When it was last written, in milliseconds since the epoch, if the remote knows.
     public let modified: UInt64?
 
-    public init(path: String, size: UInt64, modified: UInt64?) {
+    public init(path: String, size: UInt64?, modified: UInt64?) {
         self.path = path
         self.size = size
         self.modified = modified

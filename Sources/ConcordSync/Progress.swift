@@ -7,12 +7,17 @@ public struct SyncProgress: Hashable, Sendable {
     }
 
     public let phase: Phase
+    /// The objects of this phase done so far.
     public let objectsDone: Int
-    public let objectsTotal: Int
+    /// How many objects this phase has in all, or nil when that is not known: pull's range
+    /// reaches up to a head name whose object did not open (torn, or planted by whoever can
+    /// write the storage — `heads/<id>-ffffffffffffffff`), which bounds where pull looks
+    /// but counts nothing.
+    public let objectsTotal: Int?
     public let bytesDone: UInt64
     public let bytesTotal: UInt64
 
-    public init(phase: Phase, objectsDone: Int, objectsTotal: Int, bytesDone: UInt64, bytesTotal: UInt64) {
+    public init(phase: Phase, objectsDone: Int, objectsTotal: Int?, bytesDone: UInt64, bytesTotal: UInt64) {
         self.phase = phase
         self.objectsDone = objectsDone
         self.objectsTotal = objectsTotal

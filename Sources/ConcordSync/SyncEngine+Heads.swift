@@ -36,11 +36,44 @@ extension SyncEngine {
         }
     }
 
+    /// How many head names that did not open a store remembers (``listHeads()``): past
+    /// that, further ones are read again on each sync, as before.
+    static let maxRememberedUnopened = 1 << 18
+
     /// Lists `heads/` and authenticates every name that claims more than this replica
     /// knows (one `get` per replica with news; none when idle).
+    ///
+    /// A name whose object did not open is remembered with its listed size and time
+    /// (``SyncKey/unopenedPrefix``, at most ``maxRememberedUnopened`` of them): while a
+    /// listing shows it unchanged it is not read again. Of a replica this one knows (one
+    /// whose head authenticated here once, or whose changes it applied) it still counts as
+    /// a failed read — reported, and a bound for pull (``Heads/unconfirmed``); of any other
+    /// it claims nothing, not even that, so 100,000 planted names cost one listing per
+    /// sync, not 100,000 reads and 100,000 walks, and one line in ``rejected``. A name that
+    /// changes (a torn head its writer put again) is read again. One that a listing gives
+    /// neither size nor time for is never remembered.
     func listHeads() async throws(ConcordError) -> Heads {
         var heads = Heads()
-        heads.all = try await listHeadNames()
+        var signatures: [String: String] = [:]
+        for object in try await remote.list(prefix: RemoteLayout.headsPrefix) {
+            guard case let .head(replica, seq)? = RemoteLayout.parse(object.path) else { continue }
+            heads.all.append((replica, seq))
+            if object.size != nil || object.modified != nil {
+                signatures[object.path] = "\(object.size.map(String.init) ?? "-") \(object.modified.map(String.init) ?? "-")"
+            }
+        }
+        let remembered = try store.syncValues(prefix: SyncKey.unopenedPrefix)
+        var seen = Set(try store.syncValues(prefix: SyncKey.seenPrefix).keys.compactMap { ReplicaID(hex: $0) })
+        seen.formUnion(try store.appliedSeqs().keys)
+        seen.insert(store.replicaID)
+        var passedOver = 0
+        var memory: [(key: String, value: String?)] = []
+        var rememberedCount = remembered.count
+        // Names no longer listed are forgotten (a listing that missed one costs a read).
+        for path in remembered.keys where signatures[path] == nil && !heads.all.isEmpty {
+            memory.append((SyncKey.unopenedPrefix + path, nil))
+            rememberedCount -= 1
+        }
         var claims: [ReplicaID: [UInt64]] = [:]
         for (replica, seq) in heads.all { claims[replica, default: []].append(seq) }
         var known = try store.appliedSeqs()
@@ -53,8 +86,18 @@ extension SyncEngine {
             var toRead: [(replica: ReplicaID, seq: UInt64)] = []
             for (replica, seqs) in candidates {
                 guard let seq = seqs.first else { continue }
+                let path = RemoteLayout.head(replica, seq: seq)
                 if seq <= known[replica] ?? 0 {
                     heads.latest[replica] = seq
+                } else if let signature = signatures[path], remembered[path] == signature {
+                    // Did not open before, unchanged since: not read again; the next lower
+                    // claim is tried.
+                    if seen.contains(replica) {
+                        heads.rejected.append("\(path): did not open when last read, and is unchanged since")
+                        heads.unconfirmed[replica] = max(heads.unconfirmed[replica] ?? 0, seq)
+                    } else {
+                        passedOver += 1
+                    }
                 } else {
                     toRead.append((replica, seq))
                 }
@@ -74,17 +117,28 @@ extension SyncEngine {
                         heads.latest[claim.replica] = claim.seq
                         heads.read[claim.replica] = head
                         resolved.insert(claim.replica)
+                        let path = RemoteLayout.head(claim.replica, seq: claim.seq)
+                        if remembered[path] != nil { memory.append((SyncKey.unopenedPrefix + path, nil)) }
                     case .success(nil):
                         break  // gone since the listing
                     case let .failure(error):
-                        heads.rejected.append("\(RemoteLayout.head(claim.replica, seq: claim.seq)): \(error.message)")
+                        let path = RemoteLayout.head(claim.replica, seq: claim.seq)
+                        heads.rejected.append("\(path): \(error.message)")
                         heads.unconfirmed[claim.replica] = max(heads.unconfirmed[claim.replica] ?? 0, claim.seq)
+                        if let signature = signatures[path], remembered[path] != nil || rememberedCount < Self.maxRememberedUnopened {
+                            if remembered[path] == nil { rememberedCount += 1 }
+                            memory.append((SyncKey.unopenedPrefix + path, signature))
+                        }
                     }
                 }
             }
             candidates = candidates.compactMap { replica, seqs in
                 resolved.contains(replica) || seqs.count <= 1 ? nil : (replica, seqs.dropFirst())
             }
+        }
+        try store.setSyncValues(memory)
+        if passedOver > 0 {
+            heads.rejected.append("\(RemoteLayout.headsPrefix): \(passedOver) head name\(passedOver == 1 ? "" : "s") of replicas never seen did not open when last read and \(passedOver == 1 ? "is" : "are") unchanged since: not read again (`concord doctor` names them)")
         }
         // Every replica whose head authenticates is remembered (``SyncKey/seenPrefix``): a
         // later listing that misses it cannot make it unknown to the metadata purge. A

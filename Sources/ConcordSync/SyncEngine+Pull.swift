@@ -14,17 +14,24 @@ extension SyncEngine {
         // ``listHeads()`` authenticated: a planted name claims nothing here).
         var next: [ReplicaID: UInt64] = [:]
         var last: [ReplicaID: UInt64] = [:]
-        var total = 0
+        // The progress total counts only what authenticated heads announce: a claim whose
+        // head did not open is a bound to look up to, not a count, so it makes the total
+        // unknown (nil).
+        var total: Int? = 0
         for replica in Set(heads.latest.keys).union(heads.unconfirmed.keys) where replica != store.replicaID {
             let latest = heads.reach(replica)
             let have = applied[replica] ?? 0
             guard latest > have else { continue }
             next[replica] = have + 1
             last[replica] = latest
-            let count = Int(clamping: latest - have)
-            total = total > Int.max - count ? Int.max : total + count  // a progress figure: saturates
+            let announced = heads.latest[replica] ?? 0
+            if latest > announced { total = nil }
+            if let sum = total {
+                let (added, overflow) = sum.addingReportingOverflow(Int(clamping: latest - have))
+                total = overflow ? nil : added
+            }
         }
-        guard total > 0 else { return }
+        guard !next.isEmpty else { return }
         // Per origin, fetch in seq order and apply as we go; an origin whose next batch cannot
         // apply yet (its dependencies are another origin's later batches) waits, holding just
         // that one batch, while the others advance. Memory stays at one batch per origin.
@@ -41,7 +48,7 @@ extension SyncEngine {
         var walkedUnannounced: Set<ReplicaID> = []
         while progressMade {
             progressMade = false
-            for replica in order where !stopped.contains(replica) {
+            for (position, replica) in order.enumerated() where !stopped.contains(replica) {
                 while next[replica]! <= last[replica]! {
                     let delta: Delta
                     if let held = waiting[replica] {
@@ -52,11 +59,13 @@ extension SyncEngine {
                         let path = RemoteLayout.batch(replica, seq: seq)
                         let fetched: [UInt8]?
                         do throws(ConcordError) {
-                            // The origins after this one, as this pass will visit them.
-                            let upcoming = order.drop { $0 <= replica }.compactMap { other -> (replica: ReplicaID, seqs: ClosedRange<UInt64>)? in
+                            // The origins after this one, as this pass will visit them: as many
+                            // as the window can use (all of them would make a pull over n
+                            // origins cost n² here).
+                            let upcoming = Array(order[(position + 1)...].lazy.compactMap { other -> (replica: ReplicaID, seqs: ClosedRange<UInt64>)? in
                                 guard !stopped.contains(other), waiting[other] == nil, let from = next[other], let to = last[other], from <= to else { return nil }
                                 return (other, from...to)
-                            }
+                            }.prefix(requestsInFlight))
                             fetched = try await prefetch.batch(replica, seq, last: last[replica]!, upcoming: upcoming)
                         } catch where Self.isDamage(error) {
                             // Not a readable object (too large, not a file): skipped, reported.

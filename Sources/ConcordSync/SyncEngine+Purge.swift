@@ -60,7 +60,11 @@ extension SyncEngine {
             return report
         }
         for (replica, standing) in standings where replica != store.replicaID && standing.status == .active {
-            guard let head = standing.head, let stable = head.stable else {
+            guard let head = standing.head else {
+                report.skipped = "the head of replica \(replica), seen before, does not open: it may be a real replica, damaged, so the purge waits for it (`concord doctor` names the file; if it is gone for good, `concord replicas forget \(replica)`)"
+                return report
+            }
+            guard let stable = head.stable else {
                 report.skipped = "the head of replica \(replica) does not say what it had sealed"
                 return report
             }

@@ -84,7 +84,7 @@ extension SyncEngine {
             if case let .batch(batchOrigin, seq)? = RemoteLayout.parse(object.path), batchOrigin == origin, seq > announced { listed.insert(seq) }
         }
         var orphans: [String] = []
-        var blobs: [String: UInt64]?
+        var blobs: [String: UInt64?]?
         var last = announced
         runs: while listed.contains(last + 1) {
             let path = RemoteLayout.batch(origin, seq: last + 1)
@@ -92,14 +92,14 @@ extension SyncEngine {
             for reference in delta.fileReferences {
                 if blobs == nil {  // one listing of the files, when a batch first references one
                     blobs = [:]
-                    for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { blobs![object.path] = object.size }
+                    for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { blobs![object.path] = .some(object.size) }
                 }
                 let blob = BlobName.remotePath(for: reference.file.hash, key: keys.blobNames)
                 let whole = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
-                guard blobs![blob] != whole else { continue }
+                guard Self.mayBeLost(blobs![blob], whole) else { continue }
                 guard store.blobs.contains(reference.file.hash) else { break runs }
                 try await reupload(reference.file.hash, path: blob)
-                blobs![blob] = whole
+                blobs![blob] = .some(whole)
                 report.filesUploaded += 1
             }
             orphans.append(path)

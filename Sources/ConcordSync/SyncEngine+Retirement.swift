@@ -27,6 +27,13 @@ extension SyncEngine {
     /// The newest head of every listed replica, this one included, and its status: forgotten
     /// when some replica retired it and it has not written a head since; silent when its
     /// newest head is older than ``retention``; active otherwise.
+    ///
+    /// A head that does not open is no head (docs/ARCHITECTURE.md §2, "A head nobody can
+    /// read"): of a replica this one never saw — no head of it ever authenticated here,
+    /// none of its changes applied here — it is left out, as a replica nobody knows of
+    /// (a junk `heads/<id>-0000000000000000` holds nothing back); of a replica seen before,
+    /// it stands, holding compaction and the purge back as one that applied nothing, until
+    /// the last sync time read from it is older than ``retention`` or it is forgotten.
     func standings(_ heads: Heads) async throws(ConcordError) -> [ReplicaID: Standing] {
         var read = heads.read
         for (replica, seq) in heads.latest where read[replica] == nil {
@@ -36,6 +43,7 @@ extension SyncEngine {
         var retiredAt = Head.replicaKeyed(try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) })
         for head in read.values { retiredAt.merge(Head.replicaKeyed(head.retired ?? [:]), uniquingKeysWith: max) }
         let now = clock.millisecondsSinceEpoch()
+        let applied = try store.appliedSeqs()
         var standings: [ReplicaID: Standing] = [:]
         for (replica, seq) in heads.latest {
             let head = read[replica]
@@ -44,7 +52,8 @@ extension SyncEngine {
             // this replica saw of it, so a rollback cannot make an active replica look
             // silent or forgotten.
             let seen = try store.syncNumber(SyncKey.seenPrefix + replica.description)
-            let syncedAt = head.map { max($0.syncedAt, seen) }
+            if head == nil, replica != store.replicaID, seen == 0, applied[replica] == nil { continue }
+            let syncedAt = head.map { max($0.syncedAt, seen) } ?? (seen > 0 ? seen : nil)
             let status: ReplicaStatus
             if replica == store.replicaID {
                 status = .active
@@ -71,19 +80,23 @@ extension SyncEngine {
     /// active again, joins snapshots where batches it needs were compacted, and pushes its
     /// own unpushed changes as usual.
     ///
+    /// A replica whose heads do not open (damaged, or planted) can be forgotten too: it
+    /// is the way to stop compaction and the purge waiting for one that was seen before and
+    /// will not come back (`doctor` names its heads).
+    ///
     /// - Throws: ``ConcordError/Code/invalidOperation`` for this replica itself;
-    ///   ``ConcordError/Code/notFound`` if the remote has no head of `replica`.
+    ///   ``ConcordError/Code/notFound`` if the remote lists no head name of `replica`.
     @discardableResult
     public func forget(_ replica: ReplicaID) async throws(ConcordError) -> ReplicaInfo {
         guard replica != store.replicaID else {
             throw ConcordError(.invalidOperation, "\(replica) is this replica: forget it from another device")
         }
         let heads = try await listHeads()
-        guard let seq = heads.latest[replica] else {
+        guard let seq = heads.latest[replica] ?? heads.all.filter({ $0.replica == replica }).map(\.seq).max() else {
             throw ConcordError(.notFound, "the remote has no head of replica \(replica): `concord replicas` lists the replicas it knows")
         }
         var head = heads.read[replica]
-        if head == nil { head = try? await readHead(replica, seq: seq) }
+        if head == nil, heads.latest[replica] != nil { head = try? await readHead(replica, seq: seq) }
         // Retired up to its newest head's time: a head written after it means it is back.
         let at = head?.syncedAt ?? clock.millisecondsSinceEpoch()
         try store.setSyncNumber(SyncKey.retiredPrefix + replica.description, at)

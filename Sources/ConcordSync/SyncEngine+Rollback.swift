@@ -121,11 +121,14 @@ extension SyncEngine {
         }
         let held = try store.blobs.all()
         guard !wanted.isEmpty || !held.isEmpty else { return [] }
-        var listed: [String: UInt64] = [:]
-        for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { listed[object.path] = object.size }
+        // Every listed file, with its size where the listing gives one: a size it leaves out
+        // (`getcontentlength` is optional in WebDAV) is unknown, and a file listed at an
+        // unknown size counts as there — never as torn, never put again.
+        var listed: [String: UInt64?] = [:]
+        for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { listed[object.path] = .some(object.size) }
         // Files held here that are on the remote at the wrong size: torn, whoever put them.
         for hash in held where wanted[hash] == nil {
-            guard let size = listed[BlobName.remotePath(for: hash, key: keys.blobNames)], let local = Self.fileSize(store.blobs.path(for: hash)) else { continue }
+            guard case let size?? = listed[BlobName.remotePath(for: hash, key: keys.blobNames)], let local = Self.fileSize(store.blobs.path(for: hash)) else { continue }
             let expected = BlobStream.sealedByteCount(plaintextByteCount: local)
             if size != expected { wanted[hash] = expected }
         }
@@ -134,12 +137,24 @@ extension SyncEngine {
             let path = BlobName.remotePath(for: hash, key: keys.blobNames)
             // Gone, or torn (a put that reported success but stored a prefix: the size
             // shows it). A listing may be stale: the file is looked for once more on its own.
-            guard listed[path] != size, try await remote.list(prefix: path).first(where: { $0.path == path })?.size != size else { continue }
+            guard Self.mayBeLost(listed[path], size),
+                  Self.mayBeLost(try await remote.list(prefix: path).first(where: { $0.path == path }).map(\.size), size) else { continue }
             try await reupload(hash, path: path)
             report.filesUploaded += 1
             uploaded.append(path)
         }
         return uploaded
+    }
+
+    /// Whether a file whose encrypted stream has `size` bytes may be lost or torn, by what a
+    /// listing said of it: nil, not listed; `.some(nil)`, listed without a size (unknown,
+    /// so not taken for torn); else the listed size.
+    static func mayBeLost(_ listed: UInt64??, _ size: UInt64) -> Bool {
+        switch listed {
+        case nil: true
+        case .some(nil): false
+        case let .some(.some(listedSize)): listedSize != size
+        }
     }
 
     /// The size of the local file at `path`, or nil if it cannot be read.
@@ -190,8 +205,9 @@ extension SyncEngine {
             if origin == me { ownListed.insert(seq) }
             // An own batch of the wrong size was torn by a put that reported success: it is
             // put again, covered or not (publishing again checks it byte for byte first).
-            if origin == me, let plaintext = try store.sealedBatch(seq: seq),
-               object.size != UInt64(plaintext.count + EncryptedObject.overheadByteCount) {
+            // (A size the listing does not give is unknown: no evidence of a tear.)
+            if origin == me, let size = object.size, let plaintext = try store.sealedBatch(seq: seq),
+               size != UInt64(plaintext.count + EncryptedObject.overheadByteCount) {
                 ownTorn = true
                 continue
             }

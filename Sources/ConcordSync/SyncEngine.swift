@@ -387,6 +387,9 @@ enum SyncKey {
     /// `seen.<replica>`: the newest sync time any head of that replica said, for every
     /// replica whose head was ever read — listed or not now, it exists until retired.
     static let seenPrefix = "seen."
+    /// `unopened.<path>`: a head name whose object did not open, with its listed size and
+    /// time (``SyncEngine/listHeads()``): not read again while the listing shows it unchanged.
+    static let unopenedPrefix = "unopened."
     /// Set while something the remote lost waits for a snapshot under a new name.
     static let republishPending = "republish.pending"
     /// When the sync last listed every replica's batches for ones that vanished.

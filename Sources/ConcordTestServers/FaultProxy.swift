@@ -5,10 +5,10 @@ import NIOHTTP1
 /// A loopback proxy in front of a running server that injects HTTP-level faults on demand
 /// (`scripts/fault-proxy.py`): 503 or 429 with `Retry-After`, 500, 507, a connection reset or a
 /// truncated response half-way through the body, a slow answer, a PUT answered 201 and
-/// never stored.
+/// never stored, a PROPFIND answer without sizes.
 public struct FaultProxy: Sendable {
     public enum Mode: String, Sendable {
-        case status503, status429, status500, status507, reset, truncate, slow, unstored
+        case status503, status429, status500, status507, reset, truncate, slow, unstored, sizeless
     }
 
     /// `http://127.0.0.1:PORT`: send requests here instead of to the server.

@@ -580,7 +580,7 @@ public final class FaultyRemote: Remote {
 
     private static func order(_ a: RemoteObject, _ b: RemoteObject) -> Bool {
         if a.path != b.path { return a.path.utf8.lexicographicallyPrecedes(b.path.utf8) }
-        if a.size != b.size { return a.size < b.size }
+        if a.size != b.size { return (a.size ?? 0) < (b.size ?? 0) }
         return (a.modified ?? 0) < (b.modified ?? 0)
     }
 }

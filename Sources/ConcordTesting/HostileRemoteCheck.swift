@@ -213,7 +213,7 @@ public enum HostileRemoteCheck {
                 issues.append("\(context): get(\(path), limit: \(limit)) grew the peak memory by \(grown >> 20) MiB; it must not read past the limit")
             }
             if let listing = try? await remote.list(prefix: path), let object = listing.first, object.size != HostileRemoteCheck.sparseSize {
-                issues.append("\(context): list reports \(object.size) bytes")
+                issues.append("\(context): list reports \(object.size.map { "\($0) bytes" } ?? "no size")")
             }
         }
 

@@ -178,7 +178,7 @@ public enum RemoteConformance {
             }
             for object in everything {
                 if let size = written[object.path], object.size != UInt64(size) {
-                    issues.append("list reports \(object.path) as \(object.size) bytes; it has \(size)")
+                    issues.append("list reports \(object.path) as \(object.size.map { "\($0) bytes" } ?? "of no size"); it has \(size)")
                 }
                 if let modified = object.modified {
                     let seconds = Double(modified) / 1000

@@ -116,7 +116,7 @@ public struct WebDAVRemote: LeftoverSweeping {
         try RemoteLayout.validatePrefix(prefix)
         let found = try await resources(under: prefix).compactMap { relative, entry in
             relative.hasPrefix(prefix) && RemoteLayout.parse(relative) != nil
-                ? RemoteObject(path: relative, size: entry.size ?? 0, modified: entry.modified) : nil
+                ? RemoteObject(path: relative, size: entry.size, modified: entry.modified) : nil
         }
         // A server may list a resource twice (once per href form); keep one.
         var seen: Set<String> = []

@@ -86,6 +86,35 @@ import Testing
         #expect(try b.record(note) != nil)
     }
 
+    /// A WebDAV listing without sizes (`getcontentlength` is optional) lists every object at
+    /// an unknown size, never 0; so the periodic check of every batch and file takes none
+    /// for torn: it puts back 0 objects and warns of no rollback. Once it re-uploaded every
+    /// file and republished every batch of its own, with a false "rolled back" warning.
+    @Test func aListingWithoutSizesMakesThePeriodicCheckPutBackNothing() async throws {
+        let (proxy, remote) = try await remote()
+        let (key, storeID) = try await SyncEngine.createRemote(remote, passphrase: "proxy", limits: .minimum)
+        let scratch = TemporaryDirectory("proxy")
+        let a = try Store(path: scratch.file("a.db"))
+        let writer = SyncEngine(store: a, remote: remote, key: key, storeID: storeID, lossCheckInterval: 0)
+        let note = RecordRef(collection: "notes", id: "n1")
+        try a.write { tx throws(ConcordError) in
+            try tx.set(note, "title", .string("with a file"))
+            _ = try tx.attachFile(note, "doc", bytes: Array(repeating: 7, count: 100_000))
+        }
+        let first = try await writer.sync()
+        #expect(first.pushed == 1 && first.filesUploaded == 1)
+        try await proxy.arm(.sizeless, count: 100_000, method: "PROPFIND")
+        let listed = try await remote.list(prefix: RemoteLayout.blobsPrefix)
+        #expect(listed.count == 1 && listed.allSatisfy { $0.size == nil }, "\(listed)")
+        for _ in 0..<2 {
+            let checked = try await writer.sync()
+            #expect(checked.lossChecked)
+            #expect(checked.remoteRolledBack.isEmpty, "\(checked.remoteRolledBack)")
+            #expect(checked.filesUploaded == 0 && checked.pushed == 0)
+        }
+        #expect(try await proxy.hits()[.sizeless] ?? 0 > 0)
+    }
+
     /// A full server or an exceeded quota (507) is `remoteFull`, not retried, in one line
     /// naming the remote; the write waits in the store and goes up once there is room.
     @Test func aFullServerIsRemoteFullAndTheWriteGoesUpOnceThereIsRoom() async throws {

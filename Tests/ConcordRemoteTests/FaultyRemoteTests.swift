@@ -276,7 +276,7 @@ import Testing
                 switch generator.int(0...4) {
                 case 0: try await remote.put(path, Sample.bytes(generator.int(0...40), salt: UInt8(step))); trace.append("put ok")
                 case 1: trace.append("get \(try await remote.get(path)?.count ?? -1)")
-                case 2: trace.append("list \(try await remote.list(prefix: "heads/").map { "\($0.path.suffix(1)):\($0.size)" })")
+                case 2: trace.append("list \(try await remote.list(prefix: "heads/").map { "\($0.path.suffix(1)):\($0.size ?? 0)" })")
                 case 3: try await remote.delete(path); trace.append("delete ok")
                 default:
                     if step % 10 == 0 { remote.crash(afterMutations: generator.int(0...3)) }

@@ -39,6 +39,35 @@ import Testing
         #expect(try fleet.stores[0].record(RecordRef(collection: "notes", id: "n")) != nil)
     }
 
+    /// Objects planted beyond anything their replica announced — a batch of this replica
+    /// past what it sealed, a head of it at ffffffffffffffff, a first head of a replica
+    /// nobody saw — are named `planted` with the file to remove, and `--repair` claims to
+    /// repair none of them, on the first run or the second (it once "published the batch
+    /// again in a snapshot" on every run, and called all three damaged).
+    @Test func plantedNamesAreNamedPlantedAndRepairClaimsNoneOfThemOnAnyRun() async throws {
+        let fleet = try await Fleet(count: 2)
+        let a = fleet.stores[0]
+        try a.set(RecordRef(collection: "notes", id: "n"), "title", .string("kept"))
+        try await fleet.syncAll()
+        let stranger = try #require(ReplicaID(hex: "0123456789abcdef0123456789abcdef"))
+        let planted = [RemoteLayout.batch(a.replicaID, seq: 7), RemoteLayout.head(a.replicaID, seq: .max), RemoteLayout.head(stranger, seq: 0)]
+        for path in planted { try await fleet.remote.put(path, Array("junk".utf8)) }
+        for run in 1...2 {
+            let report = try await fleet.engines[0].doctor(repair: true)
+            let found = report.findings.filter { planted.contains($0.path) }
+            #expect(found.map(\.path).sorted() == planted.sorted(), "run \(run): \(report.findings)")
+            for finding in found {
+                #expect(finding.kind == .planted, "run \(run): \(finding)")
+                #expect(!finding.repaired && finding.repair == nil, "run \(run): \(finding)")
+                #expect(finding.action.contains("remove \(finding.path)"), "run \(run): \(finding)")
+            }
+            #expect(Set(report.problems.map(\.path)) == Set(planted), "run \(run): \(report.problems)")
+        }
+        // Removed by hand, nothing is left to report.
+        for path in planted { try await fleet.remote.delete(path) }
+        #expect(try await fleet.engines[0].doctor().isHealthy)
+    }
+
     @Test func slowCallsLeaveTheRemoteHealthy() async throws {
         let scenario = try await FaultedPush(seed: 2)
         scenario.faulty.plan = .init(slow: 1)

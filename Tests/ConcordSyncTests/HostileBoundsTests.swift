@@ -48,10 +48,11 @@ import Darwin
         try fleet.stores[0].write { tx throws(ConcordError) in _ = try tx.attachFile(note, "doc", bytes: Array("the real file".utf8)) }
         try await fleet.engines[0].sync()
         let blob = try #require(try await fleet.remote.list(prefix: RemoteLayout.blobsPrefix).first)
+        let size = try #require(blob.size)
         remote.endless.withLock { $0 = true }
         let report = try await fleet.engines[0].doctor()
-        #expect(report.problems.contains { $0.path == blob.path && $0.message.contains("over the limit of \(blob.size) bytes") }, "\(report.problems)")
-        #expect(remote.delivered.withLock { $0 } <= blob.size + UInt64(EndlessFiles.chunk), "the check stopped at the listed size")
+        #expect(report.problems.contains { $0.path == blob.path && $0.message.contains("over the limit of \(size) bytes") }, "\(report.problems)")
+        #expect(remote.delivered.withLock { $0 } <= size + UInt64(EndlessFiles.chunk), "the check stopped at the listed size")
     }
 
     /// With its own head gone, a replica checks that its snapshot is still there: a planted

@@ -5,6 +5,7 @@ import ConcordStore
 import ConcordSync
 import ConcordTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// What someone who can write the remote, but has no key, can plant there: names claim
@@ -57,6 +58,42 @@ import Testing
         #expect(Set(replicas.map(\.id)) == [a.replicaID, b.replicaID, grown.stores[2].replicaID])
     }
 
+    /// 1,000 planted head names of replicas nobody saw: the first sync reads each once; the
+    /// next syncs read none of them again (0 gets under `heads/` and `replicas/`), and
+    /// report them in one line; a name whose object changes is read again (1 get). Each
+    /// was once read again, one after another, on every sync (100,000 names: 20 s a sync).
+    @Test func headNamesThatDidNotOpenAreReadOnceUntilTheyChange() async throws {
+        let (fleet, counter) = try await Fleet.wrapped(count: 2, CountingGets.init)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.set(note, "title", .string("from a"))
+        try await fleet.syncAll(rounds: 1)
+        let planted = (0..<1_000).map { RemoteLayout.head(ReplicaID(high: 0x5eed, low: UInt64($0)), seq: 1) }
+        for path in planted { try plant(fleet, path) }
+        counter.reset()
+        let first = try await fleet.engines[1].sync()
+        #expect(counter.gets(under: "heads/") >= planted.count)
+        #expect(first.rejected.count >= planted.count)
+        for round in 0..<2 {
+            try a.set(note, "body", .string("round \(round)"))
+            try await fleet.engines[0].sync()
+            counter.reset()
+            let later = try await fleet.engines[1].sync()
+            #expect(later.applied == 1)
+            // a's new head and batch only.
+            #expect(counter.gets(under: "heads/") == 1 && counter.gets(under: "replicas/") == 1, "\(counter.gets(under: "heads/")) head gets, \(counter.gets(under: "replicas/")) batch gets")
+            #expect(later.rejected.count == 1 && later.rejected[0].contains("1000 head names"), "\(later.rejected.prefix(3))")
+        }
+        // Remembered in the store's sync state, one entry per name.
+        #expect(try b.syncValues(prefix: "unopened.").count == planted.count)
+        // A name that changes is read again.
+        try plant(fleet, planted[0], Array("changed, and longer".utf8))
+        counter.reset()
+        let changed = try await fleet.engines[1].sync()
+        #expect(counter.gets(under: "heads/") == 1)
+        #expect(changed.rejected.contains { $0.hasPrefix(planted[0]) })
+        #expect(try fleet.dumps().count == 1)
+    }
+
     @Test func doctorReportsACopiedHeadWithoutFalseFindings() async throws {
         let fleet = try await Fleet(count: 2)
         let (a, b) = (fleet.stores[0], fleet.stores[1])
@@ -76,7 +113,8 @@ import Testing
         let report = try await fleet.engines[0].doctor()
         let byPath = Dictionary(grouping: report.problems, by: \.path)
         #expect(Set(byPath.keys) == [copied, absurd, absurdBatch], "\(report.problems)")
-        #expect(report.problems.allSatisfy { $0.kind == .damaged }, "\(report.problems)")
+        // Named beyond anything a or b announced: planted, with the file to remove.
+        #expect(report.problems.allSatisfy { $0.kind == .planted && $0.action.contains($0.path) }, "\(report.problems)")
         #expect(!report.findings.contains { $0.kind == .missingBatch || $0.kind == .staleHead })
         // Every real replica is still listed.
         #expect(Set(try await fleet.engines[1].replicas().map(\.id)) == [a.replicaID, b.replicaID])
@@ -165,5 +203,26 @@ import Testing
         let report = try await fleet.engines[0].doctor()
         #expect(report.problems.contains { $0.kind == .unreadable && $0.message.contains("symbolic link") }, "\(report.problems)")
         #expect(!report.findings.contains { $0.kind == .missingBatch || $0.kind == .remoteRolledBack }, "\(report.findings)")
+    }
+}
+
+/// Counts `get`s by path (a planted name read again shows up here).
+final class CountingGets: ForwardingRemote {
+    let base: any Remote
+    private let paths = Mutex<[String]>([])
+
+    init(_ base: FolderRemote) { self.base = base }
+
+    func reset() { paths.withLock { $0 = [] } }
+    func gets(under prefix: String) -> Int { paths.withLock { $0.filter { $0.hasPrefix(prefix) }.count } }
+
+    func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
+        paths.withLock { $0.append(path) }
+        return try await base.get(path)
+    }
+
+    func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
+        paths.withLock { $0.append(path) }
+        return try await base.get(path, limit: limit)
     }
 }

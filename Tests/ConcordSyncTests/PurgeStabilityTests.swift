@@ -141,6 +141,66 @@ final class HeadHidingRemote: Remote {
         try expectWhole(fleet, title: "updated by c")
     }
 
+    /// A junk first head of a replica nobody saw (`heads/<id>-0000000000000000`, which the
+    /// listing believes without opening: it claims nothing) holds neither the purge nor the
+    /// deletion of batches back: a purges r after `purgeDelay`, and deletes the batches b
+    /// applied. It once held both back for good on every replica.
+    @Test func aJunkFirstHeadHoldsBackNeitherThePurgeNorBatchDeletion() async throws {
+        let fleet = try await Fleet(count: 2)
+        let a = fleet.stores[0]
+        try a.put(r, ["title": .scalar(.string("kept")), "body": .scalar(.string("all of it"))])
+        try await fleet.syncAll()
+        let stranger = try #require(ReplicaID(hex: "0123456789abcdef0123456789abcdef"))
+        try await fleet.remote.put(RemoteLayout.head(stranger, seq: 0), Array("junk".utf8))
+        try a.delete(r)
+        try await fleet.syncAll()
+        let first = try await fleet.engines[0].compact()
+        #expect(first.metadata.skipped == nil, "\(String(describing: first.metadata.skipped))")
+        #expect(first.appliedEverywhere > 0 && !first.deletedBatches.isEmpty, "\(first)")
+        fleet.clock.advance(by: Int64(fleet.engines[0].purgeDelay))
+        try await fleet.syncAll()
+        let later = try await fleet.engines[0].compact()
+        #expect(later.metadata.purged == [r], "\(later.metadata)")
+        #expect(!later.retiredReplicas.contains(stranger))
+        try await fleet.syncAll()
+        #expect(try fleet.dumps().count == 1)
+        // doctor names it, with the file to remove.
+        let doctor = try await fleet.engines[0].doctor()
+        #expect(doctor.problems.map(\.kind) == [.planted] && doctor.problems.first?.path == RemoteLayout.head(stranger, seq: 0), "\(doctor.problems)")
+    }
+
+    /// A replica seen before whose head no longer opens may be real and merely damaged: the
+    /// purge keeps waiting for it, naming it, until a person forgets it — which
+    /// `forget` accepts, for it and for an id whose only head name claims a seq and does not
+    /// open. Then the purge goes on.
+    @Test func aSeenReplicaWhoseHeadDoesNotOpenHoldsThePurgeBackUntilItIsForgotten() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try a.put(r, ["title": .scalar(.string("kept")), "body": .scalar(.string("all of it"))])
+        try await fleet.syncAll()
+        for head in try await fleet.remote.list(prefix: RemoteLayout.headsPrefix + b.replicaID.description) {
+            try await fleet.remote.put(head.path, Array("torn".utf8))
+        }
+        try a.delete(r)
+        try await fleet.engines[0].sync()
+        _ = try await fleet.engines[0].compact()
+        fleet.clock.advance(by: Int64(fleet.engines[0].purgeDelay))
+        try await fleet.engines[0].sync()
+        let waiting = try await fleet.engines[0].compact()
+        #expect(waiting.metadata.purged.isEmpty)
+        #expect(waiting.metadata.skipped?.contains("\(b.replicaID)") == true && waiting.metadata.skipped?.contains("forget") == true, "\(String(describing: waiting.metadata.skipped))")
+        let info = try await fleet.engines[0].forget(b.replicaID)
+        #expect(info.status == .forgotten)
+        let stranger = try #require(ReplicaID(hex: "0123456789abcdef0123456789abcdef"))
+        try await fleet.remote.put(RemoteLayout.head(stranger, seq: 5), Array("junk".utf8))
+        #expect(try await fleet.engines[0].forget(stranger).id == stranger)
+        _ = try await fleet.engines[0].compact()
+        fleet.clock.advance(by: Int64(fleet.engines[0].purgeDelay))
+        try await fleet.engines[0].sync()
+        let purged = try await fleet.engines[0].compact()
+        #expect(purged.metadata.purged == [r], "\(purged.metadata)")
+    }
+
     /// The sync time a replica last read from a head is not proof of silence: a listing
     /// that misses a replica's newer head must not let an old remembered time retire it.
     /// (Found by the sync fuzz's rule-4 oracle, seed 56: a purge ran with every head

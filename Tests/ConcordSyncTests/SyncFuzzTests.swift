@@ -891,7 +891,7 @@ final class FuzzRun {
     var orphanRuns: [(id: ReplicaID, announced: UInt64, last: UInt64)] = []
     /// Per remote file name, its size now.
     func remoteFileSizes() async throws -> [String: UInt64] {
-        Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size) }, uniquingKeysWith: max)
+        Dictionary(try await folder.list(prefix: RemoteLayout.blobsPrefix).map { ($0.path, $0.size ?? 0) }, uniquingKeysWith: max)
     }
 
     /// Whether `file` is whole on the remote, by the listed `sizes`.

@@ -70,7 +70,7 @@ case "prepare":
     print("prepare: wrote \(records * fields) fields in \(milliseconds(since: start)) ms")
     let engine = SyncEngine(store: writer, remote: folder, key: key, storeID: storeID, snapshotEvery: nil)
     let snapshot = try await engine.writeSnapshot()
-    let size = try await folder.list(prefix: "snapshots/").reduce(UInt64(0)) { $0 + $1.size }
+    let size = try await folder.list(prefix: "snapshots/").reduce(UInt64(0)) { $0 + ($1.size ?? 0) }
     print("prepare: \(snapshot), \(size) bytes, in \(milliseconds(since: start)) ms; peak_rss_mib=\(peakResidentMiB())")
 case "snapshot":
     let folder = try FolderRemote(root: directory + "/remote")

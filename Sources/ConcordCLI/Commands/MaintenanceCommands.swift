@@ -120,7 +120,8 @@ struct ReplicasForget: AsyncParsableCommand {
             replica stops waiting for it to apply batches. Nothing is deleted. If REPLICA \
             syncs again it is active again: where batches it needs were compacted it joins a \
             snapshot, and its own unpushed changes are pushed as usual. Replicas silent for \
-            longer than the retention period (90 days) are retired without this command.
+            longer than the retention period (90 days) are retired without this command. A \
+            replica whose head does not open (`concord doctor` names it) is forgotten by its id.
             """)
 
     @Argument(help: "The replica's id (32 hex digits) or device name.") var replica: String
@@ -131,6 +132,15 @@ struct ReplicasForget: AsyncParsableCommand {
         let connection = try await RemoteConnection.open(store, options: options)
         let infos = try await connection.engine.replicas()
         let matches = infos.filter { $0.id.description == replica.lowercased() || $0.deviceName == replica }
+        if matches.isEmpty, let id = ReplicaID(hex: replica.lowercased()), id != store.replicaID {
+            // A replica whose heads do not open is not listed, but can be forgotten by its id
+            // (`concord doctor` names it).
+            let info = try await connection.engine.forget(id)
+            options.emit(
+                Replicas.document(info, self: store.replicaID),
+                "retired replica \(info.id), whose head does not open: compaction and the purge no longer wait for it; if it syncs again it is active again and loses nothing")
+            return
+        }
         guard matches.count == 1, let target = matches.first else {
             throw ConcordError(.notFound, matches.isEmpty
                     ? "the remote knows no replica \(replica): `concord replicas` lists them"

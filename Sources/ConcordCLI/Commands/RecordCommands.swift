@@ -46,6 +46,46 @@ struct Put: ParsableCommand {
         _ = try writes()
     }
 
+    /// Splits `put`'s arguments (`arguments.first` is `put`) into what ArgumentParser
+    /// parses — the options, the collection, the id and the first FIELD=VALUE — and every
+    /// FIELD=VALUE in order, in one pass.
+    ///
+    /// *Why*: ArgumentParser collects a repeated argument in quadratic time (each value
+    /// merges the input positions gathered so far and copies the array), so `put` with
+    /// 60,000 fields took minutes. The parser still sees one assignment, so its usage
+    /// errors and `--help` are as before; an argument starting with `-` before `--` stays
+    /// with the parser, so an unknown option is still refused by it.
+    static func splitAssignments(_ arguments: [String]) -> (parsed: [String], assignments: [String]) {
+        var parsed: [String] = []
+        var assignments: [String] = []
+        var positionals = 0
+        var terminated = false
+        var index = arguments.startIndex
+        if index < arguments.endIndex {
+            parsed.append(arguments[index])  // the subcommand's name
+            index += 1
+        }
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            index += 1
+            if !terminated, argument == "--" {
+                terminated = true
+                parsed.append(argument)
+            } else if !terminated, argument.hasPrefix("-"), argument != "-" {
+                parsed.append(argument)
+                if argument == "--store" || argument == "--key-file", index < arguments.endIndex {
+                    parsed.append(arguments[index])  // the option's value
+                    index += 1
+                }
+            } else {
+                positionals += 1
+                if positionals <= 3 { parsed.append(argument) }
+                if positionals >= 3 { assignments.append(argument) }
+            }
+        }
+        return (parsed, assignments)
+    }
+
     func writes() throws -> [String: FieldWrite] {
         var fields: [String: FieldWrite] = [:]
         for argument in assignments {

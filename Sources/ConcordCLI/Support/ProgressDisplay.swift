@@ -35,14 +35,13 @@ final class ProgressDisplay: Sendable {
                 return last != progress.phase
             }
             guard isNew else { return }
-            let total = progress.objectsTotal > 0 ? " (\(progress.objectsTotal) object\(progress.objectsTotal == 1 ? "" : "s"))" : ""
-            print("  \(Self.label(progress.phase))\(total)")
+            print("  \(Self.label(progress.phase))\(Self.total(progress))")
         case .bar:
             let width = 24
-            let fraction = progress.objectsTotal > 0 ? min(1, Double(progress.objectsDone) / Double(progress.objectsTotal)) : 0
+            let fraction = progress.objectsTotal.map { $0 > 0 ? min(1, Double(progress.objectsDone) / Double($0)) : 0 } ?? 0
             let filled = Int(fraction * Double(width))
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-            let counts = progress.objectsTotal > 0 ? " \(progress.objectsDone)/\(progress.objectsTotal)" : ""
+            let counts = progress.objectsTotal.map { $0 > 0 ? " \(progress.objectsDone)/\($0)" : "" } ?? " \(progress.objectsDone)/?"
             let label = Self.label(progress.phase).padding(toLength: 15, withPad: " ", startingAt: 0)
             FileHandle.standardError.write(Data("\r\u{1B}[2K  \(label) [\(bar)]\(counts)".utf8))
             drawn.withLock { $0 = true }
@@ -54,6 +53,14 @@ final class ProgressDisplay: Sendable {
         if style == .bar, drawn.withLock({ $0 }) {
             FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
         }
+    }
+
+    /// A phase's object count for the plain lines: the total when known, "objects not
+    /// counted yet" when the sync does not know it (``SyncProgress/objectsTotal`` is nil),
+    /// nothing when there are none.
+    static func total(_ progress: SyncProgress) -> String {
+        guard let total = progress.objectsTotal else { return " (number of objects unknown)" }
+        return total > 0 ? " (\(total) object\(total == 1 ? "" : "s"))" : ""
     }
 
     static func label(_ phase: SyncProgress.Phase) -> String {

@@ -251,6 +251,21 @@ extension Store {
         }
     }
 
+    /// Sets (or, with nil, removes) several sync engine values in one transaction: one
+    /// durable commit for all of them, however many.
+    public func setSyncValues(_ changes: [(key: String, value: String?)]) throws(ConcordError) {
+        guard !changes.isEmpty else { return }
+        try writeDatabase { db in
+            for (key, value) in changes {
+                if let value {
+                    try db.execute(sql: "INSERT OR REPLACE INTO concord_sync (key, value) VALUES (?, ?)", arguments: [key, value])
+                } else {
+                    try db.execute(sql: "DELETE FROM concord_sync WHERE key = ?", arguments: [key])
+                }
+            }
+        }
+    }
+
     /// The files that entries new to this store refer to and the blob directory lacks.
     func missingFiles(in entries: [Entry], seen context: CausalContext) -> [ContentHash] {
         var missing: Set<ContentHash> = []

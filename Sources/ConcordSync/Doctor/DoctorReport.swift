@@ -66,6 +66,14 @@ public struct DoctorFinding: Hashable, Sendable {
         /// folder, a symbolic link), or it is larger than its kind's limit — planted, since
         /// Concord writes neither. Skipped by every sync; remove it by hand.
         public static let unreadable = Kind("unreadable")
+        /// A head, batch or snapshot that does not open, named beyond anything its replica
+        /// announced (a seq more than 65,536 past every authentic head, batch and snapshot
+        /// of it; for this replica, past what it sealed) or of a replica nothing authentic shows and
+        /// this replica never saw: no replica of the store will write it again. Planted by
+        /// whoever can write the storage (or left by an upload whose writer never got
+        /// further). Syncs pass it over; `repair` leaves it (Concord deletes nothing it did
+        /// not write): remove the file by hand.
+        public static let planted = Kind("planted")
         /// It was written in a format version this release cannot read.
         public static let newerFormat = Kind("newerFormat")
         /// A gap in a replica's batch sequence that no readable snapshot (any replica's) covers:

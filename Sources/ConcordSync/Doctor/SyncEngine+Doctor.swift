@@ -93,6 +93,7 @@ extension SyncEngine {
         for name in try await doctorListing(sizes: &scan.listedSizes) { try await examine(name, &scan) }
         // 3. Each replica's sequence of batches and heads; 4. files; 5. the fleet.
         try await checkSequences(&scan)
+        try checkPlanted(&scan)
         try await checkFiles(&scan)
         try checkFleet(&scan)
         if repair { try await repairFindings(&scan) }
@@ -104,8 +105,7 @@ extension SyncEngine {
     /// The store's objects as listings show them, repeated listings merged: each prefix is
     /// listed until a round adds nothing new (two to four rounds), so one incomplete or
     /// stale listing hides less. What is still hidden is found by `get` where it matters.
-    /// `sizes` gets each object's listed size (0, what a listing without sizes gives, is
-    /// left out).
+    /// `sizes` gets each object's listed size, where the listing gives one.
     func doctorListing(sizes: inout [String: UInt64]) async throws(ConcordError) -> [RemoteLayout.Name] {
         var names: [String: RemoteLayout.Name] = [:]
         for round in 0..<4 {
@@ -113,7 +113,7 @@ extension SyncEngine {
             for prefix in [RemoteLayout.headsPrefix, RemoteLayout.replicasPrefix, RemoteLayout.snapshotsPrefix, RemoteLayout.blobsPrefix] {
                 for object in try await remote.list(prefix: prefix) {
                     guard let name = RemoteLayout.parse(object.path), name != .manifest else { continue }
-                    if object.size > 0 { sizes[object.path] = max(sizes[object.path] ?? 0, object.size) }
+                    if let size = object.size { sizes[object.path] = max(sizes[object.path] ?? 0, size) }
                     if names.updateValue(name, forKey: object.path) == nil { added = true }
                 }
             }
@@ -323,6 +323,52 @@ extension SyncEngine {
                 "run `concord doctor --repair` on every replica: each re-uploads its own batches, its head and the files it holds")
         }
     }
+
+    /// Heads, batches and snapshots that do not open and that no replica of the store will
+    /// write again, named ``DoctorFinding/Kind/planted``: a seq past anything their
+    /// replica announced — every authentic head, batch and snapshot of it, what readable
+    /// heads say was applied of it — by more than ``plantedMargin`` (for this replica: past
+    /// what it sealed, exactly), or a replica of which nothing authentic is there and that
+    /// this replica never saw (a junk `heads/<id>-0000000000000000`). Called damaged, they
+    /// would name a writer to repair them that never will, and `repair` would "repair"
+    /// them again on every run.
+    func checkPlanted(_ scan: inout DoctorScan) throws(ConcordError) {
+        let me = store.replicaID
+        var reach = try store.appliedSeqs()
+        reach[me] = max(try store.sealedSeq(), try pushedSeq())
+        for head in scan.readHeads.values.flatMap(\.values) { reach.merge(Head.replicaKeyed(head.applied), uniquingKeysWith: max) }
+        for seqs in [scan.heads, scan.readDeltas, scan.readSnapshots] {
+            reach.merge(seqs.compactMapValues { $0.max() }, uniquingKeysWith: max)
+        }
+        reach.merge(scan.coverage, uniquingKeysWith: max)
+        let seen = Set(try store.syncValues(prefix: SyncKey.seenPrefix).keys.compactMap { ReplicaID(hex: $0) })
+        for index in scan.report.findings.indices {
+            let finding = scan.report.findings[index]
+            guard finding.kind == .damaged || finding.kind == .malformed, let name = RemoteLayout.parse(finding.path) else { continue }
+            let replica: ReplicaID
+            let seq: UInt64
+            switch name {
+            case let .head(r, s), let .batch(r, s), let .snapshot(r, s): (replica, seq) = (r, s)
+            case .manifest, .blob: continue
+            }
+            let announced = reach[replica] ?? 0
+            let known = announced > 0 || replica == me || seen.contains(replica) || scan.heads[replica] != nil
+            let margin = replica == me ? 0 : Self.plantedMargin
+            guard seq > announced && seq - announced > margin || !known else { continue }
+            let beyond = known
+                ? "named beyond anything replica \(scan.who(replica)) announced (its newest is \(announced))"
+                : "of replica \(replica), of which nothing authentic is on the remote and which this replica never saw"
+            scan.report.findings[index].kind = .planted
+            scan.report.findings[index].message = "\(finding.path) does not open (\(finding.message)) and is \(beyond): no replica of the store will write it again — planted by whoever can write the storage, or left by an upload that never got further"
+            scan.report.findings[index].action = "remove \(finding.path) from the store by hand (Concord deletes nothing it did not write); meanwhile syncs, compaction and the purge pass it over"
+        }
+    }
+
+    /// How far past anything another replica announced a name of it must be to be taken
+    /// for planted: a push puts at most `requestsInFlight` batches (the writer's setting,
+    /// 8 by default) ahead of the head naming them, so a torn batch of a push that stopped
+    /// there stays `damaged`, for its writer to put again; 65,536 is far past any window.
+    static let plantedMargin: UInt64 = 1 << 16
 
     /// Files: every one a batch or snapshot references must be there; files nothing
     /// references are reported as orphans.

@@ -19,7 +19,7 @@ extension SyncEngine {
         case let .head(replica, _):
             return replica == me
                 ? "`concord doctor --repair` here rewrites this replica's head"
-                : "\(scan.who(replica)) rewrites it with its next push, or run `concord doctor --repair` there"
+                : "\(scan.who(replica)) rewrites it with its next push, or run `concord doctor --repair` there; if it is gone for good, `concord replicas forget \(replica)` stops compaction and the purge waiting for it"
         case let .snapshot(replica, _):
             return "replicas ignore it and catch up from batches; \(replica == me ? "this replica's" : scan.who(replica) + "'s") next snapshot (`concord compact`) supersedes it"
         default:

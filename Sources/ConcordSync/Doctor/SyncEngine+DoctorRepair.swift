@@ -34,7 +34,7 @@ extension SyncEngine {
         var forgotten: [Int] = []
         for index in scan.report.findings.indices {
             let finding = scan.report.findings[index]
-            guard finding.isProblem, finding.kind != .unannouncedBatch,
+            guard finding.isProblem, finding.kind != .unannouncedBatch, finding.kind != .planted,
                   case let .batch(replica, seq)? = RemoteLayout.parse(finding.path), replica == me else { continue }
             guard let plaintext = try store.sealedBatch(seq: seq) else {
                 forgotten.append(index)
