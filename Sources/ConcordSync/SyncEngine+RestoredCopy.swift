@@ -37,6 +37,8 @@ extension SyncEngine {
                     let plaintext = try store.sealedBatch(seq: seq), object.size != UInt64(plaintext.count + EncryptedObject.overheadByteCount)
                 else { continue }
                 let sealed = EncryptedObject.encryptDeterministically(plaintext, path: object.path, key: keys.batches)
+                // A listing without sizes: read back, and put again only if it differs.
+                if object.size == nil, try await objects.authenticBytes(at: object.path) == sealed { continue }
                 for hash in Self.files(in: try DeltaCodec.decode(plaintext)).sorted() where store.blobs.contains(hash) {
                     try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
                     report.filesUploaded += 1
