@@ -28,7 +28,7 @@ public struct RemoteObject: Hashable, Sendable {
 ///   ignored.
 /// - Every failure is a `ConcordError`: code `remote` for transport failures (retry);
 ///   `unreadableObject` for one object that is there but cannot be read as an object (not a
-///   file, or not readable) and `limitExceeded` for one over its size limit — whoever can
+///   file, or not readable; a put that cannot replace it, as a folder at its name) and `limitExceeded` for one over its size limit — whoever can
 ///   write the storage can plant either, so a caller reports that object and carries on.
 public protocol Remote: Sendable {
     /// Stores `bytes` at `path`, replacing any object there.

@@ -217,7 +217,8 @@ extension SyncEngine {
         for hash in hashes.sorted() where store.blobs.contains(hash) {
             let path = BlobName.remotePath(for: hash, key: keys.blobNames)
             if let time = modified[path], time <= started, started - time < uploadDeadline { continue }
-            try await reupload(hash, path: path)
+            var unused = SyncReport()
+            _ = try await reuploadUnlessBlocked(hash, path: path, into: &unused)
         }
         return started
     }
@@ -232,14 +233,29 @@ extension SyncEngine {
     }
 
 
-    /// Finishes the uploads ``reupload(_:path:)`` could not.
-    func finishReuploads() async throws(ConcordError) {
+    /// ``reupload(_:path:)``, except that an object at `path` that cannot be replaced — a
+    /// folder planted at its name (``ConcordRemote/ConcordError/Code/unreadableObject``) — is
+    /// reported in `report` and the upload left for the next push to try again: one such name
+    /// never stops a sync. Returns whether the file went up.
+    func reuploadUnlessBlocked(_ hash: ContentHash, path: String, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+        do {
+            try await reupload(hash, path: path)
+            return true
+        } catch where error.code == .unreadableObject {
+            report.rejected.append("\(path): \(error.message)")
+            return false
+        }
+    }
+
+    /// Finishes the uploads ``reupload(_:path:)`` could not (one blocked by a planted folder
+    /// stays for the next push).
+    func finishReuploads(into report: inout SyncReport) async throws(ConcordError) {
         for hex in try store.syncValues(prefix: SyncKey.reuploadPrefix).keys.sorted() {
             guard let hash = ContentHash(hex: hex), store.blobs.contains(hash) else {
                 try store.setSyncValue(SyncKey.reuploadPrefix + hex, nil)
                 continue
             }
-            try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
+            _ = try await reuploadUnlessBlocked(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames), into: &report)
         }
     }
 }

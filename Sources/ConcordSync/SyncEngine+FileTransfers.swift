@@ -21,8 +21,10 @@ extension SyncEngine {
     /// Downloads `hashes` into the blob directory, a window at a time, each within the size
     /// its references give it (`references`: those of the batch or snapshot that needs
     /// them). Returns the first that could not be fetched (nil when all were); torn,
-    /// tampered or oversized ones are recorded in the report.
+    /// tampered or oversized ones are recorded in the report, and not fetched again in this
+    /// sync (``rejectedFiles``): a batch tried again after others applied costs nothing more.
     func fetchFiles(_ hashes: [ContentHash], of references: [FileReference], into report: inout SyncReport) async throws(ConcordError) -> ContentHash? {
+        if let rejected = hashes.first(where: rejectedFiles.contains) { return rejected }
         var sizes: [ContentHash: UInt64] = [:]
         for reference in references { sizes[reference.file.hash] = max(sizes[reference.file.hash] ?? 0, reference.file.size) }
         let wanted = hashes.map { ($0, sizes[$0] ?? 0) }
@@ -35,6 +37,7 @@ extension SyncEngine {
                 case .absent: missing = missing ?? hash
                 case let .rejected(reason):
                     report.rejected.append(reason)
+                    rejectedFiles.insert(hash)
                     missing = missing ?? hash
                 }
             }

@@ -28,7 +28,7 @@ extension SyncEngine {
         // earlier, interrupted push sealed is decoded again.
         var filesSealed: [UInt64: Set<ContentHash>] = [:]
         while let delta = try store.seal(maxSlots: Self.maxSlotsPerBatch) { filesSealed[delta.seq] = ownFiles(of: delta) }
-        try await finishReuploads()
+        try await finishReuploads(into: &report)
         let sealed = try store.sealedSeq()
         var pushed = try pushedSeq()
         if sealed > pushed {

@@ -139,7 +139,9 @@ extension SyncEngine {
             // shows it). A listing may be stale: the file is looked for once more on its own.
             guard Self.mayBeLost(listed[path], size),
                   Self.mayBeLost(try await remote.list(prefix: path).first(where: { $0.path == path }).map(\.size), size) else { continue }
-            try await reupload(hash, path: path)
+            // A folder planted at the name cannot be replaced: reported, and the other files
+            // and the rest of the sync go on (tried again at the next push).
+            guard try await reuploadUnlessBlocked(hash, path: path, into: &report) else { continue }
             report.filesUploaded += 1
             uploaded.append(path)
         }

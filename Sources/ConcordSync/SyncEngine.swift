@@ -45,6 +45,10 @@ public actor SyncEngine {
     /// A day, in milliseconds.
     public static let day: UInt64 = 86_400_000
     let updates = Broadcaster<SyncProgress>(bufferingPolicy: .bufferingNewest(256))
+    /// Files this sync found torn, tampered, too large or not a file at their names: not
+    /// fetched again before the next sync, however often a batch or snapshot needing them is
+    /// tried (``fetchFiles(_:of:into:)``). So each costs at most its encrypted size a sync.
+    var rejectedFiles: Set<ContentHash> = []
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
     /// total); ends when the engine goes away.
@@ -205,6 +209,7 @@ public actor SyncEngine {
     @discardableResult
     public func sync(mode: SyncMode = .twoWay, progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(ConcordError) -> SyncReport {
         logger(ConcordLogLabel.sync).debug("sync started", metadata: ["mode": "\(mode)"])
+        rejectedFiles = []
         do {
             let report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
             log(report, mode: mode)

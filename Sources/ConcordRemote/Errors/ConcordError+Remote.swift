@@ -30,7 +30,9 @@ extension ConcordError.Code {
     /// a file this user may not read, or an object below a folder that is a link. Anyone who
     /// can write the storage can plant one. The message names the object and says what to
     /// do (remove it from the store folder). The object is unusable, nothing else is
-    /// affected: a caller reports it and carries on with the other objects.
+    /// affected: a caller reports it and carries on with the other objects. A put that finds
+    /// a folder at its object's name throws it too: that object cannot be replaced until a
+    /// person removes the folder.
     public static let unreadableObject = ConcordError.Code("unreadableObject")
 }
 

@@ -77,6 +77,13 @@ extension FolderRemote {
             self.descriptor = nil
             if let error = POSIX.rename(in: folder, temporary, name) {
                 _ = POSIX.unlink(at: folder, temporary)
+                // A folder planted at the object's name: that one object cannot be put.
+                if error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST {
+                    throw ConcordError(
+                        .unreadableObject,
+                        "could not put remote object \(path) in the store folder \(remote.root): a folder stands at its name; Concord did not make it "
+                            + "— remove it from the store folder, and the next sync (or `concord doctor --repair`) puts the object there")
+                }
                 throw remote.failure("write", path, error)
             }
             if let error = POSIX.syncFolder(descriptor: folder) { throw remote.failure("write", path, error) }

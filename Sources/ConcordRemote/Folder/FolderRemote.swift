@@ -42,6 +42,9 @@ import Darwin
 ///     socket at an object's name, or a file this user may not read, is
 ///     ``ConcordError/Code/unreadableObject``, naming it, so a caller skips that object
 ///     and syncs the rest;
+///   - a put renames its temporary file over whatever stands at the name: a planted link,
+///     FIFO, device or file is replaced, never followed or opened; a planted folder cannot
+///     be, and the put throws ``ConcordError/Code/unreadableObject`` naming it;
 ///   - ``get(_:limit:)`` checks the size first and reads at most `limit + 1` bytes, throwing
 ///     ``ConcordCore/ConcordError/Code/limitExceeded`` above the limit; a put above its
 ///     kind's limit (``RemoteLayout/maxObjectSize(for:)``) is refused before writing;

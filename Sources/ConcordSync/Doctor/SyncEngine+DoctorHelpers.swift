@@ -72,7 +72,8 @@ extension SyncEngine {
         let verifier = BlobVerifier(key: contents, name: path)
         do throws(ConcordError) {
             guard try await remote.getStream(path, limit: limit, write: { chunk in verifier.feed(chunk) }) else { return .absent }
-        } catch where error.code == .limitExceeded {
+        } catch where error.code == .limitExceeded || error.code == .unreadableObject {
+            // Too large, or not a file (a folder, FIFO or link planted at its name).
             return .damaged(error)
         }
         do throws(ConcordError) {

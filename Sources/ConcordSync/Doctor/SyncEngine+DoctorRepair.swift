@@ -19,8 +19,12 @@ extension SyncEngine {
         // 1. Files it holds, missing or damaged.
         for index in scan.report.findings.indices {
             let finding = scan.report.findings[index]
-            guard case let .blob(keyed)? = RemoteLayout.parse(finding.path), let hash = local[keyed],
+            guard case let .blob(keyed)? = RemoteLayout.parse(finding.path),
                   finding.kind == .missingFile || (finding.isProblem && scan.damagedBlobs[keyed] != nil) else { continue }
+            guard let hash = local[keyed] else {
+                scan.report.findings[index].repair = "cannot repair here: this replica does not hold the file; \(finding.action)"
+                continue
+            }
             await attempt(&scan, index) { () async throws(ConcordError) -> String? in
                 _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: finding.path, key: keys.blobContents)
                 guard case .intact = try await Self.checkBlob(remote, keyedName: keyed, contents: keys.blobContents, names: keys.blobNames) else { return nil }
