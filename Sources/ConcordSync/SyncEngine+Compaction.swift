@@ -55,7 +55,7 @@ extension SyncEngine {
         // audit, a backup) has seen each one before its compaction begins.
         try await checkStoreIdentityOnce()
         // A store whose newest head the remote lost seals nothing more under its id.
-        _ = try continueUnderANewIDAfterOwnLoss(into: &sync)
+        _ = try await continueUnderANewIDAfterOwnLoss(into: &sync)
         let sealedBefore = try store.sealedSeq()
         try await push(into: &sync, progress: nil)
         // Every head is read once, for both steps.

@@ -22,16 +22,27 @@ extension SyncEngine {
         return IdentityChange(old: old, new: fresh, evidence: evidence)
     }
 
-    /// ``recoverRestoredCopy(evidence:oldHead:)``, once the copy has put back, byte for byte,
-    /// every batch of the old id through its pushed seq that the remote holds torn (storage
-    /// that reported the put as done). The copy was taken after it sealed those, so they are
-    /// the very bytes its lost store pushed under those names; once the old id is retired,
-    /// nobody else could ever put them back, and every later batch of the old id would wait
-    /// on the torn one for ever.
+    /// ``recoverRestoredCopy(evidence:oldHead:)``, once every batch of the old id through
+    /// the pushed seq is whole on the remote (``putBackTornOwnBatches(into:)``).
     func recoverRestoredCopy(evidence: String, oldHead: Head?, into report: inout SyncReport) async throws(ConcordError) -> IdentityChange {
+        try await putBackTornOwnBatches(into: &report)
+        return try recoverRestoredCopy(evidence: evidence, oldHead: oldHead)
+    }
+
+    /// Puts back, byte for byte, every batch of this replica through its pushed seq that the
+    /// remote holds torn (storage that reported the put as done), and checks again, before
+    /// the id is retired: once it is, nobody could ever put them back, and every later
+    /// batch of the id would wait on a torn one for ever. They are the very bytes pushed
+    /// under those names (a restored copy sealed them before its backup was taken). Three
+    /// rounds at most; past them the sync stops with nothing changed, and the next one
+    /// tries again.
+    func putBackTornOwnBatches(into report: inout SyncReport) async throws(ConcordError) {
         let me = store.replicaID
         let pushed = try pushedSeq()
-        if pushed > 0 {
+        guard pushed > 0 else { return }
+        var torn: [String] = []
+        for _ in 0..<3 {
+            torn = []
             for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(me)) {
                 guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path), origin == me, seq <= pushed,
                     let plaintext = try store.sealedBatch(seq: seq), object.size != UInt64(plaintext.count + EncryptedObject.overheadByteCount)
@@ -39,15 +50,17 @@ extension SyncEngine {
                 let sealed = EncryptedObject.encryptDeterministically(plaintext, path: object.path, key: keys.batches)
                 // A listing without sizes: read back, and put again only if it differs.
                 if object.size == nil, try await objects.authenticBytes(at: object.path) == sealed { continue }
+                torn.append(object.path)
                 for hash in Self.files(in: try DeltaCodec.decode(plaintext)).sorted() where store.blobs.contains(hash) {
                     try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
                     report.filesUploaded += 1
                 }
                 try await remote.put(object.path, sealed)
-                report.remoteRolledBack.append(object.path)
+                if !report.remoteRolledBack.contains(object.path) { report.remoteRolledBack.append(object.path) }
             }
+            if torn.isEmpty { return }
         }
-        return try recoverRestoredCopy(evidence: evidence, oldHead: oldHead)
+        throw ConcordError(.remote, "the remote still holds \(torn.joined(separator: ", ")) torn after this replica put \(torn.count == 1 ? "it" : "them") back three times; this replica keeps its id until they are whole — the next sync tries again (nothing was lost)")
     }
 
     /// Announces the batches the old id of a restored copy uploaded but no head names: its

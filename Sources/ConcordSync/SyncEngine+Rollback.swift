@@ -319,12 +319,12 @@ extension SyncEngine {
     /// written with other bytes, whatever the remote shows. Its unsealed writes are
     /// re-stamped under the new id; nothing it sealed is (it sealed nothing past the lost
     /// head). Nothing happens while it has nothing new to write.
-    func continueUnderANewIDAfterOwnLoss(into report: inout SyncReport) throws(ConcordError) -> Bool {
+    func continueUnderANewIDAfterOwnLoss(into report: inout SyncReport) async throws(ConcordError) -> Bool {
         guard report.restoredCopy == nil, let lost = try store.syncValue(SyncKey.ownLoss) else { return false }
         guard try store.sealedSeq() == pushedSeq(), try store.pendingChangeCount() > 0 else { return false }
-        report.restoredCopy = try recoverRestoredCopy(
+        report.restoredCopy = try await recoverRestoredCopy(
             evidence: "the remote lost this replica's head at seq \(lost) (rolled back, restored, or deleted): this store cannot tell whether it is an older copy too, whose next batch name another replica already applied",
-            oldHead: nil)
+            oldHead: nil, into: &report)
         return true
     }
 }

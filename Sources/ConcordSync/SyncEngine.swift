@@ -258,7 +258,7 @@ public actor SyncEngine {
             if !republished.isEmpty { report.remoteRolledBack = republished }
             // Batches nobody announced, announced now: pulled by this sync too.
             if report.announcedOrphans.count > announced { heads = try await listHeads() }
-            if mode != .pullOnly, try continueUnderANewIDAfterOwnLoss(into: &report) { heads = try await listHeads() }
+            if mode != .pullOnly, try await continueUnderANewIDAfterOwnLoss(into: &report) { heads = try await listHeads() }
             if mode != .pushOnly {
                 try await bootstrapIfNew(into: &report)
                 try await pull(heads, into: &report, progress: emit)
