@@ -218,6 +218,42 @@ import Testing
         #expect(try restoredStore.canonicalDump() == b.canonicalDump())
     }
 
+    /// As above, but the copy's storage tears every put and reports it done: the copy puts
+    /// batch 1 back three times at most, then stops with one line and keeps its id (a
+    /// retired id with a torn batch could never be mended). Once the storage stops lying,
+    /// the next sync puts it back whole and continues under a new id.
+    @Test func aRestoredCopyKeepsItsIdWhileItsTornBatchCannotBePutBackWholeAndTriesAtMostThreeTimes() async throws {
+        let fleet = try await Fleet(count: 2)
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        try await fleet.syncAll()
+        let n1 = RecordRef(collection: "notes", id: "n1")
+        try a.set(n1, "title", .string("one"))
+        try await fleet.engines[0].sync()
+        let batch1 = RemoteLayout.batch(a.replicaID, seq: 1)
+        let whole = try #require(try await fleet.remote.get(batch1))
+        try await fleet.remote.put(batch1, Array(whole.prefix(whole.count / 2)))
+        let copy = fleet.scratch.file("a-restored.db")
+        try backup(a, to: copy)
+        try a.set(n2, "title", .string("two"))
+        try await fleet.engines[0].sync()
+
+        let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        try restoredStore.set(n3, "title", .string("three"))
+        let lying = FaultyRemote(wrapping: fleet.remote, seed: 7, plan: FaultyRemote.Plan(tornPut: 1, tornPutReportsSuccess: true))
+        let restored = SyncEngine(store: restoredStore, remote: lying, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
+        let error = await #expect(throws: ConcordError.self) { try await restored.sync() }
+        #expect(error?.code == .remote && error?.message.contains("three times") == true, "\(String(describing: error))")
+        #expect(lying.counts.tornPuts == 3, "one put of the batch per round, three rounds")
+        #expect(restoredStore.replicaID == a.replicaID, "the id is kept while its batch is torn")
+
+        lying.faultsOff()
+        let report = try await restored.sync()
+        #expect(report.restoredCopy?.old == a.replicaID)
+        #expect(try await fleet.remote.get(batch1) == whole)
+        try await fleet.engines[1].sync()
+        for id in [n1, n2, n3] { #expect(try b.record(id) != nil, "\(id.id) missing") }
+    }
+
     let n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
 
     /// Two replicas; a writes n1 and both sync; a's store is backed up (to the path returned).
