@@ -151,6 +151,8 @@ final class FuzzRun {
         var held: [SlotRef: Set<Stamp>] = [:]
     }
     var recordOps: [RecordOp] = []
+    /// Entries lost with a device restored from a backup taken before it pushed them.
+    var lostAtRestore: Set<Stamp> = []
     /// Per replica id, the schedule's time at its last sync attempt.
     var lastSyncAt: [ReplicaID: UInt64] = [:]
     /// What compaction's metadata purges did wrong, if anything.
@@ -632,6 +634,9 @@ final class FuzzRun {
         var failures: [String] = []
         let deletes = recordOps.filter { $0.tombstone != nil }
         for update in recordOps where update.tombstone == nil && !update.made.isEmpty {
+            // Every entry it made was lost with its device, restored before it pushed them:
+            // for every other replica the update never happened, and the delete stands alone.
+            if update.made.isSubset(of: lostAtRestore) { continue }
             for delete in deletes where delete.ref == update.ref {
                 guard let tombstone = delete.tombstone, !update.made.contains(where: { saw(delete.seen, $0) }), !saw(update.seen, tombstone) else { continue }
                 // Resolved: a later delete saw the update (the record may go, and be purged).
@@ -842,6 +847,7 @@ final class FuzzRun {
             let lost = dots.filter { $0.replica == id && !held.contains($0) }
             if !lost.isEmpty {
                 created[slot]!.subtract(lost)
+                lostAtRestore.formUnion(lost)
                 dropped += lost.count
             }
         }
