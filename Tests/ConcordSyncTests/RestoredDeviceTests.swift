@@ -178,16 +178,13 @@ import Testing
         #expect(try restoredStore.canonicalDump() == b.canonicalDump())
     }
 
-    /// a's batch 1 was torn by storage that reported its put as done, and a's store was
-    /// backed up after it; a pushed batch 2, and its device was restored. Nobody could
-    /// apply batch 1, nor batch 2 after it, and once the copy retires the old id nobody
-    /// would put batch 1 back: the copy does, byte for byte (it sealed it before the backup,
-    /// so these are the bytes its lost store pushed), before it continues under a new id.
-    @Test func aRestoredCopyPutsBackItsTornBatchBeforeItRetiresItsOldId() async throws {
+    /// a writes n1 and syncs; storage tears batch 1 and reports its put as done; a's store
+    /// is backed up; a writes n2 and syncs. Returns the fleet, the backup's path, batch 1's
+    /// name and its whole bytes.
+    func tornBatchBackedUp() async throws -> (fleet: Fleet, copy: String, batch1: String, whole: [UInt8]) {
         let fleet = try await Fleet(count: 2)
-        let (a, b) = (fleet.stores[0], fleet.stores[1])
+        let a = fleet.stores[0]
         try await fleet.syncAll()
-        let n1 = RecordRef(collection: "notes", id: "n1")
         try a.set(n1, "title", .string("one"))
         try await fleet.engines[0].sync()
         let batch1 = RemoteLayout.batch(a.replicaID, seq: 1)
@@ -197,6 +194,17 @@ import Testing
         try backup(a, to: copy)
         try a.set(n2, "title", .string("two"))
         try await fleet.engines[0].sync()
+        return (fleet, copy, batch1, whole)
+    }
+
+    /// a's batch 1 was torn by storage that reported its put as done, and a's store was
+    /// backed up after it; a pushed batch 2, and its device was restored. Nobody could
+    /// apply batch 1, nor batch 2 after it, and once the copy retires the old id nobody
+    /// would put batch 1 back: the copy does, byte for byte (it sealed it before the backup,
+    /// so these are the bytes its lost store pushed), before it continues under a new id.
+    @Test func aRestoredCopyPutsBackItsTornBatchBeforeItRetiresItsOldId() async throws {
+        let (fleet, copy, batch1, whole) = try await tornBatchBackedUp()
+        let (a, b) = (fleet.stores[0], fleet.stores[1])
         let waiting = try await fleet.engines[1].sync()
         #expect(waiting.waiting > 0 || !waiting.rejected.isEmpty)
         #expect(try b.record(n1) == nil)
@@ -223,19 +231,8 @@ import Testing
     /// retired id with a torn batch could never be mended). Once the storage stops lying,
     /// the next sync puts it back whole and continues under a new id.
     @Test func aRestoredCopyKeepsItsIdWhileItsTornBatchCannotBePutBackWholeAndTriesAtMostThreeTimes() async throws {
-        let fleet = try await Fleet(count: 2)
+        let (fleet, copy, batch1, whole) = try await tornBatchBackedUp()
         let (a, b) = (fleet.stores[0], fleet.stores[1])
-        try await fleet.syncAll()
-        let n1 = RecordRef(collection: "notes", id: "n1")
-        try a.set(n1, "title", .string("one"))
-        try await fleet.engines[0].sync()
-        let batch1 = RemoteLayout.batch(a.replicaID, seq: 1)
-        let whole = try #require(try await fleet.remote.get(batch1))
-        try await fleet.remote.put(batch1, Array(whole.prefix(whole.count / 2)))
-        let copy = fleet.scratch.file("a-restored.db")
-        try backup(a, to: copy)
-        try a.set(n2, "title", .string("two"))
-        try await fleet.engines[0].sync()
 
         let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
         try restoredStore.set(n3, "title", .string("three"))
@@ -254,7 +251,7 @@ import Testing
         for id in [n1, n2, n3] { #expect(try b.record(id) != nil, "\(id.id) missing") }
     }
 
-    let n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
+    let n1 = RecordRef(collection: "notes", id: "n1"), n2 = RecordRef(collection: "notes", id: "n2"), n3 = RecordRef(collection: "notes", id: "n3")
 
     /// Two replicas; a writes n1 and both sync; a's store is backed up (to the path returned).
     func backedUpAfterN1() async throws -> (Fleet, String) {
