@@ -95,6 +95,29 @@ public struct HTTPTransport: Sendable {
         _ object: String, buffer: ByteBuffer?, limit: UInt64 = 64 << 20,
         prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec
     ) async throws(ConcordError) -> HTTPResponse {
+        let (response, collected) = try await send(object, buffer: buffer, limit: limit, reader: { CollectingReader() }, prepare: prepare)
+        guard let collected else { return response }
+        return HTTPResponse(status: response.status, headers: response.headers, body: collected.bytes)
+    }
+
+    /// ``send(_:body:limit:prepare:)`` whose successful (2xx) answer is read by a reader as
+    /// it arrives, never held whole: an XML listing is parsed chunk by chunk. Every attempt
+    /// gets a fresh reader from `makeReader`; the one of the answer returned comes back with
+    /// it (nil for a status outside 2xx, whose body is buffered to
+    /// ``HTTPBounds/errorBodyLimit`` as usual). The answer's `body` is then empty. A reader
+    /// that stops early (``HTTPBodyReader/take(_:)`` returns false) ends the read there; the
+    /// reader says why.
+    public func send<Reader: HTTPBodyReader>(
+        _ object: String, body: [UInt8]? = nil, limit: UInt64 = 64 << 20, reader makeReader: () -> Reader,
+        prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec
+    ) async throws(ConcordError) -> (response: HTTPResponse, reader: Reader?) {
+        try await send(object, buffer: body.map { ByteBuffer(bytes: $0) }, limit: limit, reader: makeReader, prepare: prepare)
+    }
+
+    func send<Reader: HTTPBodyReader>(
+        _ object: String, buffer: ByteBuffer?, limit: UInt64, reader makeReader: () -> Reader,
+        prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec
+    ) async throws(ConcordError) -> (response: HTTPResponse, reader: Reader?) {
         var attempt = 0
         while true {
             var request = try prepare(attempt).request
@@ -102,25 +125,30 @@ public struct HTTPTransport: Sendable {
                 request.body = .bytes(buffer)
                 request.headers.replaceOrAdd(name: "Content-Length", value: String(buffer.readableBytes))
             }
-            let outcome: Result<HTTPResponse, ConcordError>
+            let outcome: Result<(HTTPResponse, Reader?), ConcordError>
             do {
                 var clock = TransferClock(bounds: bounds, expected: limit, sending: UInt64(buffer?.readableBytes ?? 0))
                 let response = try await client.execute(request, deadline: clock.clientDeadline)
+                let status = Int(response.status.code)
                 // The limit is the object's; an error page is only read far enough to quote it.
-                let bytes = (200...299).contains(Int(response.status.code))
-                    ? try await collect(response, object: object, limit: limit, clock: &clock)
-                    : try await collectPrefix(response, object: object, clock: &clock)
-                outcome = .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: bytes))
+                if (200...299).contains(status) {
+                    var reader = makeReader()
+                    try await read(response, into: &reader, object: object, limit: limit, clock: &clock)
+                    outcome = .success((HTTPResponse(status: status, headers: response.headers, body: []), reader))
+                } else {
+                    let bytes = try await collectPrefix(response, object: object, clock: &clock)
+                    outcome = .success((HTTPResponse(status: status, headers: response.headers, body: bytes), nil))
+                }
             } catch let error as ConcordError {
                 outcome = .failure(error)
             } catch {
                 outcome = .failure(transportError(error, object: object))
             }
             switch outcome {
-            case let .success(response) where retry.isRetryable(status: response.status) && attempt + 1 < retry.attempts:
+            case let .success((response, _)) where retry.isRetryable(status: response.status) && attempt + 1 < retry.attempts:
                 try await retry.wait(attempt: attempt, retryAfter: response.headers.first(name: "Retry-After"))
-            case let .success(response):
-                return response
+            case let .success(answer):
+                return answer
             case let .failure(error) where error.code == .remote && attempt + 1 < retry.attempts:
                 try await retry.wait(attempt: attempt, retryAfter: nil)
             case let .failure(error):
@@ -201,47 +229,83 @@ public struct HTTPTransport: Sendable {
     /// connection has taken the previous chunk. Not retried — `read` cannot be replayed —
     /// so a failure throws and the caller's next attempt starts again. An error thrown by
     /// `read` aborts the request and is rethrown.
+    ///
+    /// The whole exchange may take the time ``HTTPBounds`` gives the bytes handed over so
+    /// far plus 1 MiB (the chunk in flight, the answer): a server that stops taking the body,
+    /// or never answers it, has the request cancelled with
+    /// ``ConcordCore/ConcordError/Code/limitExceeded`` instead of holding the upload for ever.
     public func upload(
         _ object: String, spec: HTTPRequestSpec, read: () throws(ConcordError) -> [UInt8]
     ) async throws(ConcordError) -> HTTPResponse {
         let handoff = BodyHandoff()
-        var request = spec.request
-        request.body = .stream(handoff, length: .unknown)
+        var streamed = spec.request
+        streamed.body = .stream(handoff, length: .unknown)
+        let request = streamed
         let client = self.client
-        async let sent: Result<HTTPResponse, any Error> = {
-            defer { handoff.close() }
-            do {
-                let response = try await client.execute(request, timeout: .hours(24 * 365))
-                var clock = TransferClock(bounds: self.bounds, expected: 1 << 20)
-                let body = (200...299).contains(Int(response.status.code))
-                    ? try await self.collect(response, object: object, limit: 1 << 20, clock: &clock)
-                    : try await self.collectPrefix(response, object: object, clock: &clock)
-                return .success(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: body))
-            } catch {
-                return .failure(error)
+        let watch = UploadWatch(bounds: bounds)
+        let outcome = await withTaskGroup(of: UploadOutcome?.self) { group -> UploadOutcome in
+            group.addTask {
+                defer { handoff.close() }
+                do {
+                    let response = try await client.execute(request, deadline: .distantFuture)
+                    var clock = TransferClock(bounds: self.bounds, expected: 1 << 20)
+                    var collected = CollectingReader()
+                    if (200...299).contains(Int(response.status.code)) {
+                        try await self.read(response, into: &collected, object: object, limit: 1 << 20, clock: &clock)
+                    } else {
+                        collected.bytes = try await self.collectPrefix(response, object: object, clock: &clock)
+                    }
+                    return .answered(HTTPResponse(status: Int(response.status.code), headers: response.headers, body: collected.bytes))
+                } catch {
+                    return .failed(error)
+                }
             }
-        }()
-        var readFailure: ConcordError?
-        while true {
-            let chunk: [UInt8]
-            do {
-                chunk = try read()
-            } catch {
-                readFailure = error
+            group.addTask {
+                // Returns nil when cancelled: the exchange ended in time.
+                guard let expired = await watch.run() else { return nil }
                 handoff.fail()
+                handoff.close()
+                return .expired(expired)
+            }
+            var readFailure: ConcordError?
+            while true {
+                let chunk: [UInt8]
+                do throws(ConcordError) {
+                    chunk = try read()
+                } catch {
+                    readFailure = error
+                    handoff.fail()
+                    break
+                }
+                if chunk.isEmpty {
+                    handoff.finish()
+                    break
+                }
+                watch.handedOver(chunk.count)
+                guard await handoff.send(ByteBuffer(bytes: chunk)) else { break }
+            }
+            var outcome = UploadOutcome.failed(CancellationError())
+            for await result in group {
+                guard let result else { continue }
+                outcome = result
+                group.cancelAll()
                 break
             }
-            if chunk.isEmpty {
-                handoff.finish()
-                break
-            }
-            guard await handoff.send(ByteBuffer(bytes: chunk)) else { break }
+            if let readFailure { return .readFailed(readFailure) }
+            return outcome
         }
-        let result = await sent
-        if let readFailure { throw readFailure }
-        switch result {
-        case let .success(response): return response
-        case let .failure(error): throw transportError(error, object: object)
+        switch outcome {
+        case let .answered(response): return response
+        case let .readFailed(error): throw error
+        case let .expired(elapsed):
+            let sent = watch.sent
+            throw ConcordError(
+                .limitExceeded,
+                "\(remoteName), \(object): the upload was cancelled after \(TransferClock.seconds(elapsed)) s with \(sent) bytes handed over, over the "
+                    + "\(TransferClock.seconds(bounds.allowance(forBytes: sent + (1 << 20)))) s allowed at the least rate of \(bounds.minimumRate) bytes/s: "
+                    + "the server stopped taking the body or never answered it; nothing local was lost, the next sync tries again")
+        case let .failed(error as ConcordError): throw error
+        case let .failed(error): throw transportError(error, object: object)
         }
     }
 
@@ -250,21 +314,22 @@ public struct HTTPTransport: Sendable {
         response.headers.first(name: "Content-Length").flatMap(UInt64.init)
     }
 
-    /// Reads a response body, at most `limit` bytes (the Content-Length is checked first),
-    /// in the time `clock` allows.
-    func collect(_ response: HTTPClientResponse, object: String, limit: UInt64, clock: inout TransferClock) async throws -> [UInt8] {
+    /// Hands a response body to `reader` as it arrives, at most `limit` bytes (the
+    /// Content-Length is checked first), in the time `clock` allows; stops where the reader
+    /// does (leaving the loop drops the connection).
+    func read<Reader: HTTPBodyReader>(
+        _ response: HTTPClientResponse, into reader: inout Reader, object: String, limit: UInt64, clock: inout TransferClock
+    ) async throws {
         let announced = Self.contentLength(response)
         if let announced, announced > limit { throw ConcordError.objectTooLarge(object, size: announced, limit: limit) }
         clock.announce(announced)
-        var bytes: [UInt8] = []
+        var received: UInt64 = 0
         for try await buffer in response.body {
-            guard UInt64(bytes.count + buffer.readableBytes) <= limit else {
-                throw ConcordError.objectTooLarge(object, size: UInt64(bytes.count + buffer.readableBytes), atLeast: true, limit: limit)
-            }
-            bytes += buffer.readableBytesView
-            try clock.check(received: UInt64(bytes.count), object: object, remoteName: remoteName)
+            received += UInt64(buffer.readableBytes)
+            guard received <= limit else { throw ConcordError.objectTooLarge(object, size: received, atLeast: true, limit: limit) }
+            try clock.check(received: received, object: object, remoteName: remoteName)
+            guard reader.take(buffer.readableBytesView) else { return }
         }
-        return bytes
     }
 
     /// The first ``HTTPBounds/errorBodyLimit`` bytes of an error answer's body, in the time

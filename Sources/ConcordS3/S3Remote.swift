@@ -116,9 +116,10 @@ public struct S3Remote: LeftoverSweeping {
             try pages.next()
             var query = [("list-type", "2"), ("prefix", prefix + listPrefix)]
             if let token { query.append(("continuation-token", token)) }
-            let response = try await request("GET", key: "", object: pages.listing, query: query, limit: RemoteLayout.maxListingPageSize)
+            var (response, reader) = try await request(
+                "GET", key: "", object: pages.listing, query: query, limit: RemoteLayout.maxListingPageSize, reader: S3XML.answer(record: "Contents"))
             guard response.status == 200 else { throw failure(response, listPrefix.isEmpty ? "the store" : listPrefix, doing: "list") }
-            guard let answer = S3XML.parse(response.body, record: "Contents"), answer.root == "ListBucketResult" else {
+            guard let answer = reader?.finish()?.result, answer.root == "ListBucketResult" else {
                 throw ConcordError(.remote, "\(transport.remoteName) answered a listing with XML that does not parse: is the endpoint an S3 service?")
             }
             for record in answer.records {
@@ -126,7 +127,7 @@ public struct S3Remote: LeftoverSweeping {
                 let path = String(key.dropFirst(prefix.count))
                 guard path.hasPrefix(listPrefix), RemoteLayout.parse(path) != nil else { continue }
                 objects.append(RemoteObject(
-                    path: path, size: record["Size"].flatMap { UInt64($0) } ?? 0,
+                    path: path, size: record["Size"].flatMap { UInt64($0) },
                     modified: record["LastModified"].flatMap(HTTPDate.iso8601Millis)))
             }
             let truncated = answer.fields["IsTruncated"] == "true"
@@ -245,8 +246,9 @@ public struct S3Remote: LeftoverSweeping {
             var query = [("uploads", ""), ("prefix", prefix)]
             if let keyMarker { query.append(("key-marker", keyMarker)) }
             if let uploadMarker { query.append(("upload-id-marker", uploadMarker)) }
-            let response = try await request("GET", key: "", object: pages.listing, query: query, limit: RemoteLayout.maxListingPageSize)
-            guard response.status == 200, let answer = S3XML.parse(response.body, record: "Upload") else {
+            var (response, reader) = try await request(
+                "GET", key: "", object: pages.listing, query: query, limit: RemoteLayout.maxListingPageSize, reader: S3XML.answer(record: "Upload"))
+            guard response.status == 200, let answer = reader?.finish()?.result else {
                 throw failure(response, "multipart uploads", doing: "list")
             }
             for upload in answer.records {
@@ -314,6 +316,18 @@ public struct S3Remote: LeftoverSweeping {
         let payloadHash = SigV4.hex(SigV4.sha256(body ?? []))
         return try await transport.send(object, body: body, limit: limit) { _ in
             self.spec(method, key: key, query: query, payloadHash: payloadHash, extra: extra)
+        }
+    }
+
+    /// A signed request without a body whose successful answer is read by `reader` as it
+    /// arrives (a listing page, parsed as it comes): `reader` comes back for a 2xx answer,
+    /// nil otherwise.
+    func request<Reader: HTTPBodyReader>(
+        _ method: String, key: String?, object: String, query: [(String, String)], limit: UInt64, reader: Reader
+    ) async throws(ConcordError) -> (HTTPResponse, Reader?) {
+        let payloadHash = SigV4.hex(SigV4.sha256([]))
+        return try await transport.send(object, limit: limit, reader: { reader }) { _ in
+            self.spec(method, key: key, query: query, payloadHash: payloadHash, extra: [])
         }
     }
 

@@ -17,18 +17,18 @@ public struct S3XML: Sendable {
     /// A whole answer whose `record` elements (`"-"` for none) become ``records``, or nil
     /// if it is not well-formed XML within `limits`.
     public static func parse(_ bytes: [UInt8], record: String, limits: XMLLimits = XMLLimits()) -> S3XML? {
-        var reader = Reader(record: record)
-        do throws(XMLStreamError) {
-            try XMLStreamParser.parse(bytes, limits: limits) { reader.take($0) }
-        } catch {
-            return nil
-        }
-        return reader.result
+        XMLAnswer.parse(bytes, into: Reader(record: record), limits: limits)?.result
+    }
+
+    /// An answer read as it arrives, whose `record` elements become ``records``:
+    /// ``Reader/result`` of what it finishes with.
+    static func answer(record: String) -> XMLAnswer<Reader> {
+        XMLAnswer(Reader(record: record))
     }
 
     /// Turns the parser's events into the answer: the text of each element is the run
     /// just before its end tag.
-    struct Reader {
+    struct Reader: XMLEventReader {
         let record: String
         var result = S3XML()
         var current: [String: String]?

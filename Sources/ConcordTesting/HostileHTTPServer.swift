@@ -32,6 +32,9 @@ public final class HostileHTTPServer: Sendable {
         case trickle(status: Int, body: [UInt8], interval: Duration)
         /// A chunked body that starts with `prefix` and then never ends (filler bytes).
         case endless(status: Int, headers: [(String, String)] = [], prefix: [UInt8] = [])
+        /// Nothing: the request's body is never read and no answer ever comes (until the
+        /// server stops), as from a server that hung with the connection open.
+        case stall
     }
 
     /// Where an endless body stops by itself: 128 MiB, twice the largest bound a test
@@ -191,6 +194,9 @@ public final class HostileHTTPServer: Sendable {
                 guard transmit(frame, on: connection, body: true) else { return false }
                 sent += UInt64(data.count)
             }
+            return false
+        case .stall:
+            while !stopped.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: 0.05) }
             return false
         }
     }

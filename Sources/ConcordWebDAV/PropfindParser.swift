@@ -26,14 +26,11 @@ public struct PropfindEntry: Hashable, Sendable {
 public enum PropfindParser {
     /// The entries of a whole answer, or nil if it is not a well-formed multistatus within `limits`.
     public static func parse(_ bytes: [UInt8], limits: XMLLimits = XMLLimits()) -> [PropfindEntry]? {
-        var reader = Reader()
-        do throws(XMLStreamError) {
-            try XMLStreamParser.parse(bytes, limits: limits) { reader.take($0) }
-        } catch {
-            return nil
-        }
-        return reader.sawForeignRoot ? nil : reader.entries
+        XMLAnswer.parse(bytes, into: Reader(), limits: limits)?.entries
     }
+
+    /// An answer read as it arrives; ``Reader/entries`` of what it finishes with.
+    typealias Answer = XMLAnswer<Reader>
 
     /// The path of an href: an absolute URL loses its scheme and authority; the rest is
     /// percent-decoded. Nil for an href that is not a path.
@@ -60,8 +57,10 @@ public enum PropfindParser {
 
     /// Turns the parser's events into entries: per `response`, its first href and the
     /// properties of its `propstat`s whose status is 2xx.
-    struct Reader {
-        var entries: [PropfindEntry] = []
+    struct Reader: XMLEventReader {
+        /// The entries, or nil if the root is not `DAV:multistatus`.
+        var entries: [PropfindEntry]? { sawForeignRoot ? nil : found }
+        var found: [PropfindEntry] = []
         var sawForeignRoot = false
         private var depth = 0
         private var inResponse = false
@@ -126,7 +125,7 @@ public enum PropfindParser {
                 inPropstat = false
             case "response":
                 if let href, let path = PropfindParser.path(ofHref: href) {
-                    entries.append(PropfindEntry(path: path, isCollection: isCollection || path.hasSuffix("/") && size == nil, size: size, modified: modified))
+                    found.append(PropfindEntry(path: path, isCollection: isCollection || path.hasSuffix("/") && size == nil, size: size, modified: modified))
                 }
                 inResponse = false
             default: break

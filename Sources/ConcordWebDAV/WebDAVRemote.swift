@@ -184,13 +184,11 @@ public struct WebDAVRemote: LeftoverSweeping {
     public func putStream(_ path: String, read: () throws(ConcordError) -> [UInt8]) async throws(ConcordError) {
         try RemoteLayout.validateObjectPath(path)
         try await makeParents(of: path)
-        var headers = HTTPHeaders([("Content-Type", "application/octet-stream")])
-        if let authorization { headers.add(name: "Authorization", value: authorization) }
         // Up under a temporary name, then moved over the object: some servers (rclone)
         // write a PUT in place, so a failed stream would otherwise tear the old object.
         let parent = path.lastIndex(of: "/").map { String(path[...$0]) } ?? ""
         let temporary = parent + Self.temporaryPrefix + UUID().uuidString.lowercased()
-        let response = try await transport.upload(path, spec: HTTPRequestSpec(method: .PUT, url: objectURL(temporary), headers: headers), read: read)
+        let response = try await transport.upload(path, spec: request("PUT", temporary, headers: [("Content-Type", "application/octet-stream")])(0), read: read)
         guard (200...299).contains(response.status) else {
             _ = try? await send("DELETE", temporary)
             throw failure(response, path, doing: "write")
@@ -234,15 +232,8 @@ public struct WebDAVRemote: LeftoverSweeping {
 
     public func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try RemoteLayout.validateObjectPath(path)
-        let url = objectURL(path)
-        let authorization = self.authorization
         return try await transport.stream(
-            path, limit: limit,
-            prepare: { _ in
-                var headers = HTTPHeaders()
-                if let authorization { headers.add(name: "Authorization", value: authorization) }
-                return HTTPRequestSpec(method: .GET, url: url, headers: headers)
-            },
+            path, limit: limit, prepare: request("GET", path),
             accept: { (response) throws(ConcordError) -> Bool in
                 switch response.status {
                 case 200: return true
@@ -267,9 +258,19 @@ public struct WebDAVRemote: LeftoverSweeping {
         _ method: String, _ path: String, body: [UInt8]? = nil, limit: UInt64 = 1 << 20,
         headers extra: [(String, String)] = []
     ) async throws(ConcordError) -> HTTPResponse {
-        let url = objectURL(path)
+        try await transport.send(path, body: body, limit: limit, prepare: request(method, path, headers: extra))
+    }
+
+    /// Builds each attempt of a request: the method, the object's URL, `extra` headers and
+    /// the credentials.
+    func request(_ method: String, _ path: String, headers extra: [(String, String)] = []) -> @Sendable (_ attempt: Int) -> HTTPRequestSpec {
+        request(method, url: objectURL(path), headers: extra)
+    }
+
+    /// ``request(_:_:headers:)`` to a full URL.
+    func request(_ method: String, url: String, headers extra: [(String, String)] = []) -> @Sendable (_ attempt: Int) -> HTTPRequestSpec {
         let authorization = self.authorization
-        return try await transport.send(path, body: body, limit: limit) { _ in
+        return { _ in
             var headers = HTTPHeaders(extra)
             if let authorization { headers.add(name: "Authorization", value: authorization) }
             return HTTPRequestSpec(method: HTTPMethod(rawValue: method), url: url, headers: headers)
@@ -283,12 +284,13 @@ public struct WebDAVRemote: LeftoverSweeping {
 
     /// The entries of a collection (PROPFIND `Depth: 1`), or nil if it does not exist.
     func propfind(_ folder: String) async throws(ConcordError) -> [PropfindEntry]? {
-        let response = try await send(
-            "PROPFIND", folder, body: Self.propfindBody, limit: RemoteLayout.maxListingPageSize,
-            headers: [("Depth", "1"), ("Content-Type", "application/xml; charset=utf-8")])
+        // The answer is parsed as it arrives: only its entries are kept.
+        var (response, answer) = try await transport.send(
+            folder, body: Self.propfindBody, limit: RemoteLayout.maxListingPageSize, reader: { PropfindParser.Answer(PropfindParser.Reader()) },
+            prepare: request("PROPFIND", folder, headers: [("Depth", "1"), ("Content-Type", "application/xml; charset=utf-8")]))
         switch response.status {
         case 207:
-            guard let entries = PropfindParser.parse(response.body) else {
+            guard let entries = answer?.finish()?.entries else {
                 throw ConcordError(.remote, "\(transport.remoteName) answered PROPFIND of \(folder.isEmpty ? "its root" : folder) with XML that does not parse: is the URL a WebDAV folder?")
             }
             return entries
@@ -351,14 +353,9 @@ public struct WebDAVRemote: LeftoverSweeping {
     /// collection is answered 403 "File exists" by Apache and 423 Locked by rclone: then the
     /// collection is looked up, and the MKCOL tried again while the other one finishes.
     func makeCollection(_ target: String, name: String) async throws(ConcordError) -> HTTPResponse? {
-        let authorization = self.authorization
         var attempt = 0
         while true {
-            let response = try await transport.send(name) { _ in
-                var headers = HTTPHeaders()
-                if let authorization { headers.add(name: "Authorization", value: authorization) }
-                return HTTPRequestSpec(method: HTTPMethod(rawValue: "MKCOL"), url: target, headers: headers)
-            }
+            let response = try await transport.send(name, prepare: request("MKCOL", url: target))
             switch response.status {
             case 200, 201, 204, 405, 301, 302:
                 return nil  // made, already there, or redirected to its slash form
@@ -375,12 +372,8 @@ public struct WebDAVRemote: LeftoverSweeping {
 
     /// Whether a collection answers PROPFIND `Depth: 0` at `target` (a full URL).
     func collectionExists(at target: String) async throws(ConcordError) -> Bool {
-        let authorization = self.authorization
-        let response = try await transport.send(target, body: Self.propfindBody) { _ in
-            var headers = HTTPHeaders([("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")])
-            if let authorization { headers.add(name: "Authorization", value: authorization) }
-            return HTTPRequestSpec(method: HTTPMethod(rawValue: "PROPFIND"), url: target, headers: headers)
-        }
+        let response = try await transport.send(
+            target, body: Self.propfindBody, prepare: request("PROPFIND", url: target, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")]))
         return response.status == 207
     }
 

@@ -113,8 +113,9 @@ import Testing
     }
 
     @Test func aPROPFINDAnswerOverMaxListingPageSizeIsRefusedUnread() async throws {
+        // Well-formed as far as it goes (an endless comment), so only the size stops it.
         let server = try HostileHTTPServer { _ in
-            .endless(status: 207, prefix: Array("<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\">".utf8))
+            .endless(status: 207, prefix: Array("<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\"><!--".utf8))
         }
         defer { server.stop() }
         let remote = try Self.webDAV(server)
@@ -123,6 +124,25 @@ import Testing
         #expect(error?.message.contains("\(RemoteLayout.maxListingPageSize) bytes") == true, "\(String(describing: error))")
         // What the kernel's buffers hold past the limit, and no more.
         #expect(server.bytesSent < RemoteLayout.maxListingPageSize + (32 << 20), "\(server.bytesSent) bytes sent")
+    }
+
+    /// A listing page is parsed as it arrives: one that stops being XML is refused there,
+    /// not read on to the page's limit (``RemoteLayout/maxListingPageSize``, 32 MiB) first.
+    @Test func aListingPageThatStopsBeingXMLIsRefusedWhereItStopsNotAtThePageLimit() async throws {
+        let webDAV = try HostileHTTPServer { _ in
+            .endless(status: 207, prefix: Array("<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\"><".utf8))
+        }
+        defer { webDAV.stop() }
+        let s3 = try HostileHTTPServer { _ in .endless(status: 200, prefix: Array("<ListBucketResult><".utf8)) }
+        defer { s3.stop() }
+        for (server, remote) in [(webDAV, try Self.webDAV(webDAV) as any Remote), (s3, try Self.s3(s3))] {
+            let error = await Self.failure { () async throws(ConcordError) in _ = try await remote.list(prefix: "heads/") }
+            #expect(error?.code == .remote, "\(String(describing: error))")
+            #expect(error?.message.contains("does not parse") == true, "\(String(describing: error))")
+            // The first chunk fails to parse; what the kernel's buffers held beyond it is all
+            // that was sent (reading to the page limit first sent 32 MiB and more).
+            #expect(server.bytesSent < RemoteLayout.maxListingPageSize / 2, "\(server.bytesSent) bytes sent")
+        }
     }
 
     // MARK: Reads
@@ -191,6 +211,41 @@ import Testing
         #expect(server.bytesSent < 32 << 20, "\(server.bytesSent) bytes sent")
     }
 
+    /// A server that stops taking an upload's body (or never answers it) cannot hold the
+    /// upload for ever: it is cancelled once it has taken longer than the bytes handed over
+    /// so far plus 1 MiB allow at the least rate (here 1 s of grace and 16 MiB/s).
+    @Test func aStreamedUploadToAServerThatStopsTakingItIsCancelledAtItsDeadline() async throws {
+        let server = try HostileHTTPServer { request in request.method == "PUT" ? .stall : .answer(status: 201) }
+        defer { server.stop() }
+        let remote = try Self.webDAV(server, bounds: HTTPBounds(grace: .seconds(1), minimumRate: 16 << 20))
+        let handed = Counter()
+        let chunk = [UInt8](repeating: 9, count: 64 << 10)
+        let ended = await withTaskGroup(of: ConcordError??.self) { group in
+            group.addTask {
+                await Self.failure { () async throws(ConcordError) in
+                    try await remote.putStream(Self.blob) { () -> [UInt8] in
+                        // 1 GiB at most: far more than the loopback's buffers take.
+                        handed.add(chunk.count, upTo: 1 << 30) ? chunk : []
+                    }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60))
+                return .none  // the watchdog: the upload did not end
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+        guard let ended else {
+            Issue.record("the upload to a stalled server was still running after 60 s")
+            return
+        }
+        #expect(ended?.code == .limitExceeded, "\(String(describing: ended))")
+        #expect(ended?.message.contains("the upload was cancelled") == true, "\(String(describing: ended))")
+        #expect(handed.total < 1 << 30, "the body stopped being read when the server stopped taking it")
+    }
+
     /// A redirect names where it points (the URL to fix), and an error answer that echoes
     /// the request's credentials never carries them into the message.
     @Test func aRedirectShowsItsLocationAndEchoedCredentialsAreRedacted() async throws {
@@ -220,4 +275,13 @@ import Testing
 final class Counter: Sendable {
     private let value = Mutex(0)
     func next() -> Int { value.withLock { $0 += 1; return $0 } }
+    var total: Int { value.withLock { $0 } }
+    /// Adds `count` unless the total has reached `limit`; whether it added.
+    func add(_ count: Int, upTo limit: Int) -> Bool {
+        value.withLock { total in
+            guard total < limit else { return false }
+            total += count
+            return true
+        }
+    }
 }
