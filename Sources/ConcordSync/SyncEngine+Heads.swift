@@ -28,6 +28,9 @@ extension SyncEngine {
         /// pull to look for batches — each of which authenticates on its own — so that a
         /// torn head whose writer never comes back does not hide its batches for ever.
         var unconfirmed: [ReplicaID: UInt64] = [:]
+        /// Replicas whose head at ``latest`` did not open (or did not when last read, and is
+        /// unchanged since): not read again for this listing's standings.
+        var unopened: Set<ReplicaID> = []
 
         /// How far pull looks for `replica`'s batches: its authenticated head, or further up
         /// to an unconfirmed claim.
@@ -136,21 +139,42 @@ extension SyncEngine {
                 resolved.contains(replica) || seqs.count <= 1 ? nil : (replica, seqs.dropFirst())
             }
         }
-        try store.setSyncValues(memory)
-        if passedOver > 0 {
-            heads.rejected.append("\(RemoteLayout.headsPrefix): \(passedOver) head name\(passedOver == 1 ? "" : "s") of replicas never seen did not open when last read and \(passedOver == 1 ? "is" : "are") unchanged since: not read again (`concord doctor` names them)")
-        }
         // Every replica whose head authenticates is remembered (``SyncKey/seenPrefix``): a
         // later listing that misses it cannot make it unknown to the metadata purge. A
-        // replica seen for the first time costs one `get`, once.
+        // replica seen for the first time costs one `get`, once; a name that does not open
+        // (a junk `heads/<id>-0000000000000000`, believed without a read since it claims
+        // nothing) is remembered like any other, and not read again while unchanged.
         for (replica, seq) in heads.latest.sorted(by: { $0.key < $1.key }) where replica != store.replicaID {
             let key = SyncKey.seenPrefix + replica.description
             var head = heads.read[replica]
             if head == nil, try store.syncValue(key) == nil {
-                head = try? await readHead(replica, seq: seq)
-                if let head { heads.read[replica] = head }
+                let path = RemoteLayout.head(replica, seq: seq)
+                if let signature = signatures[path], remembered[path] == signature {
+                    heads.unopened.insert(replica)
+                    passedOver += 1
+                    continue
+                }
+                do throws(ConcordError) {
+                    head = try await readHead(replica, seq: seq)
+                } catch where Self.isDamage(error) {
+                    heads.unopened.insert(replica)
+                    if let signature = signatures[path], remembered[path] != nil || rememberedCount < Self.maxRememberedUnopened {
+                        if remembered[path] == nil { rememberedCount += 1 }
+                        memory.append((SyncKey.unopenedPrefix + path, signature))
+                    }
+                } catch {
+                    // The remote failed: read again next time.
+                }
+                if let head {
+                    heads.read[replica] = head
+                    if remembered[path] != nil { memory.append((SyncKey.unopenedPrefix + path, nil)) }
+                }
             }
             if let head, try store.syncNumber(key) < head.syncedAt { try store.setSyncNumber(key, head.syncedAt) }
+        }
+        try store.setSyncValues(memory)
+        if passedOver > 0 {
+            heads.rejected.append("\(RemoteLayout.headsPrefix): \(passedOver) head name\(passedOver == 1 ? "" : "s") of replicas never seen did not open when last read and \(passedOver == 1 ? "is" : "are") unchanged since: not read again (`concord doctor` names them)")
         }
         return heads
     }

@@ -36,7 +36,7 @@ extension SyncEngine {
     /// the last sync time read from it is older than ``retention`` or it is forgotten.
     func standings(_ heads: Heads) async throws(ConcordError) -> [ReplicaID: Standing] {
         var read = heads.read
-        for (replica, seq) in heads.latest where read[replica] == nil {
+        for (replica, seq) in heads.latest where read[replica] == nil && !heads.unopened.contains(replica) {
             if let head = try? await readHead(replica, seq: seq) { read[replica] = head }
         }
         // Retirements are kept in heads, so they reach every replica; the latest one wins.

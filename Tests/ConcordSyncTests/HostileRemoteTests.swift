@@ -94,6 +94,38 @@ import Testing
         #expect(try fleet.dumps().count == 1)
     }
 
+    /// The same for first head names (`heads/<id>-0000000000000000`), which the listing
+    /// believes without opening since they claim nothing: once read and not opened, they
+    /// are not read again by later syncs, by compaction's standings or by `replicas` (each
+    /// was read again by every sync, and once more by every compaction).
+    @Test func firstHeadNamesThatDidNotOpenAreReadOnceBySyncsAndCompaction() async throws {
+        let (fleet, counter) = try await Fleet.wrapped(count: 2, CountingGets.init)
+        let a = fleet.stores[0]
+        try a.set(note, "title", .string("from a"))
+        try await fleet.syncAll(rounds: 1)
+        let planted = (0..<1_000).map { RemoteLayout.head(ReplicaID(high: 0x5eed, low: UInt64($0)), seq: 0) }
+        for path in planted { try plant(fleet, path) }
+        counter.reset()
+        _ = try await fleet.engines[1].sync()
+        #expect(counter.gets(under: "heads/") >= planted.count)
+        for round in 0..<2 {
+            try a.set(note, "body", .string("round \(round)"))
+            try await fleet.engines[0].sync()
+            counter.reset()
+            let later = try await fleet.engines[1].sync()
+            #expect(later.applied == 1)
+            #expect(counter.gets(under: "heads/") == 1, "\(counter.gets(under: "heads/")) head gets")
+            #expect(later.rejected.contains { $0.contains("1000 head names") }, "\(later.rejected.prefix(3))")
+        }
+        counter.reset()
+        _ = try await fleet.engines[1].compact()
+        let replicas = try await fleet.engines[1].replicas()
+        #expect(Set(replicas.map(\.id)) == [a.replicaID, fleet.stores[1].replicaID])
+        // a's head, once for each of the two listings' standings, and nothing planted.
+        #expect(counter.gets(under: "heads/") <= 4, "\(counter.gets(under: "heads/")) head gets")
+        #expect(try fleet.dumps().count == 1)
+    }
+
     @Test func doctorReportsACopiedHeadWithoutFalseFindings() async throws {
         let fleet = try await Fleet(count: 2)
         let (a, b) = (fleet.stores[0], fleet.stores[1])
