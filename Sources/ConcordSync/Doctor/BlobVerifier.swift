@@ -6,8 +6,8 @@ import ConcordStore
 import Foundation
 
 /// Decrypts a blob stream chunk by chunk as it arrives and hashes the plaintext. The first
-/// failure is kept (and later chunks ignored), so the download itself never throws for a
-/// damaged blob.
+/// failure is kept, and ``feed(_:)`` throws it so that the download stops there: a planted
+/// 4 GiB file at a blob's name costs one frame, not 4 GiB read.
 final class BlobVerifier {
     private let key: SubKey
     private let name: String
@@ -22,11 +22,18 @@ final class BlobVerifier {
         self.name = name
     }
 
-    func feed(_ chunk: [UInt8]) {
-        guard failure == nil else { return }
+    /// Takes the next bytes; throws the first failure (now or earlier) to stop the download.
+    func feed(_ chunk: [UInt8]) throws(ConcordError) {
+        if let failure { throw failure }
         buffer += chunk
-        do throws(ConcordError) { try drain(final: false) } catch { failure = error }
+        do throws(ConcordError) { try drain(final: false) } catch {
+            failure = error
+            throw error
+        }
     }
+
+    /// Why the stream failed to authenticate, once it has.
+    var failed: ConcordError? { failure }
 
     private func drain(final: Bool) throws(ConcordError) {
         if decryptor == nil {

@@ -71,10 +71,11 @@ extension SyncEngine {
         let path = RemoteLayout.blob(keyedName: keyedName)
         let verifier = BlobVerifier(key: contents, name: path)
         do throws(ConcordError) {
-            guard try await remote.getStream(path, limit: limit, write: { chunk in verifier.feed(chunk) }) else { return .absent }
-        } catch where error.code == .limitExceeded || error.code == .unreadableObject {
-            // Too large, or not a file (a folder, FIFO or link planted at its name).
-            return .damaged(error)
+            guard try await remote.getStream(path, limit: limit, write: { (chunk) throws(ConcordError) in try verifier.feed(chunk) }) else { return .absent }
+        } catch where verifier.failed != nil || error.code == .limitExceeded || error.code == .unreadableObject {
+            // It failed to authenticate (the read stopped there), is too large, or is not a
+            // file (a folder, FIFO or link planted at its name).
+            return .damaged(verifier.failed ?? error)
         }
         do throws(ConcordError) {
             let hash = try verifier.finish()
