@@ -11,6 +11,10 @@ import ConcordTesting
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 let usage = """

@@ -3,6 +3,10 @@ import ConcordHTTP
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The real storage servers the HTTP tests run against, each started once per test process

@@ -4,6 +4,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+/// `kill(2)`, named apart from the members called `kill`.
+private func systemKill(_ pid: pid_t, _ signal: Int32) -> Int32 {
+    kill(pid, signal)
+}
 import Synchronization
 
 /// A child process started with `posix_spawn`, for the tests, benchmarks and loopback
@@ -113,7 +118,7 @@ public final class Subprocess: Sendable {
     /// Sends `signal` to the child (nothing once it has been waited for).
     public func kill(_ signal: Int32 = SIGKILL) {
         ended.withLock { ended in
-            if ended == nil { _ = Glibc.kill(pid, signal) }
+            if ended == nil { _ = systemKill(pid, signal) }
         }
     }
 

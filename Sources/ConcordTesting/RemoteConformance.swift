@@ -2,8 +2,8 @@ import ConcordCore
 import ConcordRemote
 import Foundation
 
-/// The promises every ``Remote`` backend keeps, as one reusable check (STYLE.md: one
-/// conformance suite runs over every backend). Run it on a new backend's test double or on a
+/// The promises every ``Remote`` backend keeps, as one reusable check: one conformance
+/// suite runs over every backend. Run it on a new backend's test double or on a
 /// scratch bucket; an empty result means the backend conforms.
 ///
 /// What it checks:

@@ -11,6 +11,10 @@ import GRDB
 import Testing
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The child process the crash and disk tests drive (the `ConcordCrashChild` target).

@@ -5,6 +5,10 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Power-cut enumeration: a kill is not a power cut. After a SIGKILL the page cache keeps

@@ -21,6 +21,10 @@ import Foundation
 import GRDBSQLite
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 let fields = 10

@@ -3,6 +3,10 @@ import ConcordTesting
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The growth measurement (issue: "Growth: 3 replicas performing 1,000,000 operations over

@@ -5,6 +5,10 @@ import GRDB
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Counts the bytes that cross a remote (FaultyRemote counts the requests).

@@ -3,7 +3,16 @@ import ConcordCrypto
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
+
+/// `read(2)`, named apart from the type's own `read` members.
+private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}
 
 /// A directory of files named by the BLAKE2b-256 of their content (docs/ARCHITECTURE.md §3):
 /// `<directory>/<2 hex>/<64 hex>`. Files are streamed in 1 MiB chunks — memory does not
@@ -50,7 +59,7 @@ public struct BlobStore: Sendable {
         guard input >= 0 else { throw Self.ioError("open \(source)") }
         defer { close(input) }
         return try add(mediaType: mediaType, expected: nil) { (buffer: UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int in
-            let count = Glibc.read(input, buffer.baseAddress, buffer.count)
+            let count = systemRead(input, buffer.baseAddress, buffer.count)
             guard count >= 0 else { throw Self.ioError("read \(source)") }
             return count
         }
@@ -136,7 +145,7 @@ public struct BlobStore: Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let count = Glibc.read(input, buffer.baseAddress, buffer.count)
+            let count = systemRead(input, buffer.baseAddress, buffer.count)
             guard count >= 0 else { throw Self.ioError("read \(source)") }
             if count == 0 { break }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
