@@ -75,6 +75,26 @@ struct Game: StoredRecord, Equatable {
         #expect(received[2] == ChangeEvent(ref: ref, fields: [], origin: .local))
     }
 
+    /// A joined snapshot's changes are the snapshot's, not local writes: AutoSync, which
+    /// pushes after `.local` events, has nothing to push for them (it scheduled a push).
+    @Test func aJoinedSnapshotsChangesAreNotLocal() async throws {
+        let clock = ManualClock()
+        let a = try Store.temporary(directory, "a", clock: clock)
+        let b = try Store.temporary(directory, "b", clock: clock)
+        let ref = RecordRef(collection: "c", id: "x")
+        try a.put(ref, ["title": .scalar(.string("from a"))])
+        _ = try a.seal()
+        let events = b.changes()
+        #expect(try b.join(snapshot: try a.exportSnapshot()) == .applied)
+        try b.set(ref, "mine", .int(1))
+        var received: [ChangeEvent] = []
+        for await event in events {
+            received.append(event)
+            if received.count == 2 { break }
+        }
+        #expect(received == [ChangeEvent(ref: ref, fields: ["title"], origin: .snapshot), ChangeEvent(ref: ref, fields: ["mine"], origin: .local)])
+    }
+
     @Test func historyKeepsSupersededFilesForTheRetentionWindow() throws {
         let clock = ManualClock()
         let store = try Store(path: directory.file("h.db"), configuration: .init(clock: clock, historyRetention: 1_000))

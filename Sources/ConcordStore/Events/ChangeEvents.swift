@@ -1,12 +1,18 @@
 import ConcordCore
 import Synchronization
 
-/// One record changed: by a local write or by a remote delta (docs/ARCHITECTURE.md §3).
+/// One record changed: by a local write, a remote delta or a joined snapshot
+/// (docs/ARCHITECTURE.md §3).
 public struct ChangeEvent: Hashable, Sendable {
     /// Where a change came from.
     public enum Origin: Hashable, Sendable {
+        /// A write of this replica: it has something to push.
         case local
+        /// Another replica's delta, applied.
         case remote(ReplicaID)
+        /// A joined snapshot: changes of any number of replicas at once, none of them this
+        /// replica's to push.
+        case snapshot
     }
 
     public let ref: RecordRef

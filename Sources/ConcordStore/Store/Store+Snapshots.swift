@@ -69,7 +69,7 @@ extension Store {
         let result: StoreApplyResult = try writeDatabase { db in
             try join(db, old: try SlotIO.state(db), snapshot: snapshot, appliedSeqs: appliedSeqs, changes: &changes)
         }
-        publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        publishChanges(changes.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .snapshot) })
         return result
     }
 
@@ -121,7 +121,7 @@ extension Store {
             try observe(db, reader.context.ranges.values.compactMap { $0.last?.upperBound }.max() ?? 0)
             return .applied
         }
-        publishChanges(joined.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .local) })
+        publishChanges(joined.map { ChangeEvent(ref: $0.key, fields: $0.value, origin: .snapshot) })
         changes.publish(to: self)
         return result
     }
