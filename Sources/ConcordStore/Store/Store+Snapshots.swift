@@ -73,6 +73,12 @@ extension Store {
         return result
     }
 
+    /// Decodes and joins an encoded snapshot.
+    @discardableResult
+    public func join(encodedSnapshot bytes: [UInt8]) throws(ConcordError) -> StoreApplyResult {
+        try join(snapshot: try SnapshotCodec.decode(bytes))
+    }
+
     /// Joins a snapshot as it is read, in one transaction: what ``join(snapshot:appliedSeqs:)``
     /// does with `reader`'s state, without holding that state in memory when the store holds
     /// nothing yet — no record, an empty context: a new replica's bootstrap. The records are

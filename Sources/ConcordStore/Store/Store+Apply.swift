@@ -66,12 +66,6 @@ extension Store {
         try apply(try DeltaCodec.decode(bytes))
     }
 
-    /// Decodes and joins an encoded snapshot.
-    @discardableResult
-    public func join(encodedSnapshot bytes: [UInt8]) throws(ConcordError) -> StoreApplyResult {
-        try join(snapshot: try SnapshotCodec.decode(bytes))
-    }
-
     /// The apply's upsert of a record's single observed scalars: parameters 1 and 2 the
     /// record, 3 the origin, then per field its name, kind, value and hlc.
     private static let appliedRegisterWrites = BatchedUpsert.Shape(into: BatchedUpsert.Shape.fields, sharedParameters: 3, parametersPerRow: 4, row: { first in
@@ -218,51 +212,6 @@ extension Store {
                 seqs[try Rows.replica(row["replica"])] = UInt64(row["seq"] as Int64)
             }
             return seqs
-        }
-    }
-
-    /// A value of the sync engine's own state, or nil.
-    public func syncValue(_ key: String) throws(ConcordError) -> String? {
-        try read { db in try String.fetchOne(db, sql: "SELECT value FROM concord_sync WHERE key = ?", arguments: [key]) }
-    }
-
-    /// The sync engine's values whose key starts with `prefix`, by key without the prefix.
-    public func syncValues(prefix: String) throws(ConcordError) -> [String: String] {
-        try read { db in
-            var values: [String: String] = [:]
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT key, value FROM concord_sync WHERE substr(key, 1, length(?)) = ?", arguments: [prefix, prefix])
-            for row in rows {
-                let key: String = row["key"]
-                values[String(key.dropFirst(prefix.count))] = row["value"]
-            }
-            return values
-        }
-    }
-
-    /// Sets (or, with nil, removes) a value of the sync engine's own state.
-    public func setSyncValue(_ key: String, _ value: String?) throws(ConcordError) {
-        try writeDatabase { db in
-            if let value {
-                try db.execute(sql: "INSERT OR REPLACE INTO concord_sync (key, value) VALUES (?, ?)", arguments: [key, value])
-            } else {
-                try db.execute(sql: "DELETE FROM concord_sync WHERE key = ?", arguments: [key])
-            }
-        }
-    }
-
-    /// Sets (or, with nil, removes) several sync engine values in one transaction: one
-    /// durable commit for all of them, however many.
-    public func setSyncValues(_ changes: [(key: String, value: String?)]) throws(ConcordError) {
-        guard !changes.isEmpty else { return }
-        try writeDatabase { db in
-            for (key, value) in changes {
-                if let value {
-                    try db.execute(sql: "INSERT OR REPLACE INTO concord_sync (key, value) VALUES (?, ?)", arguments: [key, value])
-                } else {
-                    try db.execute(sql: "DELETE FROM concord_sync WHERE key = ?", arguments: [key])
-                }
-            }
         }
     }
 

@@ -9,6 +9,10 @@ import GRDB
 /// tests run the same operations through both and compare their deltas and dumps. All the
 /// writes of one transaction share its stamp, so they are one write: they become visible
 /// together, locally and on every replica.
+///
+/// This file holds the transaction's state and the slot updates its writes run in SQL; the
+/// writes themselves are in `Store/`: of records and set elements in
+/// `WriteTransaction+Records.swift`, of files in `WriteTransaction+Files.swift`.
 public final class WriteTransaction {
     let db: Database
     let store: Store
@@ -18,24 +22,24 @@ public final class WriteTransaction {
     /// it has no set elements: none when this transaction first wrote it (a new record
     /// among them), and none added since. A scalar write to one without has no elements of
     /// its name to clear.
-    private var begun: [RecordRef: Bool] = [:] { didSet { lastBegun = nil } }
+    var begun: [RecordRef: Bool] = [:] { didSet { lastBegun = nil } }
     /// The record last found in `begun`, with its answer: a transaction writes a record's
     /// fields one after another, and this spares hashing its collection and id for each.
     private var lastBegun: (ref: RecordRef, withoutElements: Bool)?
     /// What changed, for change events: every record written, with the fields written.
-    private(set) var changed = ChangedFields()
+    var changed = ChangedFields()
     /// This replica's id, and as stored (its stamp's replica column).
     private lazy var ownID = store.replicaID
     private lazy var ownReplica = Rows.replicaBlob(ownID)
     /// Register writes of one record not yet run: the common write is buffered and run as
     /// one multi-row upsert per record (``flushRegisters()``), which costs SQLite a third
     /// less than one statement per field.
-    private var pending = RegisterBuffer()
+    var pending = RegisterBuffer()
     /// The record whose next scalar writes take the short way in ``set(_:_:_:)``, known by
     /// one comparison: a `set` wrote it last and left it begun in this transaction, without
     /// set elements, owning the register buffer and last noted as changed. Every other
     /// change clears it first (``run(_:)``).
-    private var shortcut: RecordRef?
+    var shortcut: RecordRef?
     /// The first error of a change that failed to be stored: it fails the whole transaction
     /// (every later call, and ``Store/write(_:)``), even if the caller caught it. The change
     /// may have been half written, or, buffered, run by a later call than the one that made
@@ -96,164 +100,10 @@ public final class WriteTransaction {
         return next
     }
 
-    // MARK: Writes
-
-    /// Sets fields of a record, creating it if it is not visible (rules 1, 2 and 5).
-    public func put(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
-        try Self.checkNames(ref, fields.keys)
-        try run {
-            let dot = try beginWrite(ref)
-            for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                try apply(fields[name]!, to: name, of: ref, dot: dot)
-            }
-        }
-    }
-
-    /// Sets one scalar field.
-    public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
-        if let shortcut, shortcut == ref {
-            // A further field of the record written last: its liveness is renewed, it has no
-            // set elements to clear, and the write joins the record's buffered upsert.
-            try Self.checkName(field, "field name")
-            if pending.appendIfRoom(field, .scalar(value)) {
-                changed.noteOfLast(field)
-                return
-            }
-        }
-        try Self.checkNames(ref, CollectionOfOne(field))
-        try run {
-            let dot = try beginWrite(ref)
-            try apply(.scalar(value), to: field, of: ref, dot: dot)
-        }
-        if pending.ref == ref, hasNoElements(ref), changed.isLast(ref) { shortcut = ref }
-    }
-
-    /// Sets one file field to content already in the blob directory (rule 6).
-    public func setFile(_ ref: RecordRef, _ field: String, _ file: FileRef) throws(ConcordError) {
-        guard store.blobs.contains(file.hash) else {
-            throw ConcordError(.missingBlob, "file \(file.hash.hex) is not in the store's blob directory; attach it first")
-        }
-        try put(ref, [field: .file(file)])
-    }
-
-    /// Stores the file at `path` in the blob directory and sets the field to it.
-    @discardableResult
-    public func attachFile(_ ref: RecordRef, _ field: String, path: String, mediaType: String? = nil) throws(ConcordError) -> FileRef {
-        let file = try store.blobs.add(contentsOf: path, mediaType: mediaType)
-        try setFile(ref, field, file)
-        return file
-    }
-
-    /// Stores `bytes` in the blob directory and sets the field to them.
-    @discardableResult
-    public func attachFile(_ ref: RecordRef, _ field: String, bytes: [UInt8], mediaType: String? = nil) throws(ConcordError) -> FileRef {
-        let file = try store.blobs.add(bytes: bytes, mediaType: mediaType)
-        try setFile(ref, field, file)
-        return file
-    }
-
-    /// Streams a file's content from `read` (which fills the buffer and returns how many
-    /// bytes it wrote, 0 at the end) into the blob directory, in constant memory, and sets
-    /// the field to it.
-    @discardableResult
-    public func attachFile(
-        _ ref: RecordRef, _ field: String, mediaType: String? = nil,
-        read: (UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int
-    ) throws(ConcordError) -> FileRef {
-        let file = try store.blobs.add(mediaType: mediaType, expected: nil, read: read)
-        try setFile(ref, field, file)
-        return file
-    }
-
-    /// Resolves a file fork by keeping the version with content `hash` (rule 6): a write
-    /// that observed every version, so it supersedes them all.
-    public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
-        let entries = try run {
-            try flushRegisters()
-            return try SlotIO.entries(db, ref, .field(field))
-        }
-        guard case let .file(file)? = entries.last(where: {
-            if case let .file(candidate) = $0.payload { candidate.hash == hash } else { false }
-        })?.payload else {
-            throw ConcordError(.notFound, "\(ref) has no version of \(field) with content \(hash.hex); `concord conflicts` lists the versions")
-        }
-        try put(ref, [field: .file(file)])
-    }
-
-    /// Adds an element to a set field (rule 3).
-    public func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
-        try Self.checkNames(ref, CollectionOfOne(field))
-        try run {
-            let dot = try beginWrite(ref)
-            try clearRegister(field, of: ref)
-            try replace(ref, .element(field, element), with: [Entry(dot: dot, payload: .marker)])
-            begun[ref] = false
-        }
-    }
-
-    /// Removes the adds of an element this replica has seen (rule 3).
-    public func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
-        try Self.checkNames(ref, CollectionOfOne(field))
-        try run {
-            _ = try beginWrite(ref)
-            try replace(ref, .element(field, element), with: [])
-        }
-    }
-
-    /// Creates (or replaces) a record with exactly `fields`, clearing every field entry and
-    /// tombstone this replica has seen (rule 5).
-    public func create(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
-        try Self.checkNames(ref, fields.keys)
-        try run {
-            let dot = try dot()
-            try clearRecord(ref, keepingLiveness: false)
-            try replace(ref, .liveness, with: [Entry(dot: dot, payload: .marker)])
-            begun[ref] = true
-            for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                try apply(fields[name]!, to: name, of: ref, dot: dot)
-            }
-        }
-    }
-
-    /// Deletes a record: removes the liveness dots and tombstones this replica has seen and
-    /// leaves a tombstone of its own (rule 4). Fields are kept: a concurrent update brings
-    /// the record back whole.
-    public func delete(_ ref: RecordRef) throws(ConcordError) {
-        try Self.checkNames(ref, EmptyCollection<String>())
-        try run {
-            let dot = try dot()
-            try replace(ref, .liveness, with: [])
-            try replace(ref, .tombstones, with: [Entry(dot: dot, payload: .marker)])
-            begun[ref] = nil
-        }
-    }
-
-    /// Acknowledges a `deleteUpdate` conflict by keeping the record (rule 4).
-    public func keepRecord(_ ref: RecordRef) throws(ConcordError) {
-        try run {
-            _ = try beginWrite(ref)
-            try replace(ref, .tombstones, with: [])
-        }
-    }
-
     // MARK: Slot updates (as Replica's)
 
-    /// Collections, ids and field names are kept as SQLite text, which ends at a NUL byte:
-    /// one inside a name would silently make it another name. Refused before anything is
-    /// written. (Values keep their NUL bytes: see ``Rows/columns(_:)``.)
-    static func checkNames(_ ref: RecordRef, _ fields: some Sequence<String>) throws(ConcordError) {
-        try checkName(ref.collection, "collection")
-        try checkName(ref.id, "record id")
-        for name in fields { try checkName(name, "field name") }
-    }
-
-    private static func checkName(_ name: String, _ what: String) throws(ConcordError) {
-        guard Bytewise.containsNUL(name) else { return }
-        throw ConcordError(.invalidOperation, "the \(what) \(name.debugDescription) contains a NUL byte, which names cannot hold; nothing was written — use another \(what)")
-    }
-
     /// Whether `ref` is begun and has no set elements.
-    private func hasNoElements(_ ref: RecordRef) -> Bool {
+    func hasNoElements(_ ref: RecordRef) -> Bool {
         if let lastBegun, lastBegun.ref == ref { return lastBegun.withoutElements }
         guard let answer = begun[ref] else { return false }
         lastBegun = (ref, answer)
@@ -278,7 +128,7 @@ public final class WriteTransaction {
     /// Runs one change's reads and writes. Checks that can fail before anything is written
     /// (names, a file's presence) come before it; whatever fails in here fails the
     /// transaction (`failure`).
-    private func run<T>(_ body: () throws -> T) throws(ConcordError) -> T {
+    func run<T>(_ body: () throws -> T) throws(ConcordError) -> T {
         shortcut = nil
         if let failure { throw failure }
         do {
@@ -290,7 +140,7 @@ public final class WriteTransaction {
         }
     }
 
-    private func beginWrite(_ ref: RecordRef) throws -> Stamp {
+    func beginWrite(_ ref: RecordRef) throws -> Stamp {
         let dot = try dot()
         if let lastBegun, lastBegun.ref == ref { return dot }
         if let answer = begun[ref] {
@@ -344,7 +194,7 @@ public final class WriteTransaction {
         })
     }
 
-    private func apply(_ write: FieldWrite, to name: String, of ref: RecordRef, dot: Stamp) throws {
+    func apply(_ write: FieldWrite, to name: String, of ref: RecordRef, dot: Stamp) throws {
         switch write {
         case let .scalar(value):
             try clearElements(name, of: ref)
@@ -381,7 +231,7 @@ public final class WriteTransaction {
     /// fewer rows than it was given, each again on its own so that those it could not
     /// replace are replaced slot-wise. (A replaced row takes the same values again.) Every
     /// statement that reads or writes the record's registers runs after this.
-    private func flushRegisters() throws {
+    func flushRegisters() throws {
         guard let ref = pending.ref, !pending.rows.isEmpty else { return }
         let rows = pending.take()
         let dot = try dot()
@@ -401,7 +251,7 @@ public final class WriteTransaction {
 
     /// Clears a register before its name becomes a set. Not skipped for a record new in this
     /// transaction: the transaction may have written the register itself.
-    private func clearRegister(_ name: String, of ref: RecordRef) throws {
+    func clearRegister(_ name: String, of ref: RecordRef) throws {
         try flushRegisters()
         let exists = try Bool.fetchOne(db, sql: """
             SELECT EXISTS (SELECT 1 FROM concord_fields WHERE collection = ? AND id = ? AND field = ?)
@@ -420,7 +270,7 @@ public final class WriteTransaction {
         }
     }
 
-    private func clearRecord(_ ref: RecordRef, keepingLiveness: Bool) throws {
+    func clearRecord(_ ref: RecordRef, keepingLiveness: Bool) throws {
         try flushRegisters()
         try flushLiveness()
         for key in try SlotIO.slotKeys(db, ref) where !(keepingLiveness && key == .liveness) {
@@ -430,7 +280,7 @@ public final class WriteTransaction {
 
     /// Replaces a slot's entries (every current entry was observed), keeping superseded
     /// file versions in history, and marks the slot in the outbox.
-    private func replace(_ ref: RecordRef, _ key: SlotKey, with entries: [Entry]) throws {
+    func replace(_ ref: RecordRef, _ key: SlotKey, with entries: [Entry]) throws {
         try flushRegisters()
         try flushLiveness()
         if case let .field(name) = key {
@@ -443,80 +293,6 @@ public final class WriteTransaction {
     }
 }
 
-extension Store {
-    /// Runs `body` as one write: one SQLite transaction, one stamp. Either every change in
-    /// it is stored — values, metadata and outbox together — or none is.
-    ///
-    /// A record's scalar writes are buffered and run together, by the next call that writes
-    /// another record or reads what they wrote, or before the commit. A change that fails
-    /// to be stored throws from the call that ran it, from every call after it and from
-    /// `write` itself, so the transaction rolls back whole even if that error was caught.
-    @discardableResult
-    public func write<T>(_ body: (WriteTransaction) throws(ConcordError) -> T) throws(ConcordError) -> T {
-        var changes = ChangedFields()
-        let result: T = try writeDatabase { db in
-            let transaction = WriteTransaction(db: db, store: self)
-            let value = try body(transaction)
-            try transaction.finish()
-            changes = transaction.changed
-            return value
-        }
-        publishChanges(changes, origin: .local)
-        return result
-    }
-
-    /// Sets fields of a record in one write.
-    public func put(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.put(ref, fields) }
-    }
-
-    /// Sets one scalar field in one write.
-    public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.set(ref, field, value) }
-    }
-
-    /// Adds a set element in one write.
-    public func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.add(ref, field, element) }
-    }
-
-    /// Removes a set element in one write.
-    public func remove(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.remove(ref, field, element) }
-    }
-
-    /// Creates or replaces a record in one write.
-    public func create(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.create(ref, fields) }
-    }
-
-    /// Deletes a record in one write.
-    public func delete(_ ref: RecordRef) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.delete(ref) }
-    }
-
-    /// Keeps a record whose delete was concurrent with an update, in one write.
-    public func keepRecord(_ ref: RecordRef) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.keepRecord(ref) }
-    }
-
-    /// Attaches the file at `path` to a file field in one write.
-    @discardableResult
-    public func attachFile(_ ref: RecordRef, _ field: String, path: String, mediaType: String? = nil) throws(ConcordError) -> FileRef {
-        try write { tx throws(ConcordError) in try tx.attachFile(ref, field, path: path, mediaType: mediaType) }
-    }
-
-    /// Attaches `bytes` as a file to a file field in one write.
-    @discardableResult
-    public func attachFile(_ ref: RecordRef, _ field: String, bytes: [UInt8], mediaType: String? = nil) throws(ConcordError) -> FileRef {
-        try write { tx throws(ConcordError) in try tx.attachFile(ref, field, bytes: bytes, mediaType: mediaType) }
-    }
-
-    /// Resolves a file fork by keeping one version, in one write.
-    public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
-        try write { tx throws(ConcordError) in try tx.keepVersion(ref, field, hash: hash) }
-    }
-}
 
 /// The buffered register writes of one record (``WriteTransaction``'s `pending`).
 struct RegisterBuffer {
