@@ -97,7 +97,8 @@ struct ChangedFields {
     }
 }
 
-/// The changes of one transaction that may touch millions of records (a bootstrap), kept
+/// The changes of one transaction that may touch millions of records (a bootstrap's
+/// snapshot join, published with the origin ``ChangeEvent/Origin/snapshot``), kept
 /// compactly until they are published: records with the same fields share one set. Nothing
 /// is kept when the store has no subscriber at the start.
 struct ChangeList {
@@ -129,6 +130,6 @@ struct ChangeList {
 
     /// Publishes one event per record, in the order they were appended.
     func publish(to store: Store) {
-        for (ref, set) in zip(refs, setOfRecord) { store.events.publish(ChangeEvent(ref: ref, fields: sets[set], origin: .local)) }
+        for (ref, set) in zip(refs, setOfRecord) { store.events.publish(ChangeEvent(ref: ref, fields: sets[set], origin: .snapshot)) }
     }
 }
