@@ -61,7 +61,7 @@ extension Record {
         if hasDeleteUpdateConflict { result.append(Conflict(kind: .deleteUpdate, ref: ref)) }
         for (key, slot) in slots {
             guard case let .field(name) = key, slot.entries.count > 1,
-                  case .file = slot.entries.last?.payload else { continue }
+                  let kind = slot.entries.last.flatMap({ FieldKind($0.payload) }), kind.keepsConcurrentVersions else { continue }
             var newest: [ContentHash: Conflict.FileVersion] = [:]
             for entry in slot.entries {
                 guard case let .file(file) = entry.payload else { continue }

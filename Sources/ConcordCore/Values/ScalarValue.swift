@@ -12,17 +12,9 @@ public enum ScalarValue: Hashable, Sendable, CustomStringConvertible {
     case string(String)
     case bytes([UInt8])
 
-    /// The order of kinds in ``canonicalOrder(_:_:)``, and their tags in the binary format.
-    public var kindRank: UInt8 {
-        switch self {
-        case .null: 0
-        case .bool: 1
-        case .int: 2
-        case .double: 3
-        case .string: 4
-        case .bytes: 5
-        }
-    }
+    /// The order of kinds in ``canonicalOrder(_:_:)`` and in hashing: the ``FieldKind``'s
+    /// raw value.
+    public var kindRank: UInt8 { FieldKind(self).rawValue }
 
     public static func == (lhs: ScalarValue, rhs: ScalarValue) -> Bool {
         switch (lhs, rhs) {

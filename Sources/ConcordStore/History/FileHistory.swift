@@ -100,8 +100,8 @@ extension Store {
 
     private static func referencedFiles(_ db: Database, since cutoff: UInt64) throws -> Set<ContentHash> {
         let hashes = try Data.fetchAll(db, sql: """
-            SELECT value FROM concord_fields WHERE kind = 6
-            UNION SELECT value FROM concord_field_versions WHERE kind = 6
+            SELECT value FROM concord_fields WHERE kind = \(FieldKind.file.stored)
+            UNION SELECT value FROM concord_field_versions WHERE kind = \(FieldKind.file.stored)
             UNION SELECT hash FROM concord_history WHERE superseded_at >= ?
             """, arguments: [Rows.millis(cutoff)])
         return Set(hashes.compactMap { ContentHash(bytes: [UInt8]($0)) })

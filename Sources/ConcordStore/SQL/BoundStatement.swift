@@ -148,10 +148,10 @@ struct BoundStatement {
         func bind(_ value: ScalarValue, at index: Int32) {
             switch value {
             case let .int(number):
-                bind(Rows.kindInt, at: index)
+                bind(FieldKind.int.stored, at: index)
                 bind(number, at: index + 1)
             case let .string(text) where !Bytewise.containsNUL(text):
-                bind(Rows.kindString, at: index)
+                bind(FieldKind.string.stored, at: index)
                 bind(text, at: index + 1)
             default:
                 let columns = Rows.columns(.scalar(value))

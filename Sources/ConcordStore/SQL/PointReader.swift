@@ -60,7 +60,7 @@ final class PointReader: Sendable {
             SELECT 0, field, kind, value, file_size, media_type, hlc, replica FROM concord_fields WHERE collection = ?1 AND id = ?2
             UNION ALL
             SELECT 2, NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE EXISTS (
-                SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = 0)
+                SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = \(Rows.slotLiveness))
             """
 
         init?(path: String) {

@@ -3,16 +3,13 @@ import ConcordCore
 import Foundation
 import GRDB
 
+extension FieldKind {
+    /// The kind's code in the store's `kind` columns: its raw value.
+    var stored: Int64 { Int64(rawValue) }
+}
+
 /// How core values are stored in SQLite columns.
 enum Rows {
-    static let kindNull: Int64 = 0
-    static let kindBool: Int64 = 1
-    static let kindInt: Int64 = 2
-    static let kindDouble: Int64 = 3
-    static let kindString: Int64 = 4
-    static let kindBytes: Int64 = 5
-    static let kindFile: Int64 = 6
-
     // Slot kinds in concord_outbox (as in the binary format).
     static let slotLiveness: Int64 = 0
     static let slotTombstones: Int64 = 1
@@ -21,26 +18,27 @@ enum Rows {
     /// An outbox row that marks a whole record (a purge), not one slot.
     static let wholeRecord: Int64 = 4
 
-    /// The (kind, value, file_size, media_type) columns of a register payload.
+    /// The (kind, value, file_size, media_type) columns of a register payload; the kind is
+    /// its ``ConcordCore/FieldKind``'s code (``ConcordCore/FieldKind/stored``).
     static func columns(_ payload: Payload) -> (kind: Int64, value: DatabaseValue, size: DatabaseValue, type: DatabaseValue) {
         switch payload {
         case .marker:
             preconditionFailure("a register holds no bare dots")
         case let .file(file):
-            return (kindFile, Data(file.hash.bytes).databaseValue, Int64(bitPattern: file.size).databaseValue,
+            return (FieldKind.file.stored, Data(file.hash.bytes).databaseValue, Int64(bitPattern: file.size).databaseValue,
                     file.mediaType?.databaseValue ?? .null)
         case let .scalar(value):
             switch value {
-            case .null: return (kindNull, .null, .null, .null)
-            case let .bool(flag): return (kindBool, (flag ? 1 : 0 as Int64).databaseValue, .null, .null)
-            case let .int(number): return (kindInt, number.databaseValue, .null, .null)
+            case .null: return (FieldKind.null.stored, .null, .null, .null)
+            case let .bool(flag): return (FieldKind.bool.stored, (flag ? 1 : 0 as Int64).databaseValue, .null, .null)
+            case let .int(number): return (FieldKind.int.stored, number.databaseValue, .null, .null)
             // SQLite turns a NaN into NULL: it is kept as its 8-byte bit pattern instead.
             case let .double(number):
-                return (kindDouble, number.isNaN ? Data(withUnsafeBytes(of: number.bitPattern.bigEndian, Array.init)).databaseValue : number.databaseValue, .null, .null)
+                return (FieldKind.double.stored, number.isNaN ? Data(withUnsafeBytes(of: number.bitPattern.bigEndian, Array.init)).databaseValue : number.databaseValue, .null, .null)
             // SQLite binds and reads text up to its first NUL: a string holding one is kept
             // as its UTF-8 bytes instead, so it round-trips byte for byte.
-            case let .string(text): return (kindString, Bytewise.containsNUL(text) ? Data(text.utf8).databaseValue : text.databaseValue, .null, .null)
-            case let .bytes(data): return (kindBytes, Data(data).databaseValue, .null, .null)
+            case let .string(text): return (FieldKind.string.stored, Bytewise.containsNUL(text) ? Data(text.utf8).databaseValue : text.databaseValue, .null, .null)
+            case let .bytes(data): return (FieldKind.bytes.stored, Data(data).databaseValue, .null, .null)
             }
         }
     }
@@ -51,11 +49,14 @@ enum Rows {
     static func payload(_ row: some StoredColumns, kind kindColumn: Int32) throws -> Payload {
         let kindValue = row.int64(kindColumn)
         let value = kindColumn + 1
-        switch kindValue {
-        case kindNull: return .scalar(.null)
-        case kindBool: return .scalar(.bool(row.int64(value) != 0))
-        case kindInt: return .scalar(.int(row.int64(value)))
-        case kindDouble:
+        guard let kind = UInt8(exactly: kindValue).flatMap(FieldKind.init(rawValue:)) else {
+            throw ConcordError(.corrupt, "a field row has unknown kind \(kindValue)")
+        }
+        switch kind {
+        case .null: return .scalar(.null)
+        case .bool: return .scalar(.bool(row.int64(value) != 0))
+        case .int: return .scalar(.int(row.int64(value)))
+        case .double:
             if let bits = row.blob(value) {
                 // A NaN, kept as its 8-byte bit pattern (SQLite would turn it into NULL).
                 guard bits.count == 8 else { throw ConcordError(.corrupt, "a double field stores a blob that is not 8 bytes") }
@@ -63,19 +64,17 @@ enum Rows {
             }
             if row.isNull(value) { return .scalar(.double(.nan)) }  // a NaN an earlier release let SQLite store as NULL
             return .scalar(.double(row.double(value)))
-        case kindString:
+        case .string:
             // A string holding a NUL byte is kept as its UTF-8 bytes (``columns(_:)``).
             if let bytes = row.blob(value) { return .scalar(.string(String(decoding: bytes, as: UTF8.self))) }
             return .scalar(.string(row.text(value)))
-        case kindBytes: return .scalar(.bytes(row.blob(value) ?? []))
-        case kindFile:
+        case .bytes: return .scalar(.bytes(row.blob(value) ?? []))
+        case .file:
             guard let hash = ContentHash(bytes: row.blob(value) ?? []) else {
                 throw ConcordError(.corrupt, "a file field stores a hash that is not 32 bytes")
             }
             let mediaType = row.isNull(value + 2) ? nil : row.text(value + 2)
             return .file(FileRef(hash: hash, size: UInt64(bitPattern: row.int64(value + 1)), mediaType: mediaType))
-        default:
-            throw ConcordError(.corrupt, "a field row has unknown kind \(kindValue)")
         }
     }
 

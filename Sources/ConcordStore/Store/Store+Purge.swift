@@ -18,7 +18,7 @@ extension Store {
         try read { db in
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT collection, id, replica, max(hlc) AS hlc, max(live) AS live FROM (
-                    SELECT collection, id, replica, hlc, kind = 0 AS live FROM concord_dots
+                    SELECT collection, id, replica, hlc, kind = \(Rows.slotLiveness) AS live FROM concord_dots
                     UNION ALL SELECT collection, id, replica, hlc, 0 FROM concord_fields
                     UNION ALL SELECT collection, id, replica, hlc, 0 FROM concord_field_versions
                     UNION ALL SELECT collection, id, replica, hlc, 0 FROM concord_elements)

@@ -25,7 +25,7 @@ extension Store {
     public func records(in collection: String) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
         try read { db in
             let ids = try String.fetchAll(db, sql: """
-                SELECT DISTINCT id FROM concord_dots WHERE collection = ? AND kind = 0
+                SELECT DISTINCT id FROM concord_dots WHERE collection = ? AND kind = \(Rows.slotLiveness)
                 """, arguments: [collection])
             return try ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.compactMap { id in
                 guard let record = try SlotIO.record(db, RecordRef(collection: collection, id: id)), record.isVisible else { return nil }
@@ -54,7 +54,7 @@ extension Store {
     public func conflicts() throws(ConcordError) -> [Conflict] {
         try read { db in
             let candidates = try Row.fetchAll(db, sql: """
-                SELECT collection, id FROM concord_dots WHERE kind = 1
+                SELECT collection, id FROM concord_dots WHERE kind = \(Rows.slotTombstones)
                 UNION SELECT collection, id FROM concord_fields WHERE versions > 1
                 """)
             var conflicts: [Conflict] = []
