@@ -14,7 +14,8 @@ import Darwin
 /// ``HostileRemoteCheck`` uses it. ``FolderHostileStorage`` plants in a folder with the file
 /// system's own calls (a ``ConcordRemote/FolderRemote``'s root, or the folder a WebDAV server
 /// serves); ``HostileServerStorage`` makes a ``HostileHTTPServer`` answer as a hostile server
-/// would; ConcordTestServers has the one for an S3 bucket.
+/// would; the HTTP tests plant in an S3 bucket with signed requests (ConcordTestServers'
+/// `S3Keys`).
 ///
 /// A storage that cannot hold something throws ``HostileStorageNotApplicable`` saying why
 /// (an S3 bucket has no links): the check reports that part as not applicable, never as passed.
