@@ -99,6 +99,9 @@ public actor LoopbackServers {
             chmod(directory + "/lock", 0o777)
             let modules = "/usr/lib/apache2/modules"
             let asRoot = geteuid() == 0 ? "User www-data\nGroup www-data\n" : ""
+            // `Options None`, as a careful deployment sets it: with its default
+            // (FollowSymLinks), a link planted in the folder makes Apache serve, overwrite and
+            // delete files outside it, and a FIFO planted there hangs the request.
             try """
                 ServerRoot \(directory)
                 ServerName 127.0.0.1
@@ -114,6 +117,8 @@ public actor LoopbackServers {
                 LimitRequestBody 0
                 <Directory \(directory)/data>
                   Dav On
+                  Options None
+                  AllowOverride None
                   Require all granted
                 </Directory>
                 """.write(toFile: directory + "/httpd.conf", atomically: true, encoding: .utf8)
@@ -132,9 +137,15 @@ public actor LoopbackServers {
                 throw ServerUnavailable(description: "nginx's dav-ext module is not installed: run `make test`, which installs libnginx-mod-http-dav-ext")
             }
             try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
+            // `disable_symlinks on` stops a GET through a link planted in the folder; the dav
+            // module's PUT and DELETE and dav-ext's PROPFIND follow links whatever it says, so,
+            // as a careful deployment does, the workers run as a user of their own (www-data
+            // when the tests run as root): a link to another user's files leads nowhere they
+            // may write or list.
+            chmod(directory + "/data", 0o777)
             try """
                 daemon off;
-                \(geteuid() == 0 ? "user root;" : "")
+                \(geteuid() == 0 ? "user www-data;" : "")
                 pid \(directory)/nginx.pid;
                 error_log \(directory)/error.log;
                 load_module \(module);
@@ -150,6 +161,7 @@ public actor LoopbackServers {
                   server {
                     \(listen)
                     root \(directory)/data;
+                    disable_symlinks on;
                     location / {
                       dav_methods PUT DELETE MKCOL COPY MOVE;
                       dav_ext_methods PROPFIND OPTIONS;
@@ -161,7 +173,19 @@ public actor LoopbackServers {
             command = "\(binary) -p \(directory) -c \(directory)/nginx.conf"
         case .rclone, .rcloneAuth:
             let binary = try which("rclone", package: "rclone")
-            command = "\(binary) serve webdav \(directory)/data --addr 127.0.0.1:\(port) --config /dev/null"
+            // rclone skips links when it reads, but writes a PUT through a link planted at the
+            // object's name: as a careful deployment does, it runs as a user of its own
+            // (www-data when the tests run as root), who may not write another user's files. No
+            // directory cache: it would hide for minutes what another program wrote in the folder.
+            var asUser = ""
+            if geteuid() == 0 {
+                asUser = try which("setpriv", package: "util-linux") + " --reuid=www-data --regid=www-data --clear-groups "
+                try FileManager.default.createDirectory(atPath: directory + "/cache", withIntermediateDirectories: true)
+                chmod(directory + "/data", 0o777)
+                chmod(directory + "/cache", 0o777)
+            }
+            command = "\(asUser)\(binary) serve webdav \(directory)/data --addr 127.0.0.1:\(port) --config /dev/null"
+                + " --cache-dir \(directory)/cache --dir-cache-time 0s"
                 + (kind == .rcloneAuth ? " --user \(ServerKind.webDAVUser) --pass \(ServerKind.webDAVPassword)" : "")
         case .moto, .motoSigned:
             let binary = try which("moto_server", package: "moto (pip)")
