@@ -1,18 +1,23 @@
 import NIOCore
 import Synchronization
 
-/// A request body handed over one chunk at a time: the producer's `send` returns only when
-/// the HTTP client has taken the chunk (or the request ended), so at most one chunk waits
-/// in memory however large the body.
+/// A body handed over one chunk at a time: the producer's `send` returns only when the
+/// consumer has taken the chunk (or the exchange ended), so at most one chunk waits in
+/// memory however large the body. A request's body goes this way to the HTTP client; an
+/// answer's body comes this way from the client to a reader that a deadline can interrupt
+/// (``HTTPTransport``'s bounded reads).
 final class BodyHandoff: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
 
     struct Failed: Error {}
 
+    /// Why the body failed, handed to the consumer (``Failed`` when none was given).
+
     private struct State {
         var pending: ByteBuffer?
         var finished = false
         var failed = false
+        var failure: (any Error)?
         var closed = false
         var consumer: CheckedContinuation<ByteBuffer?, any Error>?
         var producer: CheckedContinuation<Bool, Never>?
@@ -55,14 +60,18 @@ final class BodyHandoff: AsyncSequence, Sendable {
         consumer?.resume(returning: nil)
     }
 
-    /// The body failed: the request is aborted.
-    func fail() {
-        let consumer = state.withLock { state -> CheckedContinuation<ByteBuffer?, any Error>? in
-            state.failed = true
+    /// The body failed (with `error`, if given, for the consumer to throw): the request is
+    /// aborted. Only the first failure counts.
+    func fail(_ error: (any Error)? = nil) {
+        let (consumer, thrown) = state.withLock { state -> (CheckedContinuation<ByteBuffer?, any Error>?, any Error) in
+            if !state.failed {
+                state.failed = true
+                state.failure = error
+            }
             defer { state.consumer = nil }
-            return state.consumer
+            return (state.consumer, state.failure ?? Failed())
         }
-        consumer?.resume(throwing: Failed())
+        consumer?.resume(throwing: thrown)
     }
 
     /// The request has ended (answered or failed): a waiting producer is released.
@@ -78,14 +87,14 @@ final class BodyHandoff: AsyncSequence, Sendable {
 
     func next() async throws -> ByteBuffer? {
         try await withCheckedThrowingContinuation { (consumer: CheckedContinuation<ByteBuffer?, any Error>) in
-            enum Action { case give(ByteBuffer, CheckedContinuation<Bool, Never>), end, fail, wait }
+            enum Action { case give(ByteBuffer, CheckedContinuation<Bool, Never>), end, fail(any Error), wait }
             let action: Action = state.withLock { state in
                 if let pending = state.pending, let producer = state.producer {
                     state.pending = nil
                     state.producer = nil
                     return .give(pending, producer)
                 }
-                if state.failed { return .fail }
+                if state.failed { return .fail(state.failure ?? Failed()) }
                 if state.finished || state.closed { return .end }
                 state.consumer = consumer
                 return .wait
@@ -95,7 +104,7 @@ final class BodyHandoff: AsyncSequence, Sendable {
                 consumer.resume(returning: buffer)
                 producer.resume(returning: true)
             case .end: consumer.resume(returning: nil)
-            case .fail: consumer.resume(throwing: Failed())
+            case let .fail(error): consumer.resume(throwing: error)
             case .wait: break
             }
         }

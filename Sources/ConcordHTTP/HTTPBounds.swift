@@ -72,14 +72,15 @@ struct TransferClock {
         if let contentLength { expected = min(expected, contentLength) }
     }
 
-    /// Throws once the read has taken longer than its size allows.
-    func check(received: UInt64, object: String, remoteName: String) throws(ConcordError) {
+    /// Throws once the read has taken longer than its size allows (or, `forced`, because a
+    /// timer found it had: the answer stalled).
+    func check(received: UInt64, object: String, remoteName: String, forced: Bool = false) throws(ConcordError) {
         let elapsed = ContinuousClock.now - started
         let allowed = bounds.allowance(forBytes: total)
-        guard elapsed > allowed else { return }
+        guard elapsed > allowed || forced else { return }
         throw ConcordError(
             .limitExceeded,
-            "\(remoteName), \(object): \(received) bytes arrived in \(Self.seconds(elapsed)) s, over the \(Self.seconds(allowed)) s allowed to read "
+            "\(remoteName), \(object): \(forced ? "the answer stalled; " : "")\(received) bytes arrived in \(Self.seconds(elapsed)) s, over the \(Self.seconds(allowed)) s allowed to read "
                 + "\(expected) bytes at the least rate of \(bounds.minimumRate) bytes/s: it was stopped and not used; nothing local was lost"
         )
     }

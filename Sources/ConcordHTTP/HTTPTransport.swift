@@ -205,7 +205,7 @@ public struct HTTPTransport: Sendable {
             clock.announce(announced)
             do {
                 var received: UInt64 = 0
-                for try await buffer in response.body {
+                try await forEachBuffer(of: response, object: object, clock: clock) { buffer in
                     var buffer = buffer
                     received += UInt64(buffer.readableBytes)
                     guard received <= limit else { throw ConcordError.objectTooLarge(object, size: received, atLeast: true, limit: limit) }
@@ -214,6 +214,7 @@ public struct HTTPTransport: Sendable {
                         let chunk = buffer.readBytes(length: min(buffer.readableBytes, 1 << 20)) ?? []
                         try write(chunk)
                     }
+                    return true
                 }
             } catch let error as ConcordError {
                 throw error
@@ -324,11 +325,12 @@ public struct HTTPTransport: Sendable {
         if let announced, announced > limit { throw ConcordError.objectTooLarge(object, size: announced, limit: limit) }
         clock.announce(announced)
         var received: UInt64 = 0
-        for try await buffer in response.body {
+        let bounds = clock
+        try await forEachBuffer(of: response, object: object, clock: bounds) { buffer in
             received += UInt64(buffer.readableBytes)
             guard received <= limit else { throw ConcordError.objectTooLarge(object, size: received, atLeast: true, limit: limit) }
-            try clock.check(received: received, object: object, remoteName: remoteName)
-            guard reader.take(buffer.readableBytesView) else { return }
+            try bounds.check(received: received, object: object, remoteName: remoteName)
+            return reader.take(buffer.readableBytesView)
         }
     }
 
@@ -338,13 +340,64 @@ public struct HTTPTransport: Sendable {
         let limit = HTTPBounds.errorBodyLimit
         clock.announce(UInt64(limit))
         var bytes: [UInt8] = []
-        for try await buffer in response.body {
+        let bounds = clock
+        try await forEachBuffer(of: response, object: object, clock: bounds) { buffer in
             bytes += buffer.readableBytesView.prefix(limit - bytes.count)
-            if bytes.count >= limit { break }
-            try clock.check(received: UInt64(bytes.count), object: object, remoteName: remoteName)
+            if bytes.count >= limit { return false }
+            try bounds.check(received: UInt64(bytes.count), object: object, remoteName: remoteName)
+            return true
         }
         return bytes
     }
+
+    /// Hands each buffer of `response`'s body to `take` until it returns false or the body
+    /// ends, within the time `clock` allows: a server that sends the head and then stalls is
+    /// cut off at that deadline with ``ConcordCore/ConcordError/Code/limitExceeded`` (the
+    /// clock's own message), not left to the client's 60 s idle timeout, retried. The body
+    /// is read by a child task and handed over one buffer at a time (``BodyHandoff``), so a
+    /// timer can interrupt the wait; leaving drops the connection.
+    func forEachBuffer(
+        of response: HTTPClientResponse, object: String, clock: TransferClock, _ take: (ByteBuffer) throws -> Bool
+    ) async throws {
+        let handoff = BodyHandoff()
+        let deadline = clock.started + clock.bounds.allowance(forBytes: clock.total) + .milliseconds(1)
+        let body = response.body
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for try await buffer in body { guard await handoff.send(buffer) else { return } }
+                    handoff.finish()
+                } catch {
+                    handoff.fail(error)
+                }
+            }
+            group.addTask {
+                // Cancelled once the read ends: then it returns without a word.
+                guard (try? await Task.sleep(until: deadline)) != nil else { return }
+                handoff.fail(ReadExpired())
+            }
+            var handed: UInt64 = 0
+            do {
+                for try await buffer in handoff {
+                    handed += UInt64(buffer.readableBytes)
+                    guard try take(buffer) else { break }
+                }
+            } catch is ReadExpired {
+                handoff.close()
+                group.cancelAll()
+                try clock.check(received: handed, object: object, remoteName: remoteName, forced: true)
+            } catch {
+                handoff.close()
+                group.cancelAll()
+                throw error
+            }
+            handoff.close()
+            group.cancelAll()
+        }
+    }
+
+    /// The deadline of a read passed while its answer stalled.
+    struct ReadExpired: Error {}
 
     /// A failure below HTTP — refused connection, DNS, TLS, reset, timeout — as one line.
     public func transportError(_ error: any Error, object: String) -> ConcordError {

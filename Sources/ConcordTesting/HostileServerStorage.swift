@@ -124,7 +124,8 @@ public final class HostileServerStorage: HostileStorage {
                 if path.hasPrefix(RemoteLayout.replicasPrefix), path.count > RemoteLayout.replicasPrefix.count { folders.append(path + "deltas/") }
                 return .answer(status: 207, body: multistatus(folders.map { root + $0 }))
             case .endlessListingPage:
-                return .endless(status: 207, prefix: Array("<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\">".utf8))
+                // Well-formed as far as it goes (an endless comment): only the page's size stops it.
+                return .endless(status: 207, prefix: Array("<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\"><!--".utf8))
             default:
                 return path.isEmpty ? .answer(status: 207, body: multistatus([root])) : .answer(status: 404)
             }
@@ -157,7 +158,8 @@ public final class HostileServerStorage: HostileStorage {
                 let next = request.query["continuation-token"] == "a" ? "b" : "a"
                 return .answer(status: 200, body: listing(next: next))
             case .endlessListingPage:
-                return .endless(status: 200, prefix: Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult>".utf8))
+                // Well-formed as far as it goes (an endless comment): only the page's size stops it.
+                return .endless(status: 200, prefix: Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><!--".utf8))
             default:
                 return .answer(status: 200, body: listing(next: nil))
             }

@@ -161,6 +161,27 @@ import Testing
         }
     }
 
+    /// A server that sends the head and a byte, then nothing, is cut off at the deadline of
+    /// the read's size (here 1 s of grace and 1,000 bytes/s for 100 bytes), with the typed
+    /// error — not left to the client's 60 s idle timeout, retried as a failing network.
+    @Test func anAnswerThatStallsAfterItsHeadStopsAtTheDeadlineOfItsSize() async throws {
+        let server = try HostileHTTPServer { _ in .trickle(status: 200, body: [UInt8](repeating: 7, count: 100), interval: .seconds(3600)) }
+        defer { server.stop() }
+        for remote in [try Self.s3(server, bounds: Self.tight) as any Remote, try Self.webDAV(server, bounds: Self.tight)] {
+            let started = ContinuousClock.now
+            let read = await Self.failure { () async throws(ConcordError) in _ = try await remote.get(Self.blob, limit: 100) }
+            let streamed = await Self.failure { () async throws(ConcordError) in
+                _ = try await remote.getStream(Self.blob, limit: 100) { _ in }
+            }
+            for error in [read, streamed] {
+                #expect(error?.code == .limitExceeded, "\(String(describing: error))")
+                #expect(error?.message.contains("the answer stalled") == true, "\(String(describing: error))")
+            }
+            // Two reads of at most 1.1 s each, however the machine is loaded: far below the 60 s idle timeout.
+            #expect(ContinuousClock.now - started < .seconds(30))
+        }
+    }
+
     @Test func anEndlessDownloadStopsAtItsExpectedSize() async throws {
         let server = try HostileHTTPServer { _ in .endless(status: 200) }
         defer { server.stop() }
