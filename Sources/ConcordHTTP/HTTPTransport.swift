@@ -427,7 +427,9 @@ public struct HTTPTransport: Sendable {
         case 401:
             return ConcordError(.remoteAuth, "\(remoteName) refused the credentials (HTTP 401\(suffix)) to \(doing) \(object): check the user name and password; nothing local was lost")
         case 403:
-            return ConcordError(.remoteAuth, "\(remoteName) refused access (HTTP 403\(suffix)) to \(doing) \(object): check the credentials and that they may write there; nothing local was lost")
+            // A 403 on one object while others answer is that object's own permission (a
+            // server refusing a link or a file it may not serve), not the credentials.
+            return ConcordError(.remoteAuth, "\(remoteName) refused access (HTTP 403\(suffix)) to \(doing) \(object): check the credentials and that they may \(doing) there — or, if other objects sync, that \(object) is a plain file the server may serve (someone may have put something else at its name); nothing local was lost")
         case 507:
             return ConcordError(.remoteFull, "\(remoteName) is out of space (HTTP 507\(suffix)) to \(doing) \(object): free space or raise the quota, then sync again; nothing local was lost")
         case 413:
