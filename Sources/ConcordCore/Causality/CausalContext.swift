@@ -170,16 +170,6 @@ public struct CausalContext: Hashable, Sendable, CustomStringConvertible {
         ranges.sorted { $0.key < $1.key }.map { (replica: $0.key, ranges: $0.value) }
     }
 
-    /// Debug invariant check: normalized ranges.
-    public func _checkInvariants() {
-        for (_, list) in ranges {
-            precondition(!list.isEmpty, "empty range list")
-            for index in list.indices.dropFirst() {
-                precondition(list[index - 1].upperBound + 1 < list[index].lowerBound, "ranges not normalized")
-            }
-        }
-    }
-
     public var description: String {
         "{" + sortedRanges.map { entry in
             "\(entry.replica): " + entry.ranges.map { "\($0.lowerBound)...\($0.upperBound)" }.joined(separator: ",")

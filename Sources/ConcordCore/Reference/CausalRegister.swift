@@ -1,6 +1,11 @@
 /// A register built on a dot store: each write replaces every entry its replica had seen
 /// and adds one of its own. Concurrent writes leave several entries.
 ///
+/// A **reference type**, with ``LWWRegister`` and ``MVRegister``: the textbook CRDTs that a
+/// scalar and a file field's slots behave as. The store and the sync engine do not use
+/// them (a record's slots are dot stores, ``Record`` and ``DotStore``); the law tests check
+/// them against the semilattice laws. Its invariants are in `CausalRegister+Invariants.swift`.
+///
 /// Read as an LWW-register (``LWWRegister``) the value is the entry with the greatest
 /// stamp (rules 1 and 2); read as a multi-value register (``MVRegister``) every entry is a
 /// version (rule 6). Keeping the concurrent entries, rather than only the greatest, is what
@@ -71,12 +76,6 @@ public struct CausalRegister<Value: Hashable & Sendable>: Hashable, Sendable {
     /// The version with the greatest stamp.
     public var latest: Version? { versions.last }
 
-    /// Checks the invariants: versions sorted and unique by dot, every dot seen.
-    public func _checkInvariants() {
-        precondition(DotStore.isWellOrdered(versions), "versions not sorted by dot")
-        precondition(versions.allSatisfy { context.contains($0.dot) }, "a version's dot is not in the context")
-        context._checkInvariants()
-    }
 }
 
 /// A last-writer-wins register of scalar values (docs/ARCHITECTURE.md §2, rules 1 and 2).

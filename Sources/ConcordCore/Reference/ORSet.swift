@@ -1,5 +1,10 @@
 /// An add-wins observed-remove set (docs/ARCHITECTURE.md §2, rule 3).
 ///
+/// A **reference type**: the textbook CRDT that a set field's slots behave as. The store
+/// and the sync engine do not use it (a record's slots are dot stores, ``Record`` and
+/// ``DotStore``); the law tests check it against the semilattice laws, and the store's set
+/// fields against it. Its invariants are in `ORSet+Invariants.swift`.
+///
 /// Each add is a dot; a remove forgets exactly the adds of that element its replica had
 /// seen. An add the remover had not seen survives, so a concurrent add wins.
 public struct ORSet<Element: Hashable & Sendable>: Hashable, Sendable {
@@ -66,13 +71,4 @@ public struct ORSet<Element: Hashable & Sendable>: Hashable, Sendable {
         let dot: Stamp
     }
 
-    /// Checks the invariants: dots sorted, non-empty per element, every dot seen.
-    public func _checkInvariants() {
-        for (_, dots) in adds {
-            precondition(!dots.isEmpty, "element with no add")
-            precondition(zip(dots, dots.dropFirst()).allSatisfy { $0 < $1 }, "adds not sorted")
-            precondition(dots.allSatisfy(context.contains), "an add's dot is not in the context")
-        }
-        context._checkInvariants()
-    }
 }
