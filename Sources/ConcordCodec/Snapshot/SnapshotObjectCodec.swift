@@ -66,6 +66,12 @@ public struct SnapshotObjectReader: Sendable {
     ///   header, the context and the tables; the records throw as they are read.
     public init(_ bytes: [UInt8], path: String) throws(ConcordError) {
         guard bytes.count >= 4 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
+        // The count's high byte is the framing's version: 0 in this format (no store has
+        // 2^24 replicas). A later framing sets it, and this release refuses that snapshot
+        // as a newer format rather than misreading it (docs/FORMAT.md §8.3).
+        guard bytes[0] == 0 else {
+            throw ConcordError(.unsupportedVersion, "snapshot \(path) has framing version \(bytes[0]), which this release does not read: upgrade Concord")
+        }
         let count = Int(SnapshotObjectCodec.readBigEndian(bytes[0..<4]))
         guard count <= (bytes.count - 4) / 24 else { throw ConcordError(.truncated, "snapshot \(path) is truncated") }
         var seqs: [ReplicaID: UInt64] = [:]

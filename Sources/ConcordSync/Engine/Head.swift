@@ -1,11 +1,17 @@
 import ConcordCore
 import Foundation
 
-/// A replica's manifest on the remote, `heads/<replica>-<seq>` (docs/ARCHITECTURE.md §4): what it has
-/// sealed and applied, when it last synced, and its device name. Sealed with the manifests
-/// sub-key; the name already says the replica's newest seq, so an idle pull needs only the
-/// listing.
+/// A replica's head on the remote, `heads/<replica>-<seq>` (docs/ARCHITECTURE.md §4): what it
+/// has sealed and applied, when it last synced, and its device name. Sealed with the heads'
+/// sub-key (derived under the label "manifests", kept for compatibility); the name already
+/// says the replica's newest seq, so an idle pull needs only the listing.
+///
+/// Versioned by its `format` key (docs/FORMAT.md §8.3): absent in every head this release
+/// writes (format 1); a reader refuses any other value as a newer format. A key this
+/// release does not know is ignored, so adding an optional key is not a new format.
 public struct Head: Codable, Hashable, Sendable {
+    /// The head's format: nil (absent) for format 1, the only one.
+    public var format: UInt64?
     /// The replica's id (32 hex digits).
     public var replica: String
     /// The seq of its newest pushed delta.
@@ -53,11 +59,16 @@ public struct Head: Codable, Hashable, Sendable {
     }
 
     static func decode(_ bytes: [UInt8], path: String) throws(ConcordError) -> Head {
+        let head: Head
         do {
-            return try JSONDecoder().decode(Head.self, from: Data(bytes))
+            head = try JSONDecoder().decode(Head.self, from: Data(bytes))
         } catch {
-            throw ConcordError(.malformed, "remote manifest \(path) does not parse: \(error); run `concord doctor`", cause: error)
+            throw ConcordError(.malformed, "remote head \(path) does not parse: \(error); run `concord doctor`", cause: error)
         }
+        if let format = head.format, format != 1 {
+            throw ConcordError(.unsupportedVersion, "remote head \(path) is of format \(format), which this release does not read: upgrade Concord")
+        }
+        return head
     }
 }
 

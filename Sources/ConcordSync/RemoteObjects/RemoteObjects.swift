@@ -71,7 +71,7 @@ struct RemoteObjects: Sendable {
         let path = RemoteLayout.head(replica, seq: seq)
         let head = try Head.decode(try EncryptedObject.open(sealed, path: path, key: keys.manifests), path: path)
         guard head.replica == replica.description, head.seq == seq else {
-            throw ConcordError(.malformed, "remote manifest \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
+            throw ConcordError(.malformed, "remote head \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
         }
         return head
     }
