@@ -68,7 +68,7 @@ import Testing
         #expect(found["recordsAwaitingPurge"] as? Int == 1)
         let database = try DatabaseQueue(path: cli.path("a.db"))
         try database.write { db in
-            try db.execute(sql: "UPDATE concord_sync SET value = CAST(CAST(value AS INTEGER) - ? AS TEXT) WHERE key LIKE 'stable.%'", arguments: [3 * 86_400_000])
+            try db.execute(sql: "UPDATE concord_stable_since SET since = since - ?", arguments: [3 * 86_400_000])
             #expect(db.changesCount == 1)
         }
         try database.close()

@@ -52,3 +52,19 @@ func copyStoreFile(_ path: String, to copy: String) throws {
         try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
     }
 }
+
+/// Takes a store file back to schema version 5, as that release left it: the sync engine's
+/// state and the command line's settings in the one key-value table `concord_sync`, and no
+/// record of migration "v6".
+func downgradeSyncStateToVersionFive(_ db: Database) throws {
+    for table in ["concord_sync_state", "concord_replica_state", "concord_uploaded_files", "concord_pending_reuploads",
+                  "concord_object_references", "concord_object_reference_names", "concord_snapshot_covers",
+                  "concord_snapshot_cover_seqs", "concord_unopened_heads", "concord_unreferenced_files",
+                  "concord_stable_since", "concord_sealed_to_forget", "concord_settings"] {
+        try db.execute(sql: "DROP TABLE \(table)")
+    }
+    try db.execute(sql: """
+        CREATE TABLE concord_sync (key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT, WITHOUT ROWID;
+        DELETE FROM grdb_migrations WHERE identifier = 'v6';
+        """)
+}

@@ -176,8 +176,8 @@ func measureDatabase(_ store: Store, details: Bool, vacuum: Bool = false) throws
             ("outbox rows", "SELECT count(*) FROM concord_outbox"),
             ("sealed deltas", "SELECT count(*) FROM concord_sealed"),
             ("history rows", "SELECT count(*) FROM concord_history"),
-            ("sync-state rows", "SELECT count(*) FROM concord_sync"),
-            ("sync-state 'uploaded.' rows", "SELECT count(*) FROM concord_sync WHERE key LIKE 'uploaded.%'"),
+            ("sync-state rows", "SELECT (SELECT count(*) FROM concord_sync_state) + (SELECT count(*) FROM concord_replica_state) + (SELECT count(*) FROM concord_uploaded_files) + (SELECT count(*) FROM concord_pending_reuploads) + (SELECT count(*) FROM concord_object_references) + (SELECT count(*) FROM concord_object_reference_names) + (SELECT count(*) FROM concord_snapshot_covers) + (SELECT count(*) FROM concord_snapshot_cover_seqs) + (SELECT count(*) FROM concord_unopened_heads) + (SELECT count(*) FROM concord_unreferenced_files) + (SELECT count(*) FROM concord_stable_since) + (SELECT count(*) FROM concord_sealed_to_forget)"),
+            ("sync-state uploaded-file rows", "SELECT count(*) FROM concord_uploaded_files"),
         ]
         for (name, sql) in counts {
             figures.rows.append((name, try Int64.fetchOne(db, sql: sql) ?? 0))

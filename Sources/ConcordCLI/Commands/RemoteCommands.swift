@@ -20,7 +20,7 @@ struct RemoteShow: ParsableCommand {
     func run() throws {
         let store = try options.openStore()
         let location = try RemoteLocation.configured(in: store)
-        let keyFile = try store.syncValue(CLIConfig.keyFile)
+        let keyFile = try store.setting(CLIConfig.keyFile)
         let storeID = try SyncEngine.remoteStoreID(in: store)
         // A folder is checked here; an HTTP remote is not contacted (`concord status` does).
         let reachable = location?.folder.map { FileManager.default.fileExists(atPath: $0) }
@@ -123,8 +123,8 @@ struct RemoteSet: AsyncParsableCommand {
             created = true
             try SyncEngine.keepManifest(manifest, in: store)
         }
-        try store.setSyncValue(CLIConfig.remote, location.url)
-        try store.setSyncValue(CLIConfig.keyFile, keyFile)
+        try store.setSetting(CLIConfig.remote, location.url)
+        try store.setSetting(CLIConfig.keyFile, keyFile)
         let how = keyFile.map { "key file \($0)" } ?? "passphrase"
         options.emit(
             .object([

@@ -64,7 +64,7 @@ struct Sync: AsyncParsableCommand {
             throw error
         }
         display?.finish()
-        try store.setSyncValue(CLIConfig.lastSync, String(Format.now()))
+        try store.setSetting(CLIConfig.lastSync, String(Format.now()))
         return report
     }
 
@@ -215,7 +215,7 @@ struct Status: AsyncParsableCommand {
         let sealed = try store.sealedSeq()
         let pushed = try SyncEngine.pushedSeq(in: store)
         let unpushed = sealed > pushed ? sealed - pushed : 0
-        let lastSync = try store.syncValue(CLIConfig.lastSync).flatMap { UInt64($0) }
+        let lastSync = try store.setting(CLIConfig.lastSync).flatMap { UInt64($0) }
         let location = try RemoteLocation.configured(in: store)
         let conflicts = try store.conflicts()
         let skews = try SyncEngine.clockSkews(in: store).map { ($0.replica, $0.aheadBy) }

@@ -10,7 +10,7 @@ import Foundation
 /// Where a store's remote is: a folder (`file:///path` or a plain path), a WebDAV
 /// collection (`https://[user@]host/path`), or an S3 bucket and prefix
 /// (`s3://bucket/prefix`, with the endpoint and region as query items). The canonical
-/// URL (``url``) is what the store keeps in its `cli.remote` sync value; it never holds a
+/// URL (``url``) is what the store keeps in its `remote` setting; it never holds a
 /// password or a secret.
 enum RemoteLocation: Hashable {
     case folder(String)
@@ -22,7 +22,7 @@ enum RemoteLocation: Hashable {
     /// The password of a WebDAV server.
     static let passwordVariable = "CONCORD_REMOTE_PASSWORD"
 
-    /// The canonical URL stored in the store's `cli.remote` sync value.
+    /// The canonical URL stored in the store's `remote` setting.
     var url: String {
         switch self {
         case let .folder(folder):
@@ -243,7 +243,7 @@ enum RemoteLocation: Hashable {
 
     /// The store's configured remote, or nil.
     static func configured(in store: Store) throws -> RemoteLocation? {
-        guard let url = try store.syncValue(CLIConfig.remote) else { return nil }
+        guard let url = try store.setting(CLIConfig.remote) else { return nil }
         return try RemoteLocation(parsing: url)
     }
 }
@@ -264,17 +264,18 @@ struct RemoteOptions: ParsableArguments {
     }
 }
 
-/// The CLI's own settings, kept per store in its sync key-value table (never secrets).
+/// The CLI's own settings, kept per store in its settings table (`concord_settings`,
+/// ``ConcordStore/Store/setting(_:)``), as text by these keys (never secrets).
 enum CLIConfig {
     /// The remote URL: `file:///…`, `https://…` or `s3://…`.
-    static let remote = "cli.remote"
+    static let remote = "remote"
     /// The absolute path of the key file that unlocks the remote, if one is used.
-    static let keyFile = "cli.keyFile"
+    static let keyFile = "keyFile"
     /// The BLAKE2b of the `concord.json` this store last unlocked (hex): to tell an older
     /// copy of it from a wrong passphrase.
-    static let manifest = "cli.manifest"
-    /// When this store last finished a sync through the CLI (ms since the epoch).
-    static let lastSync = "cli.lastSync"
+    static let manifest = "manifest"
+    /// When this store last finished a sync through the CLI (ms since the epoch, in decimal).
+    static let lastSync = "lastSync"
 }
 
 /// An unlocked remote store and a sync engine over it.
@@ -314,12 +315,12 @@ struct RemoteConnection {
         } catch let error as ConcordError where error.code == .wrongKey {
             // A concord.json that is not the one this replica last unlocked — restored from
             // an older backup, say from before a passphrase change — is named as such.
-            if let last = try store.syncValue(CLIConfig.manifest), last != fingerprint {
+            if let last = try store.setting(CLIConfig.manifest), last != fingerprint {
                 throw ConcordError(.wrongKey, "the passphrase does not unlock \(location.display)'s concord.json, and it is not the concord.json this replica last unlocked: it may have been restored from an older backup (from before a passphrase change); try the passphrase it had then, and set the current one again with `concord remote passphrase`")
             }
             throw error
         }
-        if try store.syncValue(CLIConfig.manifest) != fingerprint { try store.setSyncValue(CLIConfig.manifest, fingerprint) }
+        if try store.setting(CLIConfig.manifest) != fingerprint { try store.setSetting(CLIConfig.manifest, fingerprint) }
         try SyncEngine.keepManifest(manifest, in: store)
         let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID)
         return RemoteConnection(location: location, remote: remote, manifest: manifest, key: key, engine: engine)
@@ -341,7 +342,7 @@ struct RemoteConnection {
 
     /// The key file (from --key-file, else the store's recorded one) or the passphrase.
     static func credential(for manifest: StoreManifest, location: RemoteLocation, store: Store?, options: GlobalOptions) throws -> Secrets.Credential {
-        if let path = try options.keyFile.map(Paths.absolute) ?? store?.syncValue(CLIConfig.keyFile) {
+        if let path = try options.keyFile.map(Paths.absolute) ?? store?.setting(CLIConfig.keyFile) {
             return .key(try Secrets.key(file: path), file: path)
         }
         guard manifest.kdf != .keyFile else {

@@ -1,4 +1,5 @@
 import ConcordCodec
+import ConcordCore
 import Foundation
 import GRDB
 
@@ -31,7 +32,31 @@ import GRDB
 ///   context starts (the writes it took over), which a snapshot may show before a batch.
 /// - `concord_history`: superseded file versions, kept for the retention window.
 /// - `concord_origins`: per remote replica, the seq of its newest delta applied here.
-/// - `concord_sync`: the sync engine's own state (remote store id, uploaded files, …).
+/// - The sync engine's own state (migration "v6"; ``Store/syncState(_:)``), each column of
+///   one type — numbers (seqs, and times in milliseconds since the epoch) as their 64-bit
+///   pattern, ids and digests as their bytes, remote paths and keyed file names as text:
+///   - `concord_sync_state`: one row (`id` 0) of single values: the remote store's id, the
+///     `concord.json` kept, the pushed seq, the newest own snapshot and head, … A column
+///     never set is NULL, or its default (0).
+///   - `concord_replica_state`: per replica, when its newest head said it synced
+///     (`seen_at`), when this replica retired it (`retired_at`), how far its clock was
+///     found ahead (`clock_skew`); NULL where not known.
+///   - `concord_uploaded_files`: per file (content hash), when this replica last uploaded
+///     it. `concord_pending_reuploads`: files whose re-upload has not succeeded yet.
+///   - `concord_object_references`: the remote batches and snapshots whose referenced files
+///     are known, and `concord_object_reference_names` those files' keyed names (a child
+///     row per name).
+///   - `concord_snapshot_covers`: the remote snapshots whose coverage is known, and
+///     `concord_snapshot_cover_seqs` per origin the newest seq each contains.
+///   - `concord_unopened_heads`: head names whose object did not open, with the size and
+///     time the listing gave (NULL where it gave none).
+///   - `concord_unreferenced_files`: per keyed file name, when this replica first found the
+///     remote file unreferenced.
+///   - `concord_stable_since`: per deleted record, when its deletion was first found stable.
+///   - `concord_sealed_to_forget`: own batches whose sealed bytes a compaction of an older
+///     release left to forget.
+/// - `concord_settings`: an application's settings, text by key (the `concord` command
+///   line's remote); the store never reads them.
 ///
 /// The tables apps read (`concord_fields`, `concord_elements`, `concord_dots`) are rowid
 /// tables: SQLite does not report changes to WITHOUT ROWID tables to its update hook, and
@@ -43,7 +68,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 5
+    static let version = 6
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -109,6 +134,9 @@ enum Schema {
         }
         migrator.registerMigration("v5") { db in
             try migrateToOwnBatchEnds(db)
+        }
+        migrator.registerMigration("v6") { db in
+            try migrateToTypedSyncState(db)
         }
         return migrator
     }
@@ -198,5 +226,139 @@ extension Schema {
             }
         }
         try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES ('own_batches_from', ?)", arguments: [Int64(bitPattern: from)])
+    }
+
+    /// Migration "v6": the sync engine's state and the command line's settings leave the
+    /// key-value table `concord_sync` (decimal strings, comma lists and JSON in text under
+    /// string keys) for tables of one type per column. Every row is parsed as the release
+    /// that wrote it read it; a row that does not parse (only damage could have written one)
+    /// is dropped: that release read it as absent or 0 too, and most of this state only
+    /// caches what the remote says, which the next sync reads again.
+    fileprivate static func migrateToTypedSyncState(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE concord_sync_state (
+                id INTEGER PRIMARY KEY NOT NULL CHECK (id = 0),
+                remote_store_id BLOB, manifest BLOB,
+                pushed_seq INTEGER NOT NULL DEFAULT 0, own_loss INTEGER,
+                snapshot_seq INTEGER, snapshot_digest BLOB, snapshot_attempt INTEGER,
+                snapshot_covered INTEGER NOT NULL DEFAULT 0,
+                head_advertised TEXT, head_written_at INTEGER NOT NULL DEFAULT 0,
+                republish_pending INTEGER NOT NULL DEFAULT 0,  -- 0 or 1
+                loss_checked_at INTEGER NOT NULL DEFAULT 0,
+                orphans_of BLOB
+            ) STRICT;
+            INSERT INTO concord_sync_state (id) VALUES (0);
+            CREATE TABLE concord_replica_state (
+                replica BLOB PRIMARY KEY NOT NULL, seen_at INTEGER, retired_at INTEGER, clock_skew INTEGER
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_uploaded_files (hash BLOB PRIMARY KEY NOT NULL, uploaded_at INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_pending_reuploads (hash BLOB PRIMARY KEY NOT NULL) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_object_references (path TEXT PRIMARY KEY NOT NULL) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_object_reference_names (
+                path TEXT NOT NULL, name TEXT NOT NULL, PRIMARY KEY (path, name)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_snapshot_covers (path TEXT PRIMARY KEY NOT NULL) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_snapshot_cover_seqs (
+                path TEXT NOT NULL, replica BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (path, replica)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_unopened_heads (path TEXT PRIMARY KEY NOT NULL, size INTEGER, modified INTEGER) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_unreferenced_files (name TEXT PRIMARY KEY NOT NULL, since INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_stable_since (
+                collection TEXT NOT NULL, id TEXT NOT NULL, since INTEGER NOT NULL, PRIMARY KEY (collection, id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE TABLE concord_sealed_to_forget (seq INTEGER PRIMARY KEY NOT NULL) STRICT;
+            CREATE TABLE concord_settings (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT, WITHOUT ROWID;
+            """)
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM concord_sync") {
+            let key: String = row[0]
+            let value: DatabaseValue = row[1]
+            let text: String
+            switch value.storage {
+            case let .string(string): text = string
+            case let .int64(number): text = String(number)
+            case let .blob(data): text = String(decoding: data, as: UTF8.self)
+            case .double, .null: continue
+            }
+            try moveSyncValue(db, key: key, text: text)
+        }
+        try db.execute(sql: "DROP TABLE concord_sync")
+    }
+
+    /// Moves one row of the old key-value table to its typed place, if it parses.
+    private static func moveSyncValue(_ db: Database, key: String, text: String) throws {
+        func number(_ text: some StringProtocol) -> Int64? { UInt64(text).map { Int64(bitPattern: $0) } }
+        func single(_ column: String, _ value: (any DatabaseValueConvertible)?) throws {
+            guard let value else { return }
+            try db.execute(sql: "UPDATE concord_sync_state SET \(column) = ? WHERE id = 0", arguments: [value])
+        }
+        func suffix(_ prefix: String) -> String? { key.hasPrefix(prefix) ? String(key.dropFirst(prefix.count)) : nil }
+        switch key {
+        case "remote.storeID": try single("remote_store_id", text.utf8.count == 32 ? Hex.decode(text).map { Data($0) } : nil)
+        case "remote.manifest": try single("manifest", Data(text.utf8))
+        case "push.seq": try single("pushed_seq", number(text))
+        case "ownLoss.seq": try single("own_loss", number(text))
+        case "snapshot.seq": try single("snapshot_seq", number(text))
+        case "snapshot.digest": try single("snapshot_digest", ContentHash(hex: text).map { Data($0.bytes) })
+        case "snapshot.attempt": try single("snapshot_attempt", number(text))
+        case "snapshot.covered": try single("snapshot_covered", number(text))
+        case "head.advertised": try single("head_advertised", text)
+        case "head.writtenAt": try single("head_written_at", number(text))
+        case "republish.pending": try single("republish_pending", 1 as Int64)
+        case "loss.checkedAt": try single("loss_checked_at", number(text))
+        case "restored.orphansOf": try single("orphans_of", ReplicaID(hex: text).map(Rows.replicaBlob))
+        case "sealed.forget":
+            for seq in text.split(separator: ",").compactMap({ number($0) }) {
+                try db.execute(sql: "INSERT OR IGNORE INTO concord_sealed_to_forget (seq) VALUES (?)", arguments: [seq])
+            }
+        default:
+            if let (column, hex) = suffix("seen.").map({ ("seen_at", $0) }) ?? suffix("retired.").map({ ("retired_at", $0) })
+                ?? suffix("skew.").map({ ("clock_skew", $0) }) {
+                guard let replica = ReplicaID(hex: hex), let value = number(text) else { return }
+                try db.execute(
+                    sql: "INSERT INTO concord_replica_state (replica, \(column)) VALUES (?, ?) ON CONFLICT (replica) DO UPDATE SET \(column) = excluded.\(column)",
+                    arguments: [Rows.replicaBlob(replica), value])
+            } else if let hex = suffix("uploaded.") {
+                guard let hash = ContentHash(hex: hex), let at = number(text) else { return }
+                try db.execute(sql: "INSERT INTO concord_uploaded_files (hash, uploaded_at) VALUES (?, ?)", arguments: [Data(hash.bytes), at])
+            } else if let hex = suffix("reupload.") {
+                guard let hash = ContentHash(hex: hex) else { return }
+                try db.execute(sql: "INSERT INTO concord_pending_reuploads (hash) VALUES (?)", arguments: [Data(hash.bytes)])
+            } else if let path = suffix("references.") {
+                // A comma list of keyed names (which hold no comma); empty for none.
+                try db.execute(sql: "INSERT INTO concord_object_references (path) VALUES (?)", arguments: [path])
+                for name in Set(text.split(separator: ",").map(String.init)) {
+                    try db.execute(sql: "INSERT INTO concord_object_reference_names (path, name) VALUES (?, ?)", arguments: [path, name])
+                }
+            } else if let path = suffix("covers.") {
+                // JSON: an object of replica ids (hex) to seqs.
+                guard let covers = try? JSONDecoder().decode([String: UInt64].self, from: Data(text.utf8)) else { return }
+                try db.execute(sql: "INSERT INTO concord_snapshot_covers (path) VALUES (?)", arguments: [path])
+                for (hex, seq) in covers {
+                    guard let replica = ReplicaID(hex: hex) else { continue }
+                    try db.execute(sql: "INSERT OR REPLACE INTO concord_snapshot_cover_seqs (path, replica, seq) VALUES (?, ?, ?)",
+                                   arguments: [path, Rows.replicaBlob(replica), Int64(bitPattern: seq)])
+                }
+            } else if let path = suffix("unopened.") {
+                // "<size> <time>", either `-` when the listing gave none.
+                let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+                guard parts.count == 2 else { return }
+                let size = parts[0] == "-" ? nil : number(parts[0])
+                let modified = parts[1] == "-" ? nil : number(parts[1])
+                guard (size != nil || parts[0] == "-"), (modified != nil || parts[1] == "-"), size != nil || modified != nil else { return }
+                try db.execute(sql: "INSERT INTO concord_unopened_heads (path, size, modified) VALUES (?, ?, ?)", arguments: [path, size, modified])
+            } else if let name = suffix("unreferenced.") {
+                guard let since = number(text) else { return }
+                try db.execute(sql: "INSERT INTO concord_unreferenced_files (name, since) VALUES (?, ?)", arguments: [name, since])
+            } else if let keyed = suffix("stable.") {
+                // "<collection's length in UTF-8 bytes>:<collection><id>".
+                guard let colon = keyed.firstIndex(of: ":"), let length = Int(keyed[..<colon]), let since = number(text) else { return }
+                let rest = Array(keyed[keyed.index(after: colon)...].utf8)
+                guard length <= rest.count, let collection = String(validating: rest[..<length], as: UTF8.self),
+                      let id = String(validating: rest[length...], as: UTF8.self) else { return }
+                try db.execute(sql: "INSERT OR REPLACE INTO concord_stable_since (collection, id, since) VALUES (?, ?, ?)", arguments: [collection, id, since])
+            } else if let setting = suffix("cli.") {
+                try db.execute(sql: "INSERT OR REPLACE INTO concord_settings (key, value) VALUES (?, ?)", arguments: [setting, text])
+            }
+        }
     }
 }

@@ -35,7 +35,7 @@ extension SyncEngine {
     private func examineRemote(repair: Bool) async throws(ConcordError) -> DoctorReport {
         var scan = DoctorScan()
         scan.me = store.replicaID
-        if let recorded = try store.syncValue(SyncKey.storeID), recorded != storeID.hex {
+        if let recorded = try Self.remoteStoreID(in: store), recorded != storeID.hex {
             throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was checked")
         }
         // 1. concord.json: without it (or with another store's) nothing else can be judged.
@@ -232,7 +232,7 @@ extension SyncEngine {
         known = known.filter { $0.value > 0 }
         var held = try store.appliedSeqs()
         held[me] = try pushedSeq()
-        let retired = Set(try store.syncValues(prefix: SyncKey.retiredPrefix).keys.compactMap { ReplicaID(hex: $0) })
+        let retired = Set(try store.replicaFacts(.retired).keys)
         let replicas = Set(scan.heads.keys).union(scan.deltas.keys).union(scan.snapshots.keys).union(known.keys)
         for replica in replicas.sorted() {
             // Only what authenticated counts: a name alone (a planted `…-ffffffffffffffff`)
@@ -341,7 +341,7 @@ extension SyncEngine {
             reach.merge(seqs.compactMapValues { $0.max() }, uniquingKeysWith: max)
         }
         reach.merge(scan.coverage, uniquingKeysWith: max)
-        let seen = Set(try store.syncValues(prefix: SyncKey.seenPrefix).keys.compactMap { ReplicaID(hex: $0) })
+        let seen = Set(try store.replicaFacts(.seen).keys)
         for index in scan.report.findings.indices {
             let finding = scan.report.findings[index]
             guard finding.kind == .damaged || finding.kind == .malformed, let name = RemoteLayout.parse(finding.path) else { continue }

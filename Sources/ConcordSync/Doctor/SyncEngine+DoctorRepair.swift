@@ -72,7 +72,7 @@ extension SyncEngine {
                     scan.report.findings[index].repaired = true
                 }
             } else {
-                try store.setSyncValue(SyncKey.republishPending, "1")
+                try store.setSyncState(.republishPending, true)
                 for index in forgotten {
                     scan.report.findings[index].repair = "this replica no longer holds the batch's bytes; the snapshot that publishes it again comes with its next batch (its snapshot name for this seq is taken)"
                 }
@@ -155,7 +155,7 @@ extension SyncEngine {
                     outcome = "published snapshot \(path), which holds them"
                     done = true
                 } else {
-                    try store.setSyncValue(SyncKey.republishPending, "1")
+                    try store.setSyncState(.republishPending, true)
                     outcome = "not yet: this replica's snapshot name for its current batch is taken, so its next change publishes the snapshot"
                 }
             } catch {

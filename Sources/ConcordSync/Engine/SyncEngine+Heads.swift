@@ -47,7 +47,7 @@ extension SyncEngine {
     /// knows (one `get` per replica with news; none when idle).
     ///
     /// A name whose object did not open is remembered with its listed size and time
-    /// (``SyncKey/unopenedPrefix``, at most ``maxRememberedUnopened`` of them): while a
+    /// (``ConcordStore/Store/unopenedHeads()``, at most ``maxRememberedUnopened`` of them): while a
     /// listing shows it unchanged it is not read again. Of a replica this one knows (one
     /// whose head authenticated here once, or whose changes it applied) it still counts as
     /// a failed read — reported, and a bound for pull (``Heads/unconfirmed``); of any other
@@ -57,24 +57,24 @@ extension SyncEngine {
     /// neither size nor time for is never remembered.
     func listHeads() async throws(ConcordError) -> Heads {
         var heads = Heads()
-        var signatures: [String: String] = [:]
+        var signatures: [String: ListingSignature] = [:]
         for object in try await remote.list(prefix: RemoteLayout.headsPrefix) {
             guard case let .head(replica, seq)? = RemoteLayout.parse(object.path) else { continue }
             heads.all.append((replica, seq))
             if object.size != nil || object.modified != nil {
-                signatures[object.path] = "\(object.size.map(String.init) ?? "-") \(object.modified.map(String.init) ?? "-")"
+                signatures[object.path] = ListingSignature(size: object.size, modified: object.modified)
             }
         }
-        let remembered = try store.syncValues(prefix: SyncKey.unopenedPrefix)
-        var seen = Set(try store.syncValues(prefix: SyncKey.seenPrefix).keys.compactMap { ReplicaID(hex: $0) })
+        let remembered = try store.unopenedHeads()
+        var seen = Set(try store.replicaFacts(.seen).keys)
         seen.formUnion(try store.appliedSeqs().keys)
         seen.insert(store.replicaID)
         var passedOver = 0
-        var memory: [(key: String, value: String?)] = []
+        var memory: [(path: String, signature: ListingSignature?)] = []
         var rememberedCount = remembered.count
         // Names no longer listed are forgotten (a listing that missed one costs a read).
         for path in remembered.keys where signatures[path] == nil && !heads.all.isEmpty {
-            memory.append((SyncKey.unopenedPrefix + path, nil))
+            memory.append((path, nil))
             rememberedCount -= 1
         }
         var claims: [ReplicaID: [UInt64]] = [:]
@@ -121,7 +121,7 @@ extension SyncEngine {
                         heads.read[claim.replica] = head
                         resolved.insert(claim.replica)
                         let path = RemoteLayout.head(claim.replica, seq: claim.seq)
-                        if remembered[path] != nil { memory.append((SyncKey.unopenedPrefix + path, nil)) }
+                        if remembered[path] != nil { memory.append((path, nil)) }
                     case .success(nil):
                         break  // gone since the listing
                     case let .failure(error):
@@ -130,7 +130,7 @@ extension SyncEngine {
                         heads.unconfirmed[claim.replica] = max(heads.unconfirmed[claim.replica] ?? 0, claim.seq)
                         if let signature = signatures[path], remembered[path] != nil || rememberedCount < Self.maxRememberedUnopened {
                             if remembered[path] == nil { rememberedCount += 1 }
-                            memory.append((SyncKey.unopenedPrefix + path, signature))
+                            memory.append((path, signature))
                         }
                     }
                 }
@@ -139,15 +139,15 @@ extension SyncEngine {
                 resolved.contains(replica) || seqs.count <= 1 ? nil : (replica, seqs.dropFirst())
             }
         }
-        // Every replica whose head authenticates is remembered (``SyncKey/seenPrefix``): a
+        // Every replica whose head authenticates is remembered (``ConcordStore/ReplicaFact/seen``): a
         // later listing that misses it cannot make it unknown to the metadata purge. A
         // replica seen for the first time costs one `get`, once; a name that does not open
         // (a junk `heads/<id>-0000000000000000`, believed without a read since it claims
         // nothing) is remembered like any other, and not read again while unchanged.
         for (replica, seq) in heads.latest.sorted(by: { $0.key < $1.key }) where replica != store.replicaID {
-            let key = SyncKey.seenPrefix + replica.description
             var head = heads.read[replica]
-            if head == nil, try store.syncValue(key) == nil {
+            let seenAt = try store.replicaFact(.seen, of: replica)
+            if head == nil, seenAt == nil {
                 let path = RemoteLayout.head(replica, seq: seq)
                 if let signature = signatures[path], remembered[path] == signature {
                     heads.unopened.insert(replica)
@@ -160,19 +160,19 @@ extension SyncEngine {
                     heads.unopened.insert(replica)
                     if let signature = signatures[path], remembered[path] != nil || rememberedCount < Self.maxRememberedUnopened {
                         if remembered[path] == nil { rememberedCount += 1 }
-                        memory.append((SyncKey.unopenedPrefix + path, signature))
+                        memory.append((path, signature))
                     }
                 } catch {
                     // The remote failed: read again next time.
                 }
                 if let head {
                     heads.read[replica] = head
-                    if remembered[path] != nil { memory.append((SyncKey.unopenedPrefix + path, nil)) }
+                    if remembered[path] != nil { memory.append((path, nil)) }
                 }
             }
-            if let head, try store.syncNumber(key) < head.syncedAt { try store.setSyncNumber(key, head.syncedAt) }
+            if let head, seenAt ?? 0 < head.syncedAt { try store.setReplicaFact(.seen, of: replica, head.syncedAt) }
         }
-        try store.setSyncValues(memory)
+        try store.setUnopenedHeads(memory)
         if passedOver > 0 {
             heads.rejected.append("\(RemoteLayout.headsPrefix): \(passedOver) head name\(passedOver == 1 ? "" : "s") of replicas never seen did not open when last read and \(passedOver == 1 ? "is" : "are") unchanged since: not read again (`concord doctor` names them)")
         }
@@ -211,9 +211,9 @@ extension SyncEngine {
     /// whether it wrote one.
     func refreshHead() async throws(ConcordError) -> Bool {
         let head = try currentHead(seq: try pushedSeq())
-        let written = try store.syncNumber(SyncKey.headWrittenAt)
+        let written = try store.syncState(.headWrittenAt)
         let recent = written <= head.syncedAt && head.syncedAt - written <= retention / 8
-        guard try store.syncValue(SyncKey.headAdvertised) != Self.advertisement(of: head) || !recent else { return false }
+        guard try store.syncState(.headAdvertised) != Self.advertisement(of: head) || !recent else { return false }
         try await put(head)
         return true
     }
@@ -230,7 +230,7 @@ extension SyncEngine {
             replica: store.replicaID.description, seq: seq, device: try store.name(),
             syncedAt: clock.millisecondsSinceEpoch(), applied: Head.hexKeyed(try store.appliedSeqs()),
             vector: Head.hexKeyed(try store.versionVector().entries))
-        let retired = try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) }
+        let retired = Head.hexKeyed(try store.replicaFacts(.retired))
         if !retired.isEmpty { head.retired = retired }
         let snapshot = try snapshotSeq()
         if snapshot > 0 { head.snapshot = snapshot }
@@ -252,10 +252,10 @@ extension SyncEngine {
         do {
             try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
         } catch {
-            try store.setSyncValue(SyncKey.headAdvertised, nil)
+            try store.setSyncState(.headAdvertised, nil)
             throw error
         }
-        try store.setSyncValue(SyncKey.headAdvertised, Self.advertisement(of: head))
-        try store.setSyncNumber(SyncKey.headWrittenAt, head.syncedAt)
+        try store.setSyncState(.headAdvertised, Self.advertisement(of: head))
+        try store.setSyncState(.headWrittenAt, head.syncedAt)
     }
 }

@@ -16,15 +16,15 @@ extension SyncEngine {
     /// `store` syncs with (or has not synced yet).
     public static func keepManifest(_ manifest: StoreManifest, in store: Store) throws(ConcordError) {
         if let recorded = try remoteStoreID(in: store), recorded != manifest.storeID.hex { return }
-        let text = String(decoding: manifest.jsonBytes(), as: UTF8.self)
-        if try store.syncValue(SyncKey.manifestCopy) != text { try store.setSyncValue(SyncKey.manifestCopy, text) }
+        let bytes = manifest.jsonBytes()
+        if try store.syncState(.manifest) != bytes { try store.setSyncState(.manifest, bytes) }
     }
 
     /// The copy of `concord.json` `store` keeps, if it has one and it is of the store it
     /// synced with.
     public static func keptManifest(in store: Store) throws(ConcordError) -> StoreManifest? {
-        guard let text = try store.syncValue(SyncKey.manifestCopy),
-              let manifest = try? StoreManifest(json: Array(text.utf8)) else { return nil }
+        guard let bytes = try store.syncState(.manifest),
+              let manifest = try? StoreManifest(json: bytes) else { return nil }
         if let recorded = try remoteStoreID(in: store), recorded != manifest.storeID.hex { return nil }
         return manifest
     }

@@ -213,8 +213,8 @@ extension SyncEngine {
             let now = clock.millisecondsSinceEpoch()
             if let ahead = HybridLogicalClock.skew(of: delta.upTo, physicalMillis: now, maxDrift: maxClockDrift) {
                 report.skews.append(ClockSkew(replica: delta.origin, aheadBy: ahead))
-                let previous = try store.syncNumber(SyncKey.skew(delta.origin))
-                try store.setSyncNumber(SyncKey.skew(delta.origin), max(previous, ahead))
+                let previous = try store.replicaFact(.clockSkew, of: delta.origin) ?? 0
+                try store.setReplicaFact(.clockSkew, of: delta.origin, max(previous, ahead))
             }
         }
         return .applied

@@ -69,7 +69,7 @@ extension SyncEngine {
             // 3. The head naming the last of them.
             try await putHead(seq: seq)
             pushed = seq
-            try store.setSyncNumber(SyncKey.pushedSeq, seq)
+            try store.setSyncState(.pushedSeq, seq)
             report.pushed += window.count
             window.removeAll()
         }
@@ -131,7 +131,7 @@ extension SyncEngine {
             var due: [ContentHash] = []
             let now = clock.millisecondsSinceEpoch()
             for hash in files.sorted() {
-                let uploadedAt = try store.syncNumber(SyncKey.uploaded(hash))
+                let uploadedAt = try store.uploadedAt(hash) ?? 0
                 if uploadedAt <= now, now - uploadedAt <= uploadDeadline {
                     oldest = min(oldest, uploadedAt)
                 } else {
@@ -144,7 +144,7 @@ extension SyncEngine {
                 let began = clock.millisecondsSinceEpoch()
                 _ = try await inFlight(window) { (engine, hash) throws(ConcordError) in
                     try await engine.uploadFile(hash)
-                    try engine.store.setSyncNumber(SyncKey.uploaded(hash), began)
+                    try engine.store.setUploadedAt(hash, began)
                 }
                 oldest = min(oldest, began)
                 report.filesUploaded += window.count

@@ -167,7 +167,7 @@ public actor SyncEngine {
             throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: current.hex, recorded: storeID.hex, at: "the remote"))
         }
         try checkRecordedStoreID()
-        try store.setSyncValue(SyncKey.storeID, storeID.hex)
+        try store.setSyncState(.remoteStoreID, storeID.bytes)
         try Self.keepManifest(manifest, in: store)
     }
 
@@ -175,8 +175,8 @@ public actor SyncEngine {
     /// of `concord.json` yet) reads `concord.json` and keeps a copy; later ones check the id
     /// recorded then, at no cost.
     func checkStoreIdentityOnce() async throws(ConcordError) {
-        let recorded = try store.syncValue(SyncKey.storeID)
-        let kept = try store.syncValue(SyncKey.manifestCopy)
+        let recorded = try store.syncState(.remoteStoreID)
+        let kept = try store.syncState(.manifest)
         if recorded == nil || kept == nil {
             try await checkStoreIdentity()
         } else {
@@ -187,7 +187,7 @@ public actor SyncEngine {
     /// Throws unless this engine's store id (read from `concord.json` when it was unlocked)
     /// is the one the local store recorded at its first sync. Costs no request.
     func checkRecordedStoreID() throws(ConcordError) {
-        if let recorded = try store.syncValue(SyncKey.storeID), recorded != storeID.hex {
+        if let recorded = try Self.remoteStoreID(in: store), recorded != storeID.hex {
             throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: storeID.hex, recorded: recorded, at: "the remote"))
         }
     }
@@ -244,7 +244,7 @@ public actor SyncEngine {
         // elsewhere then lists its head, and waits for it, before it can hold anything that
         // a deletion it has not seen would purge (``purgeDelay``). (A pull-only sync writes
         // nothing to the remote.)
-        if mode == .twoWay, heads.latest[store.replicaID] == nil, try store.syncValue(SyncKey.headAdvertised) == nil {
+        if mode == .twoWay, heads.latest[store.replicaID] == nil, try store.syncState(.headAdvertised) == nil {
             try await putHead(seq: try pushedSeq())
         }
         let emit = { @Sendable (update: SyncProgress) in
@@ -305,7 +305,7 @@ public actor SyncEngine {
     public static func clockSkews(in store: Store) throws(ConcordError) -> [ClockSkew] {
         var skews: [ClockSkew] = []
         for replica in try store.appliedSeqs().keys.sorted() {
-            if let value = try store.syncValue(SyncKey.skew(replica)), let ahead = UInt64(value) {
+            if let ahead = try store.replicaFact(.clockSkew, of: replica) {
                 skews.append(ClockSkew(replica: replica, aheadBy: ahead))
             }
         }
@@ -315,12 +315,12 @@ public actor SyncEngine {
     /// The seq of the newest batch of `store` confirmed on its remote (0 before the first),
     /// without an engine or a remote.
     public static func pushedSeq(in store: Store) throws(ConcordError) -> UInt64 {
-        try store.syncNumber(SyncKey.pushedSeq)
+        try store.syncState(.pushedSeq)
     }
 
     /// The id (hex) of the remote store `store` last synced with, if it synced.
     public static func remoteStoreID(in store: Store) throws(ConcordError) -> String? {
-        try store.syncValue(SyncKey.storeID)
+        try store.syncState(.remoteStoreID).map { Hex.encode($0) }
     }
 
     func pushedSeq() throws(ConcordError) -> UInt64 {
@@ -329,85 +329,11 @@ public actor SyncEngine {
 
     /// The seq of this replica's newest snapshot written (0 before the first).
     func snapshotSeq() throws(ConcordError) -> UInt64 {
-        try store.syncNumber(SyncKey.snapshotSeq)
+        try store.syncState(.snapshotSeq) ?? 0
     }
 
     /// The newest own seq a snapshot covers, its own or a shared one compaction found.
     func snapshotCovered() throws(ConcordError) -> UInt64 {
-        max(try snapshotSeq(), try store.syncNumber(SyncKey.snapshotCovered))
+        max(try snapshotSeq(), try store.syncState(.snapshotCovered))
     }
-}
-
-/// The sync engine's own values in a store (``ConcordStore/Store/syncValue(_:)``), named in
-/// one place. Prefixed names hold one value per replica, file or object.
-extension Store {
-    /// A number kept in the sync state: 0 when absent (or unreadable).
-    func syncNumber(_ key: String) throws(ConcordError) -> UInt64 {
-        UInt64(try syncValue(key) ?? "") ?? 0
-    }
-
-    func setSyncNumber(_ key: String, _ value: UInt64) throws(ConcordError) {
-        try setSyncValue(key, String(value))
-    }
-}
-
-enum SyncKey {
-    /// The remote store's id (hex) this store synced with.
-    static let storeID = "remote.storeID"
-    /// The pushed seq at which the remote was found to have lost the head of this store's
-    /// newest batch: its next new batch goes under a new id
-    /// (``SyncEngine/continueUnderANewIDAfterOwnLoss(into:)``).
-    static let ownLoss = "ownLoss.seq"
-    /// The `concord.json` this store unlocked, as text (``SyncEngine/keepManifest(_:in:)``).
-    static let manifestCopy = "remote.manifest"
-    /// The newest own batch confirmed on the remote.
-    static let pushedSeq = "push.seq"
-    /// The seq named by the newest own snapshot.
-    static let snapshotSeq = "snapshot.seq"
-    /// The BLAKE2b hash (hex) of the sealed bytes of the newest own snapshot.
-    static let snapshotDigest = "snapshot.digest"
-    /// The seq of the last snapshot put attempted: if it failed, the put may still have
-    /// landed (a lost reply), so the next one under that name first reads what is there.
-    static let snapshotAttempt = "snapshot.attempt"
-    /// The newest own seq a readable snapshot on the remote covered at the last compaction.
-    static let snapshotCovered = "snapshot.covered"
-    /// `covers.<path>`: per origin, the newest seq the snapshot at `path` contains.
-    static let coversPrefix = "covers."
-    /// What the newest own head written says (``SyncEngine/advertisement(of:)``).
-    static let headAdvertised = "head.advertised"
-    /// When the newest own head was written.
-    static let headWrittenAt = "head.writtenAt"
-    /// Own batches whose sealed bytes a compaction of the previous release left to forget.
-    static let sealedToForget = "sealed.forget"
-    /// `uploaded.<content hash>`: when this replica last uploaded a file.
-    static let uploadedPrefix = "uploaded."
-    /// `reupload.<content hash>`: a re-upload that has not succeeded yet.
-    static let reuploadPrefix = "reupload."
-    /// `references.<path>`: the keyed names of the files a batch or snapshot references.
-    static let referencesPrefix = "references."
-    /// `unreferenced.<keyed name>`: when this replica first found a remote file unreferenced.
-    static let unreferencedPrefix = "unreferenced."
-    /// `retired.<replica>`: replicas this one forgot, with the time of their newest head.
-    static let retiredPrefix = "retired."
-    /// `seen.<replica>`: the newest sync time any head of that replica said, for every
-    /// replica whose head was ever read — listed or not now, it exists until retired.
-    static let seenPrefix = "seen."
-    /// `unopened.<path>`: a head name whose object did not open, with its listed size and
-    /// time (``SyncEngine/listHeads()``): not read again while the listing shows it unchanged.
-    static let unopenedPrefix = "unopened."
-    /// Set while something the remote lost waits for a snapshot under a new name.
-    static let republishPending = "republish.pending"
-    /// When the sync last listed every replica's batches for ones that vanished.
-    static let lossCheckedAt = "loss.checkedAt"
-    /// The old id (hex) of a restored copy, while its unannounced batches wait to be
-    /// announced (``SyncEngine/announceOrphanedBatches(_:into:)``).
-    static let orphansOf = "restored.orphansOf"
-
-    /// `stable.<collection length>:<collection><id>`: when this replica first found a
-    /// deleted record's deletion causally stable (``SyncEngine/purgeDelay``).
-    static let stableSincePrefix = "stable."
-
-    static func stableSince(_ ref: RecordRef) -> String { "\(stableSincePrefix)\(ref.collection.utf8.count):\(ref.collection)\(ref.id)" }
-    static func uploaded(_ hash: ContentHash) -> String { uploadedPrefix + hash.hex }
-    static func skew(_ replica: ReplicaID) -> String { "skew.\(replica)" }
 }

@@ -13,12 +13,18 @@ extension SyncEngine {
         let fresh = store.configuration.newReplicaID()
         let old = try store.adoptIdentity(fresh, sharedThrough: try pushedSeq())
         // What this engine remembered of pushing under the old id no longer applies.
-        for key in [SyncKey.pushedSeq, SyncKey.snapshotSeq, SyncKey.snapshotCovered, SyncKey.headAdvertised, SyncKey.headWrittenAt, SyncKey.sealedToForget, SyncKey.snapshotDigest, SyncKey.snapshotAttempt, SyncKey.ownLoss] {
-            try store.setSyncValue(key, nil)
-        }
+        try store.setSyncState(.pushedSeq, 0)
+        try store.setSyncState(.snapshotSeq, nil)
+        try store.setSyncState(.snapshotCovered, 0)
+        try store.setSyncState(.headAdvertised, nil)
+        try store.setSyncState(.headWrittenAt, 0)
+        try store.clearSealedLeftToForget()
+        try store.setSyncState(.snapshotDigest, nil)
+        try store.setSyncState(.snapshotAttempt, nil)
+        try store.setSyncState(.ownLoss, nil)
         // Retired up to its newest head's time, like `forget`: it never writes again.
-        try store.setSyncNumber(SyncKey.retiredPrefix + old.description, oldHead?.syncedAt ?? clock.millisecondsSinceEpoch())
-        try store.setSyncValue(SyncKey.orphansOf, old.description)
+        try store.setReplicaFact(.retired, of: old, oldHead?.syncedAt ?? clock.millisecondsSinceEpoch())
+        try store.setSyncState(.orphansOf, old)
         return IdentityChange(old: old, new: fresh, evidence: evidence)
     }
 
@@ -74,11 +80,11 @@ extension SyncEngine {
     /// Runs from the sync that found the copy until one finds nothing left to announce.
     /// Returns the batches announced.
     func announceOrphanedBatches(_ heads: Heads, into report: inout SyncReport) async throws(ConcordError) -> [String] {
-        guard let value = try store.syncValue(SyncKey.orphansOf), let old = ReplicaID(hex: value) else { return [] }
-        let retiredAt = try store.syncNumber(SyncKey.retiredPrefix + old.description)
+        guard let old = try store.syncState(.orphansOf) else { return [] }
+        let retiredAt = try store.replicaFact(.retired, of: old) ?? 0
         let orphans = try await announceUnannouncedBatches(of: old, heads: heads, datedNoLaterThan: retiredAt, into: &report)
         // Kept until a sync finds nothing left to announce: the head's put may not have landed.
-        if orphans.isEmpty { try store.setSyncValue(SyncKey.orphansOf, nil) }
+        if orphans.isEmpty { try store.setSyncState(.orphansOf, nil) }
         return orphans
     }
 

@@ -30,8 +30,8 @@ extension SyncEngine {
             // The remote lost the head of the newest batch this store sealed (when it sealed
             // more, the head may be a newer one the listing missed): remembered before
             // anything is put, for ``continueUnderANewIDAfterOwnLoss(into:)``.
-            if try store.sealedSeq() == pushed, try store.syncValue(SyncKey.ownLoss) == nil {
-                try store.setSyncNumber(SyncKey.ownLoss, pushed)
+            if try store.sealedSeq() == pushed, try store.syncState(.ownLoss) == nil {
+                try store.setSyncState(.ownLoss, pushed)
             }
             republished += try await republishOwn(through: pushed, into: &report)
         }
@@ -81,7 +81,7 @@ extension SyncEngine {
             for (origin, uploaded) in gaps.unannounced.sorted(by: { $0.key < $1.key }) {
                 _ = try await announceUnannouncedBatches(of: origin, heads: heads, datedNoLaterThan: uploaded, into: &report)
             }
-            try store.setSyncNumber(SyncKey.lossCheckedAt, clock.millisecondsSinceEpoch())
+            try store.setSyncState(.lossCheckedAt, clock.millisecondsSinceEpoch())
         }
         if ownGaps, republished.isEmpty {
             republished += try await republishOwn(through: pushed, into: &report)
@@ -89,16 +89,16 @@ extension SyncEngine {
         if report.lossChecked {
             republished += try await reuploadLostFilesOfOwnBatches(listed: ownListed, into: &report)
         }
-        let pending = try store.syncValue(SyncKey.republishPending) != nil
+        let pending = try store.syncState(.republishPending)
         if !lost.isEmpty || pending {
             if let path = try await snapshotUnderANewName() {
                 republished.append(path)
-                try store.setSyncValue(SyncKey.republishPending, nil)
+                try store.setSyncState(.republishPending, false)
             } else {
                 // Its snapshot at the current seq was written before it applied what was
                 // lost: a name never gets other bytes, so the next own batch gives the new
                 // snapshot its name.
-                try store.setSyncValue(SyncKey.republishPending, "1")
+                try store.setSyncState(.republishPending, true)
             }
         }
         return republished
@@ -168,7 +168,7 @@ extension SyncEngine {
 
     /// Whether the periodic listing of every replica's batches is due.
     private func lossCheckIsDue() throws(ConcordError) -> Bool {
-        let last = try store.syncNumber(SyncKey.lossCheckedAt)
+        let last = try store.syncState(.lossCheckedAt)
         let now = clock.millisecondsSinceEpoch()
         return now < last || now - last >= lossCheckInterval
     }
@@ -294,7 +294,7 @@ extension SyncEngine {
             try await remote.delete(RemoteLayout.head(me, seq: head.seq))
         }
         if uncovered {
-            if let path = try await snapshotUnderANewName() { republished.append(path) } else { try store.setSyncValue(SyncKey.republishPending, "1") }
+            if let path = try await snapshotUnderANewName() { republished.append(path) } else { try store.setSyncState(.republishPending, true) }
         }
         return republished
     }
@@ -305,7 +305,7 @@ extension SyncEngine {
     /// (a reader) writes its one snapshot under seq 0.
     func snapshotUnderANewName() async throws(ConcordError) -> String? {
         let pushed = try pushedSeq()
-        let written = try store.syncValue(SyncKey.snapshotSeq) != nil
+        let written = try store.syncState(.snapshotSeq) != nil
         let current = try snapshotSeq()
         return try await writeSnapshot(republish: written && current == pushed)
     }
@@ -320,7 +320,7 @@ extension SyncEngine {
     /// re-stamped under the new id; nothing it sealed is (it sealed nothing past the lost
     /// head). Nothing happens while it has nothing new to write.
     func continueUnderANewIDAfterOwnLoss(into report: inout SyncReport) async throws(ConcordError) -> Bool {
-        guard report.restoredCopy == nil, let lost = try store.syncValue(SyncKey.ownLoss) else { return false }
+        guard report.restoredCopy == nil, let lost = try store.syncState(.ownLoss) else { return false }
         guard try store.sealedSeq() == pushedSeq(), try store.pendingChangeCount() > 0 else { return false }
         report.restoredCopy = try await recoverRestoredCopy(
             evidence: "the remote lost this replica's head at seq \(lost) (rolled back, restored, or deleted): this store cannot tell whether it is an older copy too, whose next batch name another replica already applied",

@@ -102,7 +102,7 @@ extension SyncEngine {
                 report.snapshotMissing = true
             }
         }
-        try store.setSyncNumber(SyncKey.snapshotCovered, covered)
+        try store.setSyncState(.snapshotCovered, covered)
         report.droppedSnapshots = try await dropSupersededSnapshots(snapshots)
         guard covered > 0 else { return }
         // 2. What every active replica has applied of ours (retired ones join a snapshot
@@ -128,10 +128,10 @@ extension SyncEngine {
         report.deletedBatches.sort()
         // Their sealed bytes are not needed any more: the snapshot covers them. (A store of
         // the previous release kept them one compaction longer, listed under
-        // `sealedToForget`: those go now too.)
-        let previous = (try store.syncValue(SyncKey.sealedToForget) ?? "").split(separator: ",").compactMap { UInt64($0) }
+        // ``ConcordStore/Store/sealedLeftToForget()``: those go now too.)
+        let previous = try store.sealedLeftToForget()
         try store.forgetSealedDeltas(previous + report.deletedBatches)
-        if !previous.isEmpty { try store.setSyncValue(SyncKey.sealedToForget, nil) }
+        if !previous.isEmpty { try store.clearSealedLeftToForget() }
     }
 
     /// Deletes this replica's snapshots that another one on the remote supersedes: a
@@ -180,9 +180,9 @@ extension SyncEngine {
     /// time only ever let a push skip a recent upload.
     func forgetOldUploads() throws(ConcordError) {
         let now = clock.millisecondsSinceEpoch()
-        for (hex, value) in try store.syncValues(prefix: SyncKey.uploadedPrefix) {
-            if let at = UInt64(value), at <= now, now - at <= uploadDeadline { continue }
-            try store.setSyncValue(SyncKey.uploadedPrefix + hex, nil)
+        for (hash, at) in try store.uploadTimes() {
+            if at <= now, now - at <= uploadDeadline { continue }
+            try store.setUploadedAt(hash, nil)
         }
     }
 

@@ -73,9 +73,9 @@ extension SyncEngine {
         }
         // A file must look unreferenced to this replica for a whole grace period, not only
         // be old: a listing that missed its reference once will not miss it for that long.
-        let sightings = try store.syncValues(prefix: SyncKey.unreferencedPrefix).compactMapValues { UInt64($0) }
+        let sightings = try store.unreferencedSince()
         let now = clock.millisecondsSinceEpoch()
-        for (name, _) in sightings where referenced.contains(name) { try store.setSyncValue(SyncKey.unreferencedPrefix + name, nil) }
+        for (name, _) in sightings where referenced.contains(name) { try store.setUnreferencedSince(name, nil) }
         for object in listed {
             guard case let .blob(name)? = RemoteLayout.parse(object.path), !referenced.contains(name) else { continue }
             guard isOld(object, now: now) else {
@@ -83,7 +83,7 @@ extension SyncEngine {
                 continue
             }
             guard let first = sightings[name], first <= now, now - first >= blobGracePeriod else {
-                if sightings[name] == nil { try store.setSyncNumber(SyncKey.unreferencedPrefix + name, now) }
+                if sightings[name] == nil { try store.setUnreferencedSince(name, now) }
                 report.awaitingFiles += 1
                 continue
             }
@@ -95,7 +95,7 @@ extension SyncEngine {
                 continue
             }
             try await remote.delete(object.path)
-            try store.setSyncValue(SyncKey.unreferencedPrefix + name, nil)
+            try store.setUnreferencedSince(name, nil)
             report.deletedFiles.append(object.path)
         }
         // Files that went elsewhere (another replica swept them) are forgotten in time.
@@ -103,7 +103,7 @@ extension SyncEngine {
             if case let .blob(name)? = RemoteLayout.parse(object.path) { name } else { nil }
         })
         for (name, first) in sightings where !names.contains(name) && first <= now && now - first > 4 * blobGracePeriod {
-            try store.setSyncValue(SyncKey.unreferencedPrefix + name, nil)
+            try store.setUnreferencedSince(name, nil)
         }
         return report
     }
@@ -128,7 +128,7 @@ extension SyncEngine {
     /// remembered locally and each is read once.
     func referencedFiles(standings: [ReplicaID: Standing]) async throws(ConcordError) -> Result<Set<String>, ConcordError> {
         var names = Set(try store.referencedFiles().map { BlobName.keyedName(for: $0, key: keys.blobNames) })
-        let cached = try store.syncValues(prefix: SyncKey.referencesPrefix)
+        let cached = try store.knownReferences()
         let listed = Set(Self.unique(try await remote.list(prefix: RemoteLayout.replicasPrefix) + (try await remote.list(prefix: RemoteLayout.snapshotsPrefix)))
             .map(\.path).filter { path in
                 switch RemoteLayout.parse(path) {
@@ -166,7 +166,7 @@ extension SyncEngine {
             if let known = cached[path] {
                 // Seen before: still there if listed, or if it can be fetched.
                 if !listed.contains(path), try await objects.fetch(path) == nil { continue }
-                names.formUnion(known.split(separator: ",").map(String.init))
+                names.formUnion(known)
                 present.insert(path)
                 continue
             }
@@ -184,10 +184,10 @@ extension SyncEngine {
             let keyed = hashes.map { BlobName.keyedName(for: $0, key: keys.blobNames) }.sorted()
             names.formUnion(keyed)
             present.insert(path)
-            try store.setSyncValue(SyncKey.referencesPrefix + path, keyed.joined(separator: ","))
+            try store.setKnownReferences(Set(keyed), of: path)
         }
         // Forget what objects that are gone referenced.
-        for path in cached.keys where !present.contains(path) { try store.setSyncValue(SyncKey.referencesPrefix + path, nil) }
+        for path in cached.keys where !present.contains(path) { try store.setKnownReferences(nil, of: path) }
         return .success(names)
     }
 
@@ -227,9 +227,9 @@ extension SyncEngine {
     /// file is remembered, and every push tries again first: a failed upload may have left a
     /// torn object in place of a good one.
     func reupload(_ hash: ContentHash, path: String) async throws(ConcordError) {
-        try store.setSyncValue(SyncKey.reuploadPrefix + hash.hex, "1")
+        try store.setReuploadPending(hash, true)
         _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
-        try store.setSyncValue(SyncKey.reuploadPrefix + hash.hex, nil)
+        try store.setReuploadPending(hash, false)
     }
 
 
@@ -250,9 +250,9 @@ extension SyncEngine {
     /// Finishes the uploads ``reupload(_:path:)`` could not (one blocked by a planted folder
     /// stays for the next push).
     func finishReuploads(into report: inout SyncReport) async throws(ConcordError) {
-        for hex in try store.syncValues(prefix: SyncKey.reuploadPrefix).keys.sorted() {
-            guard let hash = ContentHash(hex: hex), store.blobs.contains(hash) else {
-                try store.setSyncValue(SyncKey.reuploadPrefix + hex, nil)
+        for hash in try store.pendingReuploads() {
+            guard store.blobs.contains(hash) else {
+                try store.setReuploadPending(hash, false)
                 continue
             }
             _ = try await reuploadUnlessBlocked(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames), into: &report)

@@ -51,10 +51,10 @@ extension SyncEngine {
         // read from it: the listing may have missed a newer one (the sync fuzz found a purge
         // that dropped the fields of a record a replica was updating concurrently, with
         // every head missing from one listing).
-        var retiredAt = Head.replicaKeyed(try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) })
+        var retiredAt = try store.replicaFacts(.retired)
         for standing in standings.values { retiredAt.merge(Head.replicaKeyed(standing.head?.retired ?? [:]), uniquingKeysWith: max) }
-        for (hex, value) in try store.syncValues(prefix: SyncKey.seenPrefix).sorted(by: { $0.key < $1.key }) {
-            guard let replica = ReplicaID(hex: hex), replica != store.replicaID, standings[replica] == nil, let seen = UInt64(value) else { continue }
+        for (replica, seen) in try store.replicaFacts(.seen).sorted(by: { $0.key < $1.key }) {
+            guard replica != store.replicaID, standings[replica] == nil else { continue }
             if let at = retiredAt[replica], seen <= at { continue }
             report.skipped = "the head of replica \(replica) is not listed (a listing missed it, or it was deleted): stability cannot be shown without it"
             return report
@@ -80,20 +80,19 @@ extension SyncEngine {
         // When each was first found stable; records no longer stable are forgotten (one
         // deleted again later waits again).
         let now = clock.millisecondsSinceEpoch()
-        var found = try store.syncValues(prefix: SyncKey.stableSincePrefix)
+        var found = try store.stableSince()
         var settled: [RecordRef] = []
         for record in stable {
-            let key = SyncKey.stableSince(record.ref)
-            if let value = found.removeValue(forKey: String(key.dropFirst(SyncKey.stableSincePrefix.count))), let since = UInt64(value), since <= now {
+            if let since = found.removeValue(forKey: record.ref), since <= now {
                 if now - since >= purgeDelay { settled.append(record.ref) }
             } else {
-                try store.setSyncNumber(key, now)
+                try store.setStableSince(record.ref, now)
             }
         }
-        for stale in found.keys { try store.setSyncValue(SyncKey.stableSincePrefix + stale, nil) }
+        for stale in found.keys { try store.setStableSince(stale, nil) }
         report.waiting = dead.count - settled.count
         report.purged = try store.purge(settled, within: bound)
-        for ref in report.purged { try store.setSyncValue(SyncKey.stableSince(ref), nil) }
+        for ref in report.purged { try store.setStableSince(ref, nil) }
         return report
     }
 }

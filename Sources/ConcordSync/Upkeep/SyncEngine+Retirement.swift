@@ -40,7 +40,7 @@ extension SyncEngine {
             if let head = try? await readHead(replica, seq: seq) { read[replica] = head }
         }
         // Retirements are kept in heads, so they reach every replica; the latest one wins.
-        var retiredAt = Head.replicaKeyed(try store.syncValues(prefix: SyncKey.retiredPrefix).compactMapValues { UInt64($0) })
+        var retiredAt = try store.replicaFacts(.retired)
         for head in read.values { retiredAt.merge(Head.replicaKeyed(head.retired ?? [:]), uniquingKeysWith: max) }
         let now = clock.millisecondsSinceEpoch()
         let applied = try store.appliedSeqs()
@@ -51,7 +51,7 @@ extension SyncEngine {
             // authenticates (a rolled-back remote): its time counts no less than the newest
             // this replica saw of it, so a rollback cannot make an active replica look
             // silent or forgotten.
-            let seen = try store.syncNumber(SyncKey.seenPrefix + replica.description)
+            let seen = try store.replicaFact(.seen, of: replica) ?? 0
             if head == nil, replica != store.replicaID, seen == 0, applied[replica] == nil { continue }
             let syncedAt = head.map { max($0.syncedAt, seen) } ?? (seen > 0 ? seen : nil)
             let status: ReplicaStatus
@@ -67,8 +67,7 @@ extension SyncEngine {
             standings[replica] = Standing(seq: seq, head: head, status: status)
             // Remembered, so a later listing that misses its head cannot make it unknown.
             if let head, replica != store.replicaID {
-                let key = SyncKey.seenPrefix + replica.description
-                if try store.syncNumber(key) < head.syncedAt { try store.setSyncNumber(key, head.syncedAt) }
+                if try store.replicaFact(.seen, of: replica) ?? 0 < head.syncedAt { try store.setReplicaFact(.seen, of: replica, head.syncedAt) }
             }
         }
         return standings
@@ -99,7 +98,7 @@ extension SyncEngine {
         if head == nil, heads.latest[replica] != nil { head = try? await readHead(replica, seq: seq) }
         // Retired up to its newest head's time: a head written after it means it is back.
         let at = head?.syncedAt ?? clock.millisecondsSinceEpoch()
-        try store.setSyncNumber(SyncKey.retiredPrefix + replica.description, at)
+        try store.setReplicaFact(.retired, of: replica, at)
         var report = SyncReport()
         try await push(into: &report, progress: nil)  // writes the head: what it says changed
         return ReplicaInfo(id: replica, deviceName: head?.device, lastSync: head?.syncedAt ?? 0, seq: seq, status: .forgotten)

@@ -33,15 +33,15 @@ extension SyncEngine {
         // (Proofs/Spin: each snapshot name sealed once) — unless it is gone from the remote
         // and the state is unchanged: sealing is deterministic, so the same bytes come back.
         // A new one comes with the next push.
-        let recorded = try store.syncValue(SyncKey.snapshotSeq) != nil
+        let recorded = try store.syncState(.snapshotSeq) != nil
         let named = try snapshotSeq()
         let taken = recorded && named == seq
         if taken, !republish { return path }
         // Written as the store reads its records: the state is never held whole.
         let (plaintext, files) = try store.exportSnapshotObject(appliedSeqs: seqs)
         let sealed = EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.snapshots)
-        let digest = ContentHasher.hash(sealed).hex
-        if taken, try store.syncValue(SyncKey.snapshotDigest) != digest { return nil }
+        let digest = ContentHasher.hash(sealed).bytes
+        if taken, try store.syncState(.snapshotDigest) != digest { return nil }
         // Its files first, as a push does: a snapshot may reference a file whose batches are
         // gone, and a fresh snapshot may be missing from listings for a while; a file just
         // (re-)uploaded is young, so the sweep keeps it until listings show the snapshot.
@@ -54,16 +54,16 @@ extension SyncEngine {
         }
         // A put under this name that failed may have landed all the same (its reply was
         // lost) with the state of then: that snapshot stands — one name, one content.
-        if !taken, try store.syncValue(SyncKey.snapshotAttempt) == String(seq), let landed = try await objects.authenticBytes(at: path), landed != sealed {
-            try store.setSyncNumber(SyncKey.snapshotSeq, seq)
-            try store.setSyncValue(SyncKey.snapshotDigest, ContentHasher.hash(landed).hex)
+        if !taken, try store.syncState(.snapshotAttempt) == seq, let landed = try await objects.authenticBytes(at: path), landed != sealed {
+            try store.setSyncState(.snapshotSeq, seq)
+            try store.setSyncState(.snapshotDigest, ContentHasher.hash(landed).bytes)
             _ = try await refreshHead()
             return path
         }
-        try store.setSyncNumber(SyncKey.snapshotAttempt, seq)
+        try store.setSyncState(.snapshotAttempt, seq)
         try await remote.put(path, sealed)
-        try store.setSyncNumber(SyncKey.snapshotSeq, seq)
-        try store.setSyncValue(SyncKey.snapshotDigest, digest)
+        try store.setSyncState(.snapshotSeq, seq)
+        try store.setSyncState(.snapshotDigest, digest)
         _ = try await refreshHead()  // the head names the newest snapshot
         let mine = try await listSnapshots().filter { $0.writer == store.replicaID }.map(\.seq).sorted()
         for old in mine.dropLast(2) where old < seq {
@@ -100,8 +100,8 @@ extension SyncEngine {
         }
         // What snapshots no longer listed covered is not needed any more.
         let listed = Set(snapshots.map(\.path))
-        for (path, _) in try store.syncValues(prefix: SyncKey.coversPrefix) where !listed.contains(path) {
-            try store.setSyncValue(SyncKey.coversPrefix + path, nil)
+        for path in try store.snapshotsOfKnownCoverage() where !listed.contains(path) {
+            try store.setKnownCoverage(nil, of: path)
         }
         return snapshots
     }
@@ -125,17 +125,12 @@ extension SyncEngine {
 
     /// What the snapshot at `path` covers, if it was read before (``rememberCoverage(_:of:)``).
     func knownCoverage(of path: String) throws(ConcordError) -> [ReplicaID: UInt64]? {
-        guard let known = try store.syncValue(SyncKey.coversPrefix + path),
-              let covers = try? JSONDecoder().decode([String: UInt64].self, from: Data(known.utf8)) else { return nil }
-        return Head.replicaKeyed(covers)
+        try store.knownCoverage(of: path)
     }
 
     /// Remembers what the snapshot at `path` covers: a name never gets other bytes.
     func rememberCoverage(_ covers: [ReplicaID: UInt64], of path: String) throws(ConcordError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        guard let json = try? encoder.encode(Head.hexKeyed(covers)) else { return }
-        try store.setSyncValue(SyncKey.coversPrefix + path, String(decoding: json, as: UTF8.self))
+        try store.setKnownCoverage(covers, of: path)
     }
 
     /// A replica that has applied nothing joins the newest readable snapshot first.
