@@ -61,8 +61,12 @@ crash-enum: deps servers
 powercut-mutants: deps
 	SWIFT=$(SWIFT) scripts/powercut-mutants.sh
 
-# The DocC documentation of the Concord module: Sources/Concord/Concord.docc and the
-# snippets in Snippets/, compiled and run (scripts/build-docs.sh). Fails on any warning.
+# The DocC documentation, one combined archive: the articles of Sources/Concord/Concord.docc
+# with the snippets in Snippets/, compiled and run, and the API reference of the modules
+# `import Concord` brings in, each main type's members grouped by task (the catalogs
+# Sources/<module>/<module>.docc). Fails on any warning, so on a broken symbol link, and if
+# the pages of Store, StoredRecord, SyncEngine, AutoSync or Remote are missing
+# (scripts/build-docs.sh).
 docs: deps
 	SWIFT=$(SWIFT) scripts/build-docs.sh
 

@@ -36,7 +36,7 @@ public protocol Remote: Sendable {
     /// The object at `path`, or nil if there is none.
     func get(_ path: String) async throws(ConcordError) -> [UInt8]?
     /// The object at `path`, or nil if there is none — unless it is larger than `limit`
-    /// bytes: then it throws ``ConcordCore/ConcordError/Code/limitExceeded``
+    /// bytes: then it throws ``/ConcordCore/ConcordError/Code/limitExceeded``
     /// (``ConcordCore/ConcordError/objectTooLarge(_:size:atLeast:limit:)``) having read at
     /// most `limit + 1` bytes. Pass the limit of the object's kind,
     /// ``RemoteLayout/maxObjectSize(forPath:)``.
@@ -57,7 +57,7 @@ public protocol Remote: Sendable {
     func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool
     /// ``getStream(_:write:)`` of an object the reader expects to be at most `limit` bytes
     /// (a file's sealed size, known from its authenticated reference): a larger one throws
-    /// ``ConcordCore/ConcordError/Code/limitExceeded``
+    /// ``/ConcordCore/ConcordError/Code/limitExceeded``
     /// (``ConcordCore/ConcordError/objectTooLarge(_:size:atLeast:limit:)``) before `write`
     /// gets a byte past the limit, and an HTTP remote also stops a read slower than its
     /// bounds allow for `limit` bytes. *Why*: whoever can write the storage or answer its

@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// The binary encoding of a ``ConcordCore/Delta`` (docs/FORMAT.md §4.3).
+/// The binary encoding of a ``/ConcordCore/Delta`` (docs/FORMAT.md §4.3).
 ///
 /// Encoding is deterministic: a delta has exactly one encoding in each format version, and
 /// decoding accepts only that one, so `encode(decode(bytes), version: version(of: bytes))
@@ -43,7 +43,7 @@ public enum DeltaCodec {
 
     /// Decodes a delta from untrusted bytes.
     ///
-    /// - Throws: ``ConcordCore/ConcordError`` with code `truncated`, `malformed`,
+    /// - Throws: ``/ConcordCore/ConcordError`` with code `truncated`, `malformed`,
     ///   `unsupportedVersion` or `limitExceeded`, naming the byte offset and what was wrong.
     public static func decode(_ bytes: [UInt8]) throws(ConcordError) -> Delta {
         var reader = ByteReader(bytes, what: "delta")

@@ -1,7 +1,7 @@
 import ConcordCore
 
 /// The limits of format versions 1 and 2 (docs/FORMAT.md §5). A decoder refuses anything larger
-/// with ``ConcordCore/ConcordError/Code/limitExceeded`` before allocating for it.
+/// with ``/ConcordCore/ConcordError/Code/limitExceeded`` before allocating for it.
 public enum FormatLimits {
     /// Bytes of a collection or field name.
     public static let nameBytes = 1_024

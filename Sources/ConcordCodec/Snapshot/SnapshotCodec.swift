@@ -5,7 +5,7 @@ import ConcordCore
 public enum SnapshotCodec {
     /// Encodes a replica's state.
     ///
-    /// - Throws: ``ConcordCore/ConcordError/Code/invalidOperation`` for a state with slot
+    /// - Throws: ``/ConcordCore/ConcordError/Code/invalidOperation`` for a state with slot
     ///   scopes (a delta seen as a state), which no replica holds and no snapshot stores.
     public static func encode(_ state: StoreState) throws(ConcordError) -> [UInt8] {
         guard !state.hasScopes else {

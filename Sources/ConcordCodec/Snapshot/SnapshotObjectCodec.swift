@@ -35,7 +35,7 @@ public enum SnapshotObjectCodec {
         return bytes
     }
 
-    /// - Throws: ``ConcordCore/ConcordError/Code/truncated`` when the seq table runs past
+    /// - Throws: ``/ConcordCore/ConcordError/Code/truncated`` when the seq table runs past
     ///   the end; `malformed` when its replicas are not in strictly ascending order (one
     ///   encoding per contents, as everywhere in the format); what ``SnapshotCodec/decode(_:)``
     ///   throws for the state.

@@ -2,7 +2,7 @@ import CSodium
 import ConcordCore
 
 /// A streaming BLAKE2b-256 hasher (`crypto_generichash_init/update/final`, unkeyed, 32-byte
-/// output) producing a file's ``ContentHash`` — the identity of a file everywhere in
+/// output) producing a file's ``/ConcordCore/ContentHash`` — the identity of a file everywhere in
 /// Concord (docs/ARCHITECTURE.md §3). Feed it the content in pieces of any size; memory stays
 /// constant. Non-copyable: a hasher is consumed by ``finalize()``.
 public struct ContentHasher: ~Copyable {

@@ -12,7 +12,8 @@ public struct PasswordHashLimits: Hashable, Sendable, CustomStringConvertible {
     /// Argon2id memory in bytes (`memlimit`).
     public let memLimit: UInt64
 
-    /// Limits as given. They are checked against ``accepted`` when used, not here.
+    /// Limits as given. They are checked against the accepted range (``validate()``) when
+    /// used, not here.
     public init(opsLimit: UInt64, memLimit: UInt64) {
         self.opsLimit = opsLimit
         self.memLimit = memLimit

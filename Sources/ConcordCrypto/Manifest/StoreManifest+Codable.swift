@@ -7,7 +7,7 @@ extension StoreManifest: Codable {
     }
 
     /// Decodes `concord.json`. Reads `formatVersion` first and throws `unsupportedVersion`
-    /// (a ``ConcordError``) for any version but ``currentFormatVersion`` before looking at
+    /// (a ``ConcordCore/ConcordError``) for any version but ``currentFormatVersion`` before looking at
     /// other fields, whose meaning may differ in other versions.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

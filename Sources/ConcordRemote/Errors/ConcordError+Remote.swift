@@ -37,7 +37,7 @@ extension ConcordError.Code {
 }
 
 extension ConcordError {
-    /// The ``ConcordCore/ConcordError/Code/limitExceeded`` error of a
+    /// The ``/ConcordCore/ConcordError/Code/limitExceeded`` error of a
     /// ``Remote/get(_:limit:)`` whose object is larger than `limit`: it names the object,
     /// the size found (at least, when the remote stopped reading at `limit + 1` bytes) and
     /// the limit. One message for every remote, so callers and people see the same words.

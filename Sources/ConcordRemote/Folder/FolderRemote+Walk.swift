@@ -27,7 +27,7 @@ extension FolderRemote {
     /// root itself is opened by its path (a person chose it; it may be a link).
     ///
     /// `create`: make missing components (fsyncing each new folder's parent). Throws
-    /// ``ConcordError/Code/remote`` if the root is missing or the file system fails; `action`
+    /// ``ConcordCore/ConcordError/Code/remote`` if the root is missing or the file system fails; `action`
     /// and `object` go into that message.
     func walk(to folder: String, create: Bool, _ action: String, _ object: String) throws(ConcordError) -> Walk {
         var descriptor: Int32
@@ -112,7 +112,7 @@ extension FolderRemote {
         )
     }
 
-    /// The ``ConcordError/Code/unreadableObject`` error of a read of `path`.
+    /// The ``ConcordCore/ConcordError/Code/unreadableObject`` error of a read of `path`.
     func unreadable(_ path: String, _ why: String) -> ConcordError {
         let advice = path == RemoteLayout.manifestPath
             ? "Concord did not write it and cannot open the store without its concord.json — remove it from the store folder and put "

@@ -24,7 +24,7 @@ import Darwin
 ///   `.stversions` and a user's own files are never listed or read.
 /// - **A missing root is an error, never an empty store.** If the folder is gone — an
 ///   unmounted drive, a sync client that has not created it yet — every call throws
-///   ``ConcordError/Code/remote`` rather than answering "nothing there", so a replica never
+///   ``ConcordCore/ConcordError/Code/remote`` rather than answering "nothing there", so a replica never
 ///   mistakes an absent folder for an empty store and starts a new one. Operations create
 ///   the layout's folders below the root but never the root itself.
 /// - **Nothing planted in the folder makes it leave the root, hang or read without bound.**
@@ -34,27 +34,27 @@ import Darwin
 ///     its parent with `openat(…, O_DIRECTORY|O_NOFOLLOW)`, and files are created, renamed,
 ///     examined and deleted relative to their open folder (`openat`, `renameat`,
 ///     `unlinkat`, `fstatat(AT_SYMLINK_NOFOLLOW)`). A put or delete through a folder that is
-///     a link throws ``ConcordError/Code/remote``; nothing outside the root is written, read
+///     a link throws ``ConcordCore/ConcordError/Code/remote``; nothing outside the root is written, read
 ///     or deleted, and ``sweepTemporaryFiles(olderThan:now:)`` removes only regular files
 ///     inside real layout folders. The root itself may be a link: a person chose it.
 ///   - it opens only regular files, never blocking (`lstat`, then
 ///     `O_RDONLY|O_NONBLOCK|O_NOFOLLOW`, then `fstat`): a folder, link, FIFO, device or
 ///     socket at an object's name, or a file this user may not read, is
-///     ``ConcordError/Code/unreadableObject``, naming it, so a caller skips that object
+///     ``ConcordCore/ConcordError/Code/unreadableObject``, naming it, so a caller skips that object
 ///     and syncs the rest;
 ///   - a put renames its temporary file over whatever stands at the name: a planted link,
 ///     FIFO, device or file is replaced, never followed or opened; a planted folder cannot
-///     be, and the put throws ``ConcordError/Code/unreadableObject`` naming it;
+///     be, and the put throws ``ConcordCore/ConcordError/Code/unreadableObject`` naming it;
 ///   - ``get(_:limit:)`` checks the size first and reads at most `limit + 1` bytes, throwing
-///     ``ConcordCore/ConcordError/Code/limitExceeded`` above the limit; a put above its
+///     ``/ConcordCore/ConcordError/Code/limitExceeded`` above the limit; a put above its
 ///     kind's limit (``RemoteLayout/maxObjectSize(for:)``) is refused before writing;
 ///   - listings list only regular files and enter only real folders; the entries they skip
 ///     for that reason are reported by ``inspect(prefix:)``.
 /// - **Streams use constant memory**: 64 KiB chunks (``chunkSize``).
-/// - Every failure is a ``ConcordError``: ``ConcordError/Code/invalidRemotePath`` for a
-///   path outside the layout (nothing touched), ``ConcordError/Code/unreadableObject`` and
-///   ``ConcordCore/ConcordError/Code/limitExceeded`` for one bad object,
-///   ``ConcordError/Code/remote`` for the file system, with the object, the folder and what
+/// - Every failure is a ``ConcordCore/ConcordError``: ``ConcordCore/ConcordError/Code/invalidRemotePath`` for a
+///   path outside the layout (nothing touched), ``ConcordCore/ConcordError/Code/unreadableObject`` and
+///   ``/ConcordCore/ConcordError/Code/limitExceeded`` for one bad object,
+///   ``ConcordCore/ConcordError/Code/remote`` for the file system, with the object, the folder and what
 ///   to do in the message.
 ///
 /// Calls do blocking file I/O on the calling task; they are short except for streams.
@@ -75,7 +75,7 @@ public struct FolderRemote: Remote {
 
     /// A remote over the folder at `root` (absolute, or relative to the current folder).
     ///
-    /// Throws ``ConcordError/Code/remote`` if `root` is not an existing folder — unless
+    /// Throws ``ConcordCore/ConcordError/Code/remote`` if `root` is not an existing folder — unless
     /// `createIfMissing` is true, in which case it and its parents are created. Create the
     /// root only when a person has just chosen it (setting up a new store); on later launches
     /// a missing root means an unmounted drive or an unsynced folder, and must be reported.
@@ -124,14 +124,14 @@ public struct FolderRemote: Remote {
 
     /// The file's bytes, or nil if there is no file at `path` (and the root exists): within
     /// the limit of its kind (``RemoteLayout/maxObjectSize(forPath:)``), as the HTTP remotes
-    /// read it — a larger file throws ``ConcordCore/ConcordError/Code/limitExceeded``
+    /// read it — a larger file throws ``/ConcordCore/ConcordError/Code/limitExceeded``
     /// without being read.
     public func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
         try await get(path, limit: RemoteLayout.maxObjectSize(forPath: path))
     }
 
     /// The file's bytes, or nil if there is no file at `path`; throws
-    /// ``ConcordCore/ConcordError/Code/limitExceeded`` without reading if the file is larger
+    /// ``/ConcordCore/ConcordError/Code/limitExceeded`` without reading if the file is larger
     /// than `limit` bytes, and after reading at most `limit + 1` bytes if it grew meanwhile.
     public func get(_ path: String, limit: UInt64) async throws(ConcordError) -> [UInt8]? {
         try RemoteLayout.validateObjectPath(path)
@@ -152,7 +152,7 @@ public struct FolderRemote: Remote {
     ///
     /// Removes the entry itself, relative to its folder opened without following links: a
     /// link at `path` is removed, its target never touched; a folder on the way that is a
-    /// link is refused (``ConcordError/Code/remote``), nothing deleted.
+    /// link is refused (``ConcordCore/ConcordError/Code/remote``), nothing deleted.
     public func delete(_ path: String) async throws(ConcordError) {
         try RemoteLayout.validateObjectPath(path)
         let (folder, name) = Self.split(path)
@@ -193,7 +193,7 @@ public struct FolderRemote: Remote {
     }
 
     /// ``getStream(_:write:)`` of a file of at most `limit` bytes: a larger one throws
-    /// ``ConcordCore/ConcordError/Code/limitExceeded`` before anything is read.
+    /// ``/ConcordCore/ConcordError/Code/limitExceeded`` before anything is read.
     public func getStream(_ path: String, limit: UInt64, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
         try RemoteLayout.validateObjectPath(path)
         return try read(path, limit: limit) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in try write(Array(chunk)) }
@@ -271,8 +271,8 @@ public struct FolderRemote: Remote {
     /// Opens each folder below the root without following links, then the file itself only
     /// if it is a regular file (``POSIX/openRegularFile(at:_:)``: never a link, FIFO, device
     /// or folder, never blocking); anything else, or a file this user may not read, is
-    /// ``ConcordError/Code/unreadableObject``. With a `limit`, a file larger than it throws
-    /// ``ConcordCore/ConcordError/Code/limitExceeded`` before anything is read, and no more
+    /// ``ConcordCore/ConcordError/Code/unreadableObject``. With a `limit`, a file larger than it throws
+    /// ``/ConcordCore/ConcordError/Code/limitExceeded`` before anything is read, and no more
     /// than `limit + 1` bytes are ever read (a file may grow while it is read).
     private func read(_ path: String, limit: UInt64?, chunk: (UnsafeRawBufferPointer) throws(ConcordError) -> Void) throws(ConcordError) -> Bool {
         let (folderPath, name) = Self.split(path)

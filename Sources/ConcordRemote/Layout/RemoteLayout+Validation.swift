@@ -7,7 +7,7 @@ extension RemoteLayout {
     /// Rule: remotes call this before touching storage. *Why*: a name outside the layout
     /// could escape the store's root (`..`, `/etc/…`), collide with a remote's temporary
     /// files, or be written and then never seen again, since listings show only layout
-    /// names. Throws ``ConcordError/Code/invalidRemotePath`` — a caller's bug.
+    /// names. Throws ``ConcordCore/ConcordError/Code/invalidRemotePath`` — a caller's bug.
     public static func validateObjectPath(_ path: String) throws(ConcordError) {
         try validateSyntax(path, what: "remote path", allowEmptyLast: false)
         guard parse(path) != nil else {
@@ -22,7 +22,7 @@ extension RemoteLayout {
 
     /// Checks a listing prefix: relative, no `..` or `.` or empty folder component, no NUL
     /// or backslash. Any such string is accepted, even one no layout name starts with (its
-    /// listing is empty). Throws ``ConcordError/Code/invalidRemotePath``.
+    /// listing is empty). Throws ``ConcordCore/ConcordError/Code/invalidRemotePath``.
     public static func validatePrefix(_ prefix: String) throws(ConcordError) {
         try validateSyntax(prefix, what: "listing prefix", allowEmptyLast: true)
     }

@@ -11,7 +11,7 @@ import ConcordCore
 /// blobs/<2 hex>/<keyed name>                     file contents
 /// ```
 ///
-/// `<replica>` is 32 lowercase hex digits (``ReplicaID/description``), `<seq>` a `UInt64`
+/// `<replica>` is 32 lowercase hex digits (``/ConcordCore/ReplicaID/description``), `<seq>` a `UInt64`
 /// as exactly 16 lowercase hex digits, `<keyed name>` 64 lowercase hex digits whose first
 /// two are the `<2 hex>` folder.
 ///

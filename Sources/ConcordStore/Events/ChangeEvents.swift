@@ -42,7 +42,15 @@ extension Store {
     }
 
     /// Every change to this store from now on — local writes and applied remote deltas
-    /// alike — one event per changed record, delivered after the change commits. (One
+    /// alike — one event per changed record, delivered after the change commits.
+    ///
+    /// ```swift
+    /// for await change in store.changes() where change.origin != .local {
+    ///     print("\(change.ref) changed elsewhere: \(change.fields.sorted())")
+    /// }
+    /// ```
+    ///
+    /// (One
     /// exception: a new replica's first snapshot, joined as it is read, keeps its events only
     /// if a stream was subscribed when the join began, so that joining a million records
     /// holds no million events for nobody; subscribe before the first sync.)

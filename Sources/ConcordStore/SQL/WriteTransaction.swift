@@ -5,7 +5,7 @@ import GRDB
 
 /// The writes of one ``Store/write(_:)`` call: one SQLite transaction and one stamp.
 ///
-/// The mutations mean exactly what ``ConcordCore/Replica``'s do (docs/ARCHITECTURE.md §2): the store's
+/// The mutations mean exactly what ``/ConcordCore/Replica``'s do (docs/ARCHITECTURE.md §2): the store's
 /// tests run the same operations through both and compare their deltas and dumps. All the
 /// writes of one transaction share its stamp, so they are one write: they become visible
 /// together, locally and on every replica.

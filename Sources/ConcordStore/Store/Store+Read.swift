@@ -6,6 +6,14 @@ import GRDB
 /// The app's reads: records, raw state, the canonical dump and conflicts.
 extension Store {
     /// The visible fields of a record, or nil if it is not visible.
+    ///
+    /// ```swift
+    /// if let fields = try store.record(RecordRef(collection: "games", id: "zelda")) {
+    ///     for (name, value) in fields { print(name, value) }  // sorted by name
+    /// }
+    /// ```
+    ///
+    /// Nil for a record that never existed and for a deleted one alike.
     public func record(_ ref: RecordRef) throws(ConcordError) -> [(name: String, value: FieldValue)]? {
         do {
             if case let .read(fields) = try pointReader.record(ref) { return fields }
@@ -22,6 +30,12 @@ extension Store {
     }
 
     /// The visible records of a collection, sorted by id.
+    ///
+    /// ```swift
+    /// for (id, fields) in try store.records(in: "games") {
+    ///     print(id, fields.map(\.name))  // each record's fields, sorted by name
+    /// }
+    /// ```
     public func records(in collection: String) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
         try read { db in
             let ids = try String.fetchAll(db, sql: """
@@ -51,6 +65,17 @@ extension Store {
     }
 
     /// Every open conflict, in canonical order.
+    ///
+    /// ```swift
+    /// for conflict in try store.conflicts() where conflict.kind == .deleteUpdate {
+    ///     try store.keepRecord(conflict.ref)  // or delete it again
+    /// }
+    /// ```
+    ///
+    /// A `fileFork` lists the versions of a file field that replicas wrote concurrently
+    /// (``keepVersion(_:_:hash:)`` keeps one); a `deleteUpdate`, a record deleted while
+    /// another replica changed it (``keepRecord(_:)`` or ``delete(_:)``). The list is the same
+    /// on every replica that has seen the same changes.
     public func conflicts() throws(ConcordError) -> [Conflict] {
         try read { db in
             let candidates = try Row.fetchAll(db, sql: """

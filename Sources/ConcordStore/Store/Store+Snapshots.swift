@@ -8,7 +8,7 @@ extension Store {
     /// The full state with its version vector, for another replica to join.
     ///
     /// - Throws: `invalidOperation` while local changes are unsealed: a snapshot must hold
-    ///   only sealed changes (see ``ConcordCore/Replica/snapshot``); call ``seal()`` first.
+    ///   only sealed changes (see ``/ConcordCore/Replica/snapshot``); call ``seal(maxSlots:)`` first.
     public func exportSnapshot() throws(ConcordError) -> StoreState {
         try read { db in
             guard try SlotIO.outboxIsEmpty(db) else {

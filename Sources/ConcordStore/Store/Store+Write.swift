@@ -4,6 +4,16 @@ extension Store {
     /// Runs `body` as one write: one SQLite transaction, one stamp. Either every change in
     /// it is stored — values, metadata and outbox together — or none is.
     ///
+    /// ```swift
+    /// try store.write { (tx) throws(ConcordError) in
+    ///     try tx.set(zelda, "level", .int(5))
+    ///     try tx.delete(RecordRef(collection: "games", id: "tetris"))
+    /// }
+    /// ```
+    ///
+    /// The closure needs its `throws(ConcordError)`: Swift does not infer a closure's typed
+    /// throws.
+    ///
     /// A record's scalar writes are buffered and run together, by the next call that writes
     /// another record or reads what they wrote, or before the commit. A change that fails
     /// to be stored throws from the call that ran it, from every call after it and from
@@ -23,16 +33,32 @@ extension Store {
     }
 
     /// Sets fields of a record in one write.
+    ///
+    /// ```swift
+    /// let zelda = RecordRef(collection: "games", id: "zelda")
+    /// try store.put(zelda, ["title": .scalar(.string("Zelda")), "tags": .set([.string("adventure")])])
+    /// ```
+    ///
+    /// Creates the record if it is not visible; fields not named keep their values. A
+    /// `.set` write replaces the set's elements with exactly those given.
     public func put(_ ref: RecordRef, _ fields: [String: FieldWrite]) throws(ConcordError) {
         try write { tx throws(ConcordError) in try tx.put(ref, fields) }
     }
 
     /// Sets one scalar field in one write.
+    ///
+    /// ```swift
+    /// try store.set(zelda, "level", .int(4))
+    /// ```
     public func set(_ ref: RecordRef, _ field: String, _ value: ScalarValue) throws(ConcordError) {
         try write { tx throws(ConcordError) in try tx.set(ref, field, value) }
     }
 
     /// Adds a set element in one write.
+    ///
+    /// ```swift
+    /// try store.add(zelda, "tags", .string("classic"))
+    /// ```
     public func add(_ ref: RecordRef, _ field: String, _ element: ScalarValue) throws(ConcordError) {
         try write { tx throws(ConcordError) in try tx.add(ref, field, element) }
     }
@@ -48,6 +74,14 @@ extension Store {
     }
 
     /// Deletes a record in one write.
+    ///
+    /// ```swift
+    /// try store.delete(RecordRef(collection: "games", id: "tetris"))
+    /// ```
+    ///
+    /// An update another replica made concurrently keeps the record, whole, and
+    /// ``conflicts()`` lists it (`deleteUpdate`) until ``keepRecord(_:)`` or another delete
+    /// settles it.
     public func delete(_ ref: RecordRef) throws(ConcordError) {
         try write { tx throws(ConcordError) in try tx.delete(ref) }
     }
@@ -58,18 +92,37 @@ extension Store {
     }
 
     /// Attaches the file at `path` to a file field in one write.
+    ///
+    /// ```swift
+    /// let cover = try store.attachFile(zelda, "cover", path: "cover.png", mediaType: "image/png")
+    /// let bytes = try store.blobs.bytes(cover.hash)  // the content, from the store's files
+    /// ```
+    ///
+    /// The content is copied into the store's files (``blobs``), named by its BLAKE2b-256
+    /// hash; the returned ``/ConcordCore/FileRef`` is what the field now holds.
     @discardableResult
     public func attachFile(_ ref: RecordRef, _ field: String, path: String, mediaType: String? = nil) throws(ConcordError) -> FileRef {
         try write { tx throws(ConcordError) in try tx.attachFile(ref, field, path: path, mediaType: mediaType) }
     }
 
     /// Attaches `bytes` as a file to a file field in one write.
+    ///
+    /// ```swift
+    /// let text = Array("Beat the first dungeon".utf8)
+    /// let note = try store.attachFile(zelda, "notes", bytes: text, mediaType: "text/plain")
+    /// ```
     @discardableResult
     public func attachFile(_ ref: RecordRef, _ field: String, bytes: [UInt8], mediaType: String? = nil) throws(ConcordError) -> FileRef {
         try write { tx throws(ConcordError) in try tx.attachFile(ref, field, bytes: bytes, mediaType: mediaType) }
     }
 
     /// Resolves a file fork by keeping one version, in one write.
+    ///
+    /// ```swift
+    /// if let fork = try store.conflicts().first(where: { $0.kind == .fileFork }), let field = fork.field {
+    ///     try store.keepVersion(fork.ref, field, hash: fork.versions[0].file.hash)
+    /// }
+    /// ```
     public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
         try write { tx throws(ConcordError) in try tx.keepVersion(ref, field, hash: hash) }
     }

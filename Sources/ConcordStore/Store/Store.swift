@@ -74,6 +74,14 @@ public final class Store: Sendable {
 
     /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
     ///
+    /// ```swift
+    /// let store = try Store(path: "games.db")  // its files go to games.db.blobs/
+    /// try store.setName("laptop")              // the device name other replicas see
+    /// ```
+    ///
+    /// One instance serves every task (the store is `Sendable`); `configuration` sets the
+    /// clock, the file history's retention and the file directory.
+    ///
     /// - Throws: `ConcordError` with code `corrupt` (not a Concord store), `newerSchema`
     ///   (written by a newer release) or `storage` (unreadable, locked, read-only, full).
     public init(path: String, configuration: Configuration = Configuration()) throws(ConcordError) {
@@ -130,6 +138,8 @@ public final class Store: Sendable {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'name'") }
     }
 
+    /// Sets the device name shown in replica listings: the next head this replica writes
+    /// carries it.
     public func setName(_ name: String) throws(ConcordError) {
         try writeDatabase { db in
             try db.execute(sql: "INSERT OR REPLACE INTO concord_meta (key, value) VALUES ('name', ?)", arguments: [name])

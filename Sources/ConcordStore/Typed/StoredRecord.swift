@@ -3,9 +3,18 @@ import Foundation
 
 /// A `Codable` type stored as records of one collection (docs/ARCHITECTURE.md §3, the typed layer).
 ///
+/// ```swift
+/// struct Game: StoredRecord {
+///     static let collection = "games"
+///     var id: String
+///     var level: Int
+///     var tags: Set<String>
+/// }
+/// ```
+///
 /// Each top-level property is a field: `Bool`, integers, `Double`/`Float`, `String` and
 /// `Data` are scalars; `nil` is `null`; a `Set` or `Array` of scalars is a set field (an
-/// add-wins set: order and duplicates are not kept); ``FileRef`` is a file field; any other
+/// add-wins set: order and duplicates are not kept); ``/ConcordCore/FileRef`` is a file field; any other
 /// nested value is stored as a JSON string. The `id` property is the record's id, not a
 /// field. ``Store/save(_:)`` writes only the fields whose
 /// value differs from what the store holds, so concurrent edits of different properties on
@@ -19,6 +28,13 @@ public protocol StoredRecord: Codable {
 
 extension Store {
     /// Saves `value`: one write of the fields that changed. Returns the names written.
+    ///
+    /// ```swift
+    /// try store.save(Game(id: "mario", level: 1, tags: ["platform"]))
+    /// ```
+    ///
+    /// Fields whose value the store already holds are not written, so another replica's
+    /// concurrent change to a different property survives the merge.
     @discardableResult
     public func save<T: StoredRecord>(_ value: T) throws(ConcordError) -> [String] {
         let ref = RecordRef(collection: T.collection, id: value.id)
@@ -33,12 +49,23 @@ extension Store {
     }
 
     /// Loads the record `id` as a `T`, or nil if it is not visible.
+    ///
+    /// ```swift
+    /// if var mario = try store.load(Game.self, id: "mario") {
+    ///     mario.level += 1
+    ///     try store.save(mario)  // writes "level" only
+    /// }
+    /// ```
     public func load<T: StoredRecord>(_ type: T.Type, id: String) throws(ConcordError) -> T? {
         guard let fields = try record(RecordRef(collection: T.collection, id: id)) else { return nil }
         return try FieldDecoder.decode(T.self, from: fields + [(name: "id", value: .scalar(.string(id)))])
     }
 
     /// Every visible record of `T`'s collection, sorted by id.
+    ///
+    /// ```swift
+    /// let games = try store.loadAll(Game.self)
+    /// ```
     public func loadAll<T: StoredRecord>(_ type: T.Type) throws(ConcordError) -> [T] {
         try records(in: T.collection).map { (record) throws(ConcordError) -> T in
             try FieldDecoder.decode(T.self, from: record.fields + [(name: "id", value: .scalar(.string(record.id)))])

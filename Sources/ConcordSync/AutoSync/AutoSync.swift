@@ -78,7 +78,14 @@ public actor AutoSync {
         case prompt, push, interval, retry
     }
 
-    /// A loop for `engine`, idle until ``start()``. `scheduler` supplies time (tests pass a
+    /// A loop for `engine`, idle until ``start()``.
+    ///
+    /// ```swift
+    /// let auto = AutoSync(engine: engine, configuration: AutoSync.Configuration(pullInterval: 300_000))
+    /// await auto.start()
+    /// ```
+    ///
+    /// `scheduler` supplies time (tests pass a
     /// virtual one) and `generator` the backoff's jitter (tests pass a seeded one).
     public init(
         engine: SyncEngine, configuration: Configuration = Configuration(),
@@ -93,7 +100,15 @@ public actor AutoSync {
 
     // MARK: Observing
 
-    /// What happens from now on: each sync's outcome, pauses and resumes. Ends when the loop
+    /// What happens from now on: each sync's outcome, pauses and resumes.
+    ///
+    /// ```swift
+    /// for await event in auto.events() {
+    ///     if case let .failed(error, retryIn) = event { print("\(error.message); retrying in \(retryIn) ms") }
+    /// }
+    /// ```
+    ///
+    /// Ends when the loop
     /// stops (at once if it already has). A subscriber that falls more than 1,024 events
     /// behind loses the oldest.
     public nonisolated func events() -> AsyncStream<Event> {
@@ -145,7 +160,16 @@ public actor AutoSync {
 
     /// Starts watching the store's local commits and syncing: at once if
     /// ``Configuration/syncOnStart``, else after the first commit's debounce or the first
-    /// interval. Every commit made after this returns is seen. Does nothing if already
+    /// interval.
+    ///
+    /// ```swift
+    /// let auto = AutoSync(engine: engine)
+    /// await auto.start()            // syncs at once, then keeps syncing
+    /// try store.set(zelda, "level", .int(6))  // pushed about 2 s later
+    /// await auto.stop()             // when the app quits
+    /// ```
+    ///
+    /// Every commit made after this returns is seen. Does nothing if already
     /// started or stopped.
     public func start() {
         guard phase == .notStarted, !stopping else { return }

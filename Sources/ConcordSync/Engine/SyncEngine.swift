@@ -5,7 +5,7 @@ import ConcordRemote
 import ConcordStore
 import Foundation
 
-/// Replicas converge by shipping encrypted delta batches through a ``ConcordRemote/Remote``
+/// Replicas converge by shipping encrypted delta batches through a ``/ConcordRemote/Remote``
 /// that can only put, get, list and delete whole objects (docs/ARCHITECTURE.md §4–§5).
 ///
 /// One engine per store; its methods run one at a time (an actor). Push seals the outbox,
@@ -73,7 +73,15 @@ public actor SyncEngine {
     }
 
     /// An engine for `store` over `remote`, whose `concord.json` `key` was unlocked with
-    /// (``unlock(_:passphrase:)``). The first sync records the remote's store id; a later
+    /// (``unlock(_:passphrase:)``).
+    ///
+    /// ```swift
+    /// let (key, storeID) = try await SyncEngine.unlock(remote, passphrase: passphrase)
+    /// let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
+    /// try await engine.sync()
+    /// ```
+    ///
+    /// The first sync records the remote's store id; a later
     /// sync against a remote deleted and re-created (another id) is refused.
     /// `snapshotEvery`: after a push, write a snapshot once this many batches have been
     /// pushed since the last one (nil: only when asked, or by ``compact(batchGracePeriod:)``).
@@ -110,6 +118,15 @@ public actor SyncEngine {
 
     /// Creates a remote store protected by `passphrase`: a fresh store key and
     /// `concord.json`. Fails if the remote already holds a store.
+    ///
+    /// ```swift
+    /// let remote = try FolderRemote(root: chosenFolder, createIfMissing: true)
+    /// let (key, storeID) = try await SyncEngine.createRemote(remote, passphrase: passphrase)
+    /// let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
+    /// ```
+    ///
+    /// The store key is random; `concord.json` holds it wrapped by a key derived from the
+    /// passphrase (Argon2id, at `limits`). The passphrase is not stored.
     public static func createRemote(
         _ remote: any Remote, passphrase: String, limits: PasswordHashLimits = .interactive
     ) async throws(ConcordError) -> (key: StoreKey, storeID: StoreID) {
@@ -124,6 +141,14 @@ public actor SyncEngine {
 
     /// Reads `concord.json` and unlocks the store key with `passphrase`. A wrong passphrase
     /// is reported here, before anything else is read or applied.
+    ///
+    /// ```swift
+    /// let unlocked = try await SyncEngine.unlock(remote, passphrase: passphrase)
+    /// let engine = SyncEngine(store: store, remote: remote, key: unlocked.key, storeID: unlocked.storeID)
+    /// ```
+    ///
+    /// - Throws: `ConcordError` with code `wrongKey` for a wrong passphrase, `notFound` when
+    ///   the remote holds no store.
     public static func unlock(_ remote: any Remote, passphrase: String) async throws(ConcordError) -> (key: StoreKey, storeID: StoreID) {
         let manifest = try await manifest(of: remote)
         return (try manifest.unlock(passphrase: passphrase), manifest.storeID)
@@ -200,6 +225,14 @@ public actor SyncEngine {
     // MARK: Sync
 
     /// Syncs once: pull (unless push-only), then push (unless pull-only).
+    ///
+    /// ```swift
+    /// let report = try await engine.sync()  // pull, then push
+    /// print("applied \(report.applied) batch(es), pushed \(report.pushed)")
+    /// try await engine.sync(mode: .pullOnly)  // apply what others pushed, send nothing
+    /// ```
+    ///
+    /// `progress` is called as the sync goes (``progressUpdates()`` reports every sync's).
     ///
     /// A store that turns out to be an older copy of itself — restored from a backup after
     /// it had pushed more — continues under a new replica id (``SyncReport/restoredCopy``):

@@ -21,7 +21,7 @@ public struct FileSweepReport: Hashable, Sendable {
     /// could not be read, so what it references is unknown.
     public var skipped: String?
     /// Local temporary files of interrupted downloads and attaches deleted
-    /// (``ConcordStore/BlobStore/sweepTemporaryFiles(olderThan:now:)``).
+    /// (``/ConcordStore/BlobStore/sweepTemporaryFiles(olderThan:now:)``).
     public var temporaryFiles = 0
     public init() {}
 }
@@ -42,7 +42,7 @@ extension SyncEngine {
     ///
     /// Object age, not references alone, decides: an upload whose batch is not pushed yet
     /// references nothing, and stays young until its batch lands (uploads have a deadline,
-    /// ``uploadDeadline``). Each file's age is checked again just before it is deleted. A
+    /// a fifth of ``blobGracePeriod``). Each file's age is checked again just before it is deleted. A
     /// batch or snapshot that cannot be read stops collection: what it references is
     /// unknown. Every replica may sweep; deleting a file twice is harmless.
     @discardableResult

@@ -1,7 +1,7 @@
 import ConcordCore
 import ConcordStore
 
-/// What one metadata purge did (``SyncEngine/purgeStableDeletions(standings:)``).
+/// What one metadata purge did (part of ``SyncEngine/compact(batchGracePeriod:)``).
 public struct PurgeReport: Hashable, Sendable {
     /// Dead records whose metadata was purged here.
     public var purged: [RecordRef] = []

@@ -83,8 +83,8 @@ extension SyncEngine {
     /// is the way to stop compaction and the purge waiting for one that was seen before and
     /// will not come back (`doctor` names its heads).
     ///
-    /// - Throws: ``ConcordError/Code/invalidOperation`` for this replica itself;
-    ///   ``ConcordError/Code/notFound`` if the remote lists no head name of `replica`.
+    /// - Throws: ``/ConcordCore/ConcordError/Code/invalidOperation`` for this replica itself;
+    ///   ``/ConcordStore/ConcordCore/ConcordError/Code/notFound`` if the remote lists no head name of `replica`.
     @discardableResult
     public func forget(_ replica: ReplicaID) async throws(ConcordError) -> ReplicaInfo {
         guard replica != store.replicaID else {
