@@ -53,7 +53,7 @@ extension SyncEngine {
                     if case .intact = try await Self.checkBlob(remote, keyedName: keyed, contents: keys.blobContents, names: keys.blobNames) { continue }
                     try await uploadFile(hash)
                 }
-                try await remote.put(finding.path, EncryptedObject.encryptDeterministically(plaintext, path: finding.path, key: keys.batches))
+                try await writes.putBatch(plaintext, of: me, seq: seq)
                 guard try await objects.batch(me, seq: seq) != nil else { return nil }
                 return "re-uploaded the bytes this replica sealed"
             }
@@ -127,7 +127,7 @@ extension SyncEngine {
                 var outcome = "repair failed: the delete did not take effect"
                 var deleted = false
                 do throws(ConcordError) {
-                    try await remote.delete(path)
+                    try await writes.delete(path)
                     if try await objects.fetch(path) == nil {
                         deleted = true
                         outcome = "deleted this replica's superseded head (its newest is \(newest))"

@@ -248,9 +248,8 @@ extension SyncEngine {
     /// Puts `head` and records what it says; a failed put forgets it, since it may have
     /// torn the head that was there.
     private func put(_ head: Head) async throws(ConcordError) {
-        let path = RemoteLayout.head(store.replicaID, seq: head.seq)
         do {
-            try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
+            try await writes.putHead(head, of: store.replicaID)
         } catch {
             try store.setSyncState(.headAdvertised, nil)
             throw error

@@ -44,7 +44,7 @@ extension SyncEngine {
                 if found == bytes { return attempt == 0 ? nil : kept }
                 guard isDamagedManifest(found) else { return nil }
             }
-            try await remote.put(RemoteLayout.manifestPath, bytes)
+            try await RemoteWrites.putManifest(bytes, to: remote)
         }
         return kept
     }

@@ -60,8 +60,8 @@ extension SyncEngine {
             // 2. The batch — never over another authentic batch of the same name (one name,
             //    one content): if the remote holds different, authentic bytes there, this
             //    store is an older copy of a replica that pushed on (restored from a backup).
-            let path = RemoteLayout.batch(store.replicaID, seq: seq)
-            window.append((seq, path, EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.batches)))
+            let (path, bytes) = writes.sealBatch(plaintext, of: store.replicaID, seq: seq)
+            window.append((seq, path, bytes))
             // The first new name goes up alone: were this store an older copy of itself, the
             // name taken shows it before any later batch of the backlog lands beside it.
             guard window.count >= requestsInFlight || seq == sealed || seq == start + 1 else { continue }
@@ -85,7 +85,7 @@ extension SyncEngine {
         let names = try await listHeadNames()
         guard wrote || names.contains(where: { $0.replica == store.replicaID && $0.seq == pushed }) else { return }
         for head in names where head.replica == store.replicaID && head.seq < pushed {
-            try await remote.delete(RemoteLayout.head(head.replica, seq: head.seq))
+            try await writes.deleteHead(of: head.replica, seq: head.seq)
         }
     }
 
@@ -101,7 +101,7 @@ extension SyncEngine {
         let failures = try await inFlight(batches) { (engine, batch) throws(ConcordError) -> ConcordError? in
             do throws(ConcordError) {
                 try await engine.checkNameIsFree(batch.path, for: batch.bytes, seq: batch.seq)
-                try await engine.remote.put(batch.path, batch.bytes)
+                try await engine.writes.put(batch.bytes, at: batch.path)
                 return nil
             } catch {
                 return error

@@ -22,6 +22,8 @@ public actor SyncEngine {
     let keys: Keys
     /// Opens what this engine fetches: batches, snapshots, heads.
     let objects: RemoteObjects
+    /// The one door for writes to the remote.
+    let writes: RemoteWrites
     let storeID: StoreID
     let snapshotEvery: UInt64?
     /// Compaction shares another replica's snapshot, instead of writing one, when it leaves
@@ -109,6 +111,7 @@ public actor SyncEngine {
         let keys = Keys(key)
         self.keys = keys
         self.objects = RemoteObjects(remote: remote, keys: keys)
+        self.writes = RemoteWrites(remote: remote, keys: keys)
         self.storeID = storeID
         self.clock = clock
         self.maxClockDrift = maxClockDrift
@@ -135,7 +138,7 @@ public actor SyncEngine {
         }
         let key = StoreKey.random()
         let manifest = try StoreManifest.create(storeKey: key, passphrase: passphrase, limits: limits)
-        try await remote.put(RemoteLayout.manifestPath, manifest.jsonBytes())
+        try await RemoteWrites.putManifest(manifest.jsonBytes(), to: remote)
         return (key, manifest.storeID)
     }
 
@@ -164,7 +167,7 @@ public actor SyncEngine {
     /// Changes the passphrase: rewraps the store key; no data is re-encrypted.
     public static func changePassphrase(_ remote: any Remote, from old: String, to new: String) async throws(ConcordError) {
         let manifest = try await manifest(of: remote)
-        try await remote.put(RemoteLayout.manifestPath, try manifest.changingPassphrase(from: old, to: new).jsonBytes())
+        try await RemoteWrites.putManifest(try manifest.changingPassphrase(from: old, to: new).jsonBytes(), to: remote)
     }
 
     static func manifest(of remote: any Remote) async throws(ConcordError) -> StoreManifest {

@@ -53,7 +53,7 @@ extension SyncEngine {
                 guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path), origin == me, seq <= pushed,
                     let plaintext = try store.sealedBatch(seq: seq), object.size != UInt64(plaintext.count + EncryptedObject.overheadByteCount)
                 else { continue }
-                let sealed = EncryptedObject.encryptDeterministically(plaintext, path: object.path, key: keys.batches)
+                let sealed = writes.sealBatch(plaintext, of: me, seq: seq).bytes
                 // A listing without sizes: read back, and put again only if it differs.
                 if object.size == nil, try await objects.authenticBytes(at: object.path) == sealed { continue }
                 torn.append(object.path)
@@ -61,7 +61,7 @@ extension SyncEngine {
                     try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
                     report.filesUploaded += 1
                 }
-                try await remote.put(object.path, sealed)
+                try await writes.put(sealed, at: object.path)
                 if !report.remoteRolledBack.contains(object.path) { report.remoteRolledBack.append(object.path) }
             }
             if torn.isEmpty { return }
@@ -133,10 +133,9 @@ extension SyncEngine {
             applied: before?.applied ?? [:], vector: before?.vector ?? [:])
         head.retired = before?.retired
         head.snapshot = before?.snapshot
-        let path = RemoteLayout.head(origin, seq: last)
-        try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
+        try await writes.putHead(head, of: origin)
         for listedHead in heads.all where listedHead.replica == origin && listedHead.seq < last {
-            try await remote.delete(RemoteLayout.head(origin, seq: listedHead.seq))
+            try await writes.deleteHead(of: origin, seq: listedHead.seq)
         }
         report.announcedOrphans += orphans
         return orphans

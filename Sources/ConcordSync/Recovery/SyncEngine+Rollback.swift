@@ -274,8 +274,7 @@ extension SyncEngine {
                 if !present.contains(seq) && (!snapshotThere || seq > ownSnapshot) { uncovered = true }
                 continue
             }
-            let path = RemoteLayout.batch(me, seq: seq)
-            let sealed = EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.batches)
+            let (path, sealed) = writes.sealBatch(plaintext, of: me, seq: seq)
             // An older copy may hold a batch torn by an upload that was retried later: one
             // that is there is checked byte for byte (this runs only after a rollback).
             if present.contains(seq), try await objects.authenticBytes(at: path) == sealed { continue }
@@ -284,14 +283,14 @@ extension SyncEngine {
                 try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))
                 report.filesUploaded += 1
             }
-            try await remote.put(path, sealed)
+            try await writes.put(sealed, at: path)
             republished.append(path)
         }
         try await putHead(seq: pushed)
         republished.append(RemoteLayout.head(me, seq: pushed))
         // The older heads the old copy brought back, as a push deletes them.
         for head in try await listHeadNames() where head.replica == me && head.seq < pushed {
-            try await remote.delete(RemoteLayout.head(me, seq: head.seq))
+            try await writes.deleteHead(of: me, seq: head.seq)
         }
         if uncovered {
             if let path = try await snapshotUnderANewName() { republished.append(path) } else { try store.setSyncState(.republishPending, true) }

@@ -122,7 +122,7 @@ extension SyncEngine {
             guard case let .batch(replica, seq)? = RemoteLayout.parse(object.path), replica == me, seq <= covered, seq <= sealedBefore else { continue }
             let old = batchGracePeriod.map { grace in (object.modified ?? now) + grace < now } ?? false
             guard seq <= everywhere || old else { continue }
-            try await remote.delete(object.path)
+            try await writes.delete(object.path)
             report.deletedBatches.append(seq)
         }
         report.deletedBatches.sort()
@@ -160,7 +160,7 @@ extension SyncEngine {
                 superseded = settled.contains { $0.writer == me && $0.seq > candidate.seq }
             }
             if superseded {
-                try await remote.delete(candidate.path)
+                try await writes.delete(candidate.path)
                 dropped.append(candidate.path)
             }
         }

@@ -94,7 +94,7 @@ extension SyncEngine {
                 report.youngFiles += 1
                 continue
             }
-            try await remote.delete(object.path)
+            try await writes.delete(object.path)
             try store.setUnreferencedSince(name, nil)
             report.deletedFiles.append(object.path)
         }

@@ -39,7 +39,7 @@ extension SyncEngine {
         if taken, !republish { return path }
         // Written as the store reads its records: the state is never held whole.
         let (plaintext, files) = try store.exportSnapshotObject(appliedSeqs: seqs)
-        let sealed = EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.snapshots)
+        let sealed = writes.sealSnapshot(plaintext, at: path)
         let digest = ContentHasher.hash(sealed).bytes
         if taken, try store.syncState(.snapshotDigest) != digest { return nil }
         // Its files first, as a push does: a snapshot may reference a file whose batches are
@@ -61,13 +61,13 @@ extension SyncEngine {
             return path
         }
         try store.setSyncState(.snapshotAttempt, seq)
-        try await remote.put(path, sealed)
+        try await writes.put(sealed, at: path)
         try store.setSyncState(.snapshotSeq, seq)
         try store.setSyncState(.snapshotDigest, digest)
         _ = try await refreshHead()  // the head names the newest snapshot
         let mine = try await listSnapshots().filter { $0.writer == store.replicaID }.map(\.seq).sorted()
         for old in mine.dropLast(2) where old < seq {
-            try await remote.delete(RemoteLayout.snapshot(store.replicaID, seq: old))
+            try await writes.delete(RemoteLayout.snapshot(store.replicaID, seq: old))
         }
         return path
     }
