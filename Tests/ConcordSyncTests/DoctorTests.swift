@@ -211,7 +211,7 @@ import Testing
         for engine in fleet.engines {
             let report = try await engine.doctor()
             #expect(report.findings.isEmpty, "\(report.findings)")
-            #expect(report.objects.snapshots == 1 && report.objects.deltas == 0)
+            #expect(report.objects.snapshots == 1 && report.objects.batches == 0)
         }
         // Without the snapshot, the same gap is three missing batches; a re-uploads them.
         let snapshot = try #require(compaction.snapshot)

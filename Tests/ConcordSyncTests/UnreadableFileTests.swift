@@ -77,6 +77,17 @@ enum PlantedFile: String, CaseIterable, CustomStringConvertible, Sendable {
         return (fleet, file, blob)
     }
 
+    /// ``fleetWithPlantedFile(_:wrap:)`` through a remote that counts the bytes streams read.
+    func fleetWithPlantedFileCountingReads(_ planted: PlantedFile) async throws -> (Fleet, FileRef, String, CountingStreams) {
+        var made: CountingStreams?
+        let (fleet, file, blob) = try await fleetWithPlantedFile(planted) { folder in
+            let counting = CountingStreams(folder)
+            made = counting
+            return counting
+        }
+        return (fleet, file, blob, try #require(made))
+    }
+
     @Test(arguments: PlantedFile.allCases)
     func anUnreadableFileCostsOnlyTheBatchThatNeedsIt(_ planted: PlantedFile) async throws {
         var (fleet, file, blob) = try await fleetWithPlantedFile(planted)
@@ -123,13 +134,7 @@ enum PlantedFile: String, CaseIterable, CustomStringConvertible, Sendable {
     /// it, and no download is left behind.
     @Test(arguments: [PlantedFile.garbage, .truncated, .oversized, .linkToDevZero])
     func anUnreadableFileCostsAtMostItsSealedSizeEachSync(_ planted: PlantedFile) async throws {
-        var made: CountingStreams?
-        let (fleet, file, _) = try await fleetWithPlantedFile(planted) { folder in
-            let counting = CountingStreams(folder)
-            made = counting
-            return counting
-        }
-        let counter = try #require(made)
+        let (fleet, file, _, counter) = try await fleetWithPlantedFileCountingReads(planted)
         let b = fleet.stores[1]
         let sealed = BlobStream.sealedByteCount(plaintextByteCount: file.size)
         for round in 0..<3 {
@@ -147,13 +152,7 @@ enum PlantedFile: String, CaseIterable, CustomStringConvertible, Sendable {
     /// read to its listed size: 9.8 s for a 4 GiB one).
     @Test(arguments: [PlantedFile.garbage, .oversized])
     func doctorStopsReadingAFileAtItsFirstFrameThatFailsToAuthenticate(_ planted: PlantedFile) async throws {
-        var made: CountingStreams?
-        let (fleet, _, blob) = try await fleetWithPlantedFile(planted) { folder in
-            let counting = CountingStreams(folder)
-            made = counting
-            return counting
-        }
-        let counter = try #require(made)
+        let (fleet, _, blob, counter) = try await fleetWithPlantedFileCountingReads(planted)
         counter.bytes.withLock { $0 = 0 }
         let report = try await fleet.engines[1].doctor()
         #expect(report.problems.map(\.path) == [blob], "\(report.problems)")
@@ -167,7 +166,7 @@ enum PlantedFile: String, CaseIterable, CustomStringConvertible, Sendable {
         let finding = try #require(report.problems.first { $0.path == blob }, "\(report.findings)")
         #expect(report.problems.count == 1, "\(report.problems)")
         #expect([.damaged, .unreadable].contains(finding.kind), "\(finding)")
-        #expect(report.objects.deltas == 2)
+        #expect(report.objects.batches == 2)
         // b does not hold the file: its repair says so.
         let repair = try await fleet.engines[1].doctor(repair: true)
         let unrepaired = try #require(repair.problems.first { $0.path == blob })

@@ -29,7 +29,7 @@ struct Doctor: AsyncParsableCommand {
         let report = try await connection.engine.doctor(repair: repair)
 
         let counts = [
-            ("blobs", report.objects.blobs), ("deltas", report.objects.deltas), ("heads", report.objects.heads),
+            ("blobs", report.objects.blobs), ("batches", report.objects.batches), ("heads", report.objects.heads),
             ("manifest", report.objects.manifest), ("snapshots", report.objects.snapshots),
         ]
         let problems = report.findings.filter(\.isProblem)
@@ -62,7 +62,8 @@ struct Doctor: AsyncParsableCommand {
         options.emit(
             .object([
                 ("folder", .string(connection.location.folder)), ("remote", .string(connection.location.url)),
-                ("objects", .object(counts.map { ($0.0, .int(Int64($0.1))) } + [("total", .int(Int64(total)))])),
+                // "deltas" repeats "batches" for scripts written before the count had its name.
+                ("objects", .object(counts.map { ($0.0, .int(Int64($0.1))) } + [("deltas", .int(Int64(report.objects.batches))), ("total", .int(Int64(total)))])),
                 ("healthy", .int(Int64(report.healthy))),
                 ("problems", .array(report.findings.map { finding in
                     .object([

@@ -13,12 +13,19 @@ public struct DoctorReport: Hashable, Sendable {
         /// `concord.json`: 1, or 0 when the remote has none.
         public var manifest = 0
         public var heads = 0
-        public var deltas = 0
+        /// Batches: `replicas/<replica>/deltas/<seq>`.
+        public var batches = 0
         public var snapshots = 0
         public var blobs = 0
         public init() {}
         /// Every object counted.
-        public var total: Int { manifest + heads + deltas + snapshots + blobs }
+        public var total: Int { manifest + heads + batches + snapshots + blobs }
+        /// The batches, under the name of their folder.
+        @available(*, deprecated, renamed: "batches")
+        public var deltas: Int {
+            get { batches }
+            set { batches = newValue }
+        }
     }
 
     /// Everything found, problems and notices, in the order the checks ran.

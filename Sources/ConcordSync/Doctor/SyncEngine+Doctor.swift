@@ -160,7 +160,7 @@ extension SyncEngine {
                     break
                 }
                 scan.deltas[replica, default: []].insert(seq)
-                scan.report.objects.deltas += 1
+                scan.report.objects.batches += 1
                 let delta = try objects.openBatch(sealed, origin: replica, seq: seq)
                 scan.readDeltas[replica, default: []].insert(seq)
                 for (hash, writer) in Self.distinctFiles(delta.fileReferences) {
@@ -168,7 +168,7 @@ extension SyncEngine {
                 }
             } catch {
                 guard Self.isDamage(error) else { throw error }
-                if scan.deltas[replica, default: []].insert(seq).inserted { scan.report.objects.deltas += 1 }
+                if scan.deltas[replica, default: []].insert(seq).inserted { scan.report.objects.batches += 1 }
                 failure = error
             }
         case let .snapshot(replica, seq):
