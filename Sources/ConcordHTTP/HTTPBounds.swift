@@ -1,7 +1,6 @@
 import ConcordCore
 import ConcordRemote
 import NIOCore
-import Synchronization
 
 /// How long a read may take, and how much of an error answer is read: whoever answers a
 /// remote's requests must not make a replica wait or read for ever.
@@ -88,50 +87,5 @@ struct TransferClock {
     static func seconds(_ duration: Duration) -> String {
         let tenths = duration.components.seconds * 10 + duration.components.attoseconds / 100_000_000_000_000_000
         return "\(tenths / 10).\(tenths % 10)"
-    }
-}
-
-/// How a streamed upload ended (``HTTPTransport/upload(_:spec:read:)``).
-enum UploadOutcome: Sendable {
-    case answered(HTTPResponse)
-    case failed(any Error)
-    case readFailed(ConcordError)
-    /// The watch cancelled it after this long.
-    case expired(Duration)
-}
-
-/// A streamed upload's clock: the exchange may take the time ``HTTPBounds`` gives the bytes
-/// handed over so far plus 1 MiB (the chunk in flight, the answer). Its ``run()`` returns
-/// once that time has passed, or nil when it is cancelled first.
-final class UploadWatch: Sendable {
-    let bounds: HTTPBounds
-    let started = ContinuousClock.now
-    private let handed = Mutex<UInt64>(0)
-
-    init(bounds: HTTPBounds) {
-        self.bounds = bounds
-    }
-
-    /// The bytes handed over so far.
-    var sent: UInt64 { handed.withLock { $0 } }
-
-    /// `count` more bytes go to the connection.
-    func handedOver(_ count: Int) {
-        handed.withLock { $0 += UInt64(count) }
-    }
-
-    /// Waits until the exchange is over its time (returning how long it took), checking at
-    /// least every second as the allowance grows; nil once the task is cancelled.
-    func run() async -> Duration? {
-        while true {
-            let elapsed = ContinuousClock.now - started
-            let allowed = bounds.allowance(forBytes: sent + (1 << 20))
-            if elapsed > allowed { return elapsed }
-            do {
-                try await Task.sleep(for: min(allowed - elapsed, .seconds(1)) + .milliseconds(1))
-            } catch {
-                return nil
-            }
-        }
     }
 }

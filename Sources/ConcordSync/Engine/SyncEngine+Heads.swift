@@ -72,6 +72,16 @@ extension SyncEngine {
         var passedOver = 0
         var memory: [(path: String, signature: ListingSignature?)] = []
         var rememberedCount = remembered.count
+        /// A name that did not open is remembered with its listing signature (up to the cap);
+        /// one that opened is forgotten.
+        func rememberUnopened(_ path: String) {
+            guard let signature = signatures[path], remembered[path] != nil || rememberedCount < Self.maxRememberedUnopened else { return }
+            if remembered[path] == nil { rememberedCount += 1 }
+            memory.append((path, signature))
+        }
+        func forgetUnopened(_ path: String) {
+            if remembered[path] != nil { memory.append((path, nil)) }
+        }
         // Names no longer listed are forgotten (a listing that missed one costs a read).
         for path in remembered.keys where signatures[path] == nil && !heads.all.isEmpty {
             memory.append((path, nil))
@@ -121,17 +131,14 @@ extension SyncEngine {
                         heads.read[claim.replica] = head
                         resolved.insert(claim.replica)
                         let path = RemoteLayout.head(claim.replica, seq: claim.seq)
-                        if remembered[path] != nil { memory.append((path, nil)) }
+                        forgetUnopened(path)
                     case .success(nil):
                         break  // gone since the listing
                     case let .failure(error):
                         let path = RemoteLayout.head(claim.replica, seq: claim.seq)
                         heads.rejected.append("\(path): \(error.message)")
                         heads.unconfirmed[claim.replica] = max(heads.unconfirmed[claim.replica] ?? 0, claim.seq)
-                        if let signature = signatures[path], remembered[path] != nil || rememberedCount < Self.maxRememberedUnopened {
-                            if remembered[path] == nil { rememberedCount += 1 }
-                            memory.append((path, signature))
-                        }
+                        rememberUnopened(path)
                     }
                 }
             }
@@ -158,16 +165,13 @@ extension SyncEngine {
                     head = try await readHead(replica, seq: seq)
                 } catch where Self.isDamage(error) {
                     heads.unopened.insert(replica)
-                    if let signature = signatures[path], remembered[path] != nil || rememberedCount < Self.maxRememberedUnopened {
-                        if remembered[path] == nil { rememberedCount += 1 }
-                        memory.append((path, signature))
-                    }
+                    rememberUnopened(path)
                 } catch {
                     // The remote failed: read again next time.
                 }
                 if let head {
                     heads.read[replica] = head
-                    if remembered[path] != nil { memory.append((path, nil)) }
+                    forgetUnopened(path)
                 }
             }
             if let head, seenAt ?? 0 < head.syncedAt { try store.setReplicaFact(.seen, of: replica, head.syncedAt) }

@@ -49,12 +49,8 @@ struct RemoteWrites: Sendable {
         try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
     }
 
-    /// Puts `concord.json`, which is not encrypted (its key is wrapped inside it).
-    func putManifest(_ bytes: [UInt8]) async throws(ConcordError) {
-        try await Self.putManifest(bytes, to: remote)
-    }
-
-    /// ``putManifest(_:)`` before there is an engine (putting back the kept copy).
+    /// Puts `concord.json`, which is not encrypted (its key is wrapped inside it). Static:
+    /// it is written before there is an engine (creating a store, putting back the kept copy).
     static func putManifest(_ bytes: [UInt8], to remote: any Remote) async throws(ConcordError) {
         try await remote.put(RemoteLayout.manifestPath, bytes)
     }
