@@ -58,4 +58,47 @@ extension FuzzRun {
         }
         return failures
     }
+
+    /// A write the purge did not wait for is written back by the store itself, inside a
+    /// sync (docs/ARCHITECTURE.md §4): after a purge that had not seen one of replica `r`'s
+    /// own liveness dots takes fields from a record that dot keeps alive, `r` writes those
+    /// fields again as a local write. The oracle learns of it here, after each sync and
+    /// compaction of `r`: an entry of `r`'s id that no local operation created must be such
+    /// a write, of a value some operation wrote in that slot, on a record `r` had written
+    /// to. Its put observed every earlier entry of `r` in the slots it wrote.
+    func noteWriteBacks(_ r: Int) throws {
+        let id = stores[r].replicaID
+        let ids = Set([id] + identityChanges.filter { $0.new == id }.map(\.old))
+        for ref in Self.refs {
+            guard let record = try stores[r].rawRecord(ref) else { continue }
+            for (key, slot) in record.slots {
+                let slotRef = SlotRef(record: ref, key: key)
+                let known = everCreated[slotRef] ?? []
+                let new = slot.entries.filter { entry in
+                    ids.contains(entry.dot.replica) && !known.contains(entry.dot) && !original(entry.dot).contains { known.contains($0) }
+                }
+                guard let top = new.map(\.dot.hlc).max() else { continue }
+                guard recordOps.contains(where: { $0.ref == ref && ids.contains($0.id) && $0.tombstone == nil }) else {
+                    purgeFailures.append("r\(r) holds \(ref) \(key) \(new.map(\.dot)) though it never wrote to the record")
+                    continue
+                }
+                if case .field = key {
+                    let values = Set((written[slotRef] ?? [:]).values)
+                    for entry in new where !values.contains(entry.payload) {
+                        purgeFailures.append("r\(r) wrote back \(ref) \(key) \(entry.dot) holding \(entry.payload), a value nobody wrote there")
+                    }
+                }
+                for entry in new {
+                    created[slotRef, default: []].insert(entry.dot)
+                    everCreated[slotRef, default: []].insert(entry.dot)
+                    written[slotRef, default: [:]][entry.dot] = entry.payload
+                }
+                let present = Set(slot.entries.map(\.dot))
+                let observed = (created[slotRef] ?? []).filter { ids.contains($0.replica) && $0.hlc < top && !present.contains($0) }
+                removed[slotRef, default: []].formUnion(observed)
+                trace.log("r\(r) wrote back \(ref) \(key) as \(new.map(\.dot))")
+                stats.count("writtenBack")
+            }
+        }
+    }
 }

@@ -224,6 +224,7 @@ extension FuzzRun {
     /// Records a restored store's new id, if its sync gave it one — seen in the store
     /// itself, since the sync that adopted it may have failed afterwards.
     func noteIdentity(_ report: SyncReport?, _ r: Int) {
+        defer { try? noteWriteBacks(r) }
         if let announced = report?.announcedOrphans, !announced.isEmpty {
             trace.log("r\(r) announced its old id's orphaned batches \(announced)")
             stats.count("announcedOrphans", announced.count)
