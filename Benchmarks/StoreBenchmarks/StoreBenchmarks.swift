@@ -15,7 +15,9 @@ import GRDBSQLite
 /// Each baseline does exactly the work the store must do, no more: local writes are 1,000
 /// rows per transaction on both sides (the store: 1,000 fields per `write {}`); the remote
 /// delta is applied in one transaction on both sides; a point read uses a prepared statement
-/// kept across reads on both sides.
+/// kept across reads on both sides, and the raw side reads each value by its type into an
+/// array of (name, value), as the store's result holds them (no text formatting, no
+/// dictionary).
 ///
 /// The files go to `$CONCORD_BENCH_DIR` (default: the temporary folder): run once with
 /// `/dev/shm` (tmpfs, the CPU-bound worst case) and once on the ordinary disk.
@@ -191,9 +193,17 @@ final class RawSQLite {
         let statement = read
         defer { sqlite3_reset(statement) }
         sqlite3_bind_text(statement, 1, id, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
-        var fields: [String: String] = [:]
+        // What the store's result needs and no more: each field's name and its value read by
+        // its type, appended to an array in the index's order (the store returns
+        // `[(name, FieldValue)]` sorted by name).
+        var fields: [(name: String, value: ScalarValue)] = []
         while sqlite3_step(statement) == SQLITE_ROW {
-            fields[String(cString: sqlite3_column_text(statement, 0))] = sqlite3_column_text(statement, 1).map { String(cString: $0) }
+            let name = String(cString: sqlite3_column_text(statement, 0))
+            switch sqlite3_column_type(statement, 1) {
+            case SQLITE_INTEGER: fields.append((name, .int(sqlite3_column_int64(statement, 1))))
+            case SQLITE_TEXT: fields.append((name, .string(String(cString: sqlite3_column_text(statement, 1)))))
+            default: fields.append((name, .null))
+            }
         }
         blackHole(fields)
     }
