@@ -6,7 +6,7 @@ import Testing
 @Suite struct KeyDerivationTests {
     @Test func purposesHaveFixedDistinctIDs() {
         #expect(KeyPurpose.batches.subkeyID == 1)
-        #expect(KeyPurpose.manifests.subkeyID == 2)
+        #expect(KeyPurpose.heads.subkeyID == 2)
         #expect(KeyPurpose.snapshots.subkeyID == 3)
         #expect(KeyPurpose.blobContents.subkeyID == 4)
         #expect(KeyPurpose.blobNames.subkeyID == 5)

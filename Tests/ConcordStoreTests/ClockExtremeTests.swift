@@ -116,7 +116,7 @@ import Testing
         #expect(try store.canonicalDump() == CanonicalDump.json(of: core.state))
         // Sealing in bounded batches orders the outbox by stamp; it once trapped here.
         var sealed: [Delta] = []
-        while let delta = try store.seal(maxSlots: 1) { sealed.append(delta) }
+        while let delta = try store.seal(maxSlots: 1)?.delta { sealed.append(delta) }
         var fromCore: [Delta] = []
         while let delta = core.seal() { fromCore.append(delta) }
         #expect(!sealed.isEmpty)
@@ -170,8 +170,8 @@ import Testing
         #expect(try reopened.pendingChangeCount() == pending)
         #expect(try reopened.clockValue() == far + 2)
         // Bounded batches in write order: the first write, then the second.
-        #expect(try reopened.seal(maxSlots: 1)?.upTo == far + 1)
-        #expect(try reopened.seal(maxSlots: 1)?.upTo == far + 2)
+        #expect(try reopened.seal(maxSlots: 1)?.delta.upTo == far + 1)
+        #expect(try reopened.seal(maxSlots: 1)?.delta.upTo == far + 2)
         #expect(try reopened.pendingChangeCount() == 0)
     }
 

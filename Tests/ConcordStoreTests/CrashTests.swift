@@ -137,7 +137,7 @@ enum Child {
             // The state, the outbox (no entry lost or duplicated), every sealed delta's
             // bytes, the applied seqs, the clock and the file history must all be those
             // of one step: before or after the interrupted one.
-            let storeSealed = try (0..<Int(store.sealedSeq())).map { try store.sealedBatch(seq: UInt64($0 + 1)) }
+            let storeSealed = try (0..<Int(store.sealedSeq())).map { try store.sealedBatch(seq: UInt64($0 + 1))?.bytes }
             if try store.state() == replica.state, try store.pendingSlots() == replica.outbox,
                storeSealed == sealed.map({ Optional(DeltaCodec.encode($0)) }),
                try store.appliedSeqs() == applied, try store.clockValue() == replica.clock.observed,

@@ -84,7 +84,7 @@ import Testing
         while true {
             let check = deltas.count % checkEvery == 0
             let expected = check ? try versionThreeBatch(store, maxSlots: maxSlots) : nil
-            let delta = try store.seal(maxSlots: maxSlots)
+            let delta = try store.seal(maxSlots: maxSlots)?.delta
             if check {
                 let batch = delta.map { Batch($0) }
                 #expect(batch == expected, "\(comment), batch \(deltas.count + 1)")
@@ -204,7 +204,7 @@ import Testing
         }
         let copyPath = directory.file("copy.db")
         try copyStoreFile(directory.file("writer.db"), to: copyPath)
-        let whole = try #require(try Store(path: copyPath, configuration: .init(clock: clock)).seal())
+        let whole = try #require(try Store(path: copyPath, configuration: .init(clock: clock)).seal()?.delta)
         let sealedByCore = core.seal()
         let coreDelta = try #require(sealedByCore)
         #expect(DeltaCodec.encode(whole) == DeltaCodec.encode(coreDelta))

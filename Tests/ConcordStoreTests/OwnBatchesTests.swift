@@ -14,7 +14,7 @@ import Testing
         for index in 1...3 {
             clock.advance(by: 1_000)
             try store.set(RecordRef(collection: "notes", id: "n\(index)"), "title", .string("\(index)"))
-            ends.append(try #require(try store.seal()).upTo)
+            ends.append(try #require(try store.seal()?.delta).upTo)
         }
         return ends
     }
@@ -78,7 +78,7 @@ import Testing
         // And the next batch is recorded as it is sealed.
         clock.advance(by: 1_000)
         try store.set(RecordRef(collection: "notes", id: "n4"), "title", .string("4"))
-        #expect(try store.sealedABatchEnding(at: try #require(try store.seal()).upTo))
+        #expect(try store.sealedABatchEnding(at: try #require(try store.seal()?.delta).upTo))
     }
 
     /// A store that continues under a new id has sealed nothing under it: of the old id's

@@ -63,7 +63,7 @@ struct Game: StoredRecord, Equatable {
         let ref = RecordRef(collection: "c", id: "x")
         try b.set(ref, "local", .int(1))
         try a.put(ref, ["remote": .scalar(.int(2)), "other": .scalar(.int(3))])
-        try b.apply(try #require(try a.seal()))
+        try b.apply(try #require(try a.seal()?.delta))
         try b.delete(ref)
         var received: [ChangeEvent] = []
         for await event in events {
@@ -152,7 +152,7 @@ struct Game: StoredRecord, Equatable {
         #expect(try laptop.versions(ref, "doc").map(\.file.hash) == [file.hash])
 
         // The next delta ships the record whole and empty; the phone drops it too.
-        let delta = try #require(try laptop.seal())
+        let delta = try #require(try laptop.seal()?.delta)
         #expect(delta.records.map(\.ref) == [ref] && delta.records[0].whole && delta.records[0].slots.isEmpty)
         try phone.apply(encoded: DeltaCodec.encode(delta))
         #expect(try phone.rawRecord(ref) == nil)
@@ -259,7 +259,7 @@ struct Game: StoredRecord, Equatable {
             SlotRef(record: second, key: .liveness), SlotRef(record: second, key: .field("body")),
             SlotRef(record: second, key: .field("title")),
         ])
-        let delta = try #require(try store.seal())
+        let delta = try #require(try store.seal()?.delta)
         #expect(delta.records.map(\.ref) == [first, second])
         #expect(delta.records[1].slots.map(\.key) == [.liveness, .field("body"), .field("title")])
         #expect(try store.pendingChangeCount() == 0)
@@ -386,11 +386,11 @@ struct Game: StoredRecord, Equatable {
             try FileManager.default.copyItem(atPath: directory.file("w.db") + suffix, toPath: copyPath + suffix)
         }
         let copy = try Store(path: copyPath, configuration: .init(clock: clock))
-        try whole.apply(try #require(try copy.seal()))
+        try whole.apply(try #require(try copy.seal()?.delta))
         #expect(try !copy.hasPendingChanges())
         #expect(try writer.hasPendingChanges())
         var deltas: [Delta] = []
-        while let delta = try writer.seal(maxSlots: 25) { deltas.append(delta) }
+        while let delta = try writer.seal(maxSlots: 25)?.delta { deltas.append(delta) }
         #expect(deltas.count > 2)
         for delta in deltas {
             #expect(delta.records.reduce(0) { $0 + $1.slots.count } <= 25)

@@ -12,14 +12,14 @@ extension Store {
 
     /// Seals, then applies the delta to every store in `targets`.
     func push(to targets: [Store]) throws {
-        guard let delta = try seal() else { return }
+        guard let delta = try seal()?.delta else { return }
         for target in targets { try target.apply(delta) }
     }
 }
 
 /// Every store seals; every delta reaches every other store.
 func exchange(_ stores: [Store]) throws {
-    let deltas = try stores.compactMap { try $0.seal() }
+    let deltas = try stores.compactMap { try $0.seal()?.delta }
     for store in stores {
         for delta in deltas where delta.origin != store.replicaID { try store.apply(delta) }
     }

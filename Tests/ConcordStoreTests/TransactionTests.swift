@@ -206,7 +206,7 @@ import Testing
         }
         #expect(try store.record(ref)?.map(\.name) == ["g"])
         // Sealed, the transaction's writes are one delta slot per field written.
-        let delta = try #require(try store.seal())
+        let delta = try #require(try store.seal()?.delta)
         let slots = delta.records.first { $0.ref == ref }?.slots.map(\.key) ?? []
         #expect(slots.contains(.field("g")) && slots.contains(.field("f39")))
     }

@@ -44,7 +44,7 @@ import Testing
             let (path, purpose): (String, KeyPurpose) = switch (bytes.first ?? 0) % 3 {
             case 0: (RemoteLayout.batch(replica, seq: 1), .batches)
             case 1: (RemoteLayout.snapshot(replica, seq: 1), .snapshots)
-            default: (RemoteLayout.head(replica, seq: 1), .manifests)
+            default: (RemoteLayout.head(replica, seq: 1), .heads)
             }
             let key = storeKey.subkey(for: purpose)
             let body = Array(bytes.dropFirst())

@@ -370,7 +370,7 @@ extension FuzzRun {
         guard sealed > 0 else { return }
         let id = stores[r].replicaID
         for seq in 1...sealed where sealedLog[id]?[seq] == nil {
-            if let bytes = try stores[r].sealedBatch(seq: seq) { sealedLog[id, default: [:]][seq] = bytes }
+            if let bytes = try stores[r].sealedBatch(seq: seq)?.bytes { sealedLog[id, default: [:]][seq] = bytes }
         }
     }
 

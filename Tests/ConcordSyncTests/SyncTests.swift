@@ -243,7 +243,7 @@ import Testing
 
         let origin = fleet.stores[0].replicaID
         let path = RemoteLayout.batch(origin, seq: 1)
-        let plaintext = try #require(try fleet.stores[0].sealedBatch(seq: 1))
+        let plaintext = try #require(try fleet.stores[0].sealedBatch(seq: 1)?.bytes)
         #expect(DeltaCodec.version(of: plaintext) == DeltaCodec.currentVersion)
         var newer = plaintext
         newer[4] = DeltaCodec.readableVersions.upperBound + 1

@@ -65,7 +65,7 @@ var sealedSlots = 0
 let sealStart = ContinuousClock.now
 while true {
     let start = ContinuousClock.now
-    guard let delta = try store.seal(maxSlots: maxSlots) else { break }
+    guard let delta = try store.seal(maxSlots: maxSlots)?.delta else { break }
     let elapsed = milliseconds(ContinuousClock.now - start)
     batches.append(elapsed)
     sealedRecords += delta.records.count

@@ -24,8 +24,9 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
 
     /// Seals delta batches under `replicas/<replica>/deltas/<seq>`.
     public static let batches = KeyPurpose(subkeyID: 1, name: "batches")
-    /// Seals manifests (heads) under `heads/<replica>-<seq>`.
-    public static let manifests = KeyPurpose(subkeyID: 2, name: "manifests")
+    /// Seals heads under `heads/<replica>-<seq>`. Its name keeps the heads' former word,
+    /// "manifests", as messages have always shown it (sub-key ids, not names, derive keys).
+    public static let heads = KeyPurpose(subkeyID: 2, name: "manifests")
     /// Seals snapshots under `snapshots/<replica>-<seq>`.
     public static let snapshots = KeyPurpose(subkeyID: 3, name: "snapshots")
     /// Encrypts blob contents (secretstream) under `blobs/…`.
@@ -36,7 +37,7 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     public static let keyCheck = KeyPurpose(subkeyID: 6, name: "keyCheck")
 
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .manifests, .snapshots, .blobContents, .blobNames, .keyCheck]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

@@ -1,6 +1,6 @@
 import ConcordCore
 
-/// Encrypted objects: how batches, manifests and snapshots are stored remotely (docs/ARCHITECTURE.md §5).
+/// Encrypted objects: how batches, heads and snapshots are stored remotely (docs/ARCHITECTURE.md §5).
 ///
 /// Layout of a encrypted object (all lengths in bytes):
 ///
@@ -17,7 +17,7 @@ import ConcordCore
 /// truncated one does: with `authenticationFailed` and a message naming the path.
 ///
 /// Rule: encrypt each object with the sub-key of its kind (``KeyPurpose/batches``,
-/// ``KeyPurpose/manifests``, ``KeyPurpose/snapshots``) and its final remote path; open it
+/// ``KeyPurpose/heads``, ``KeyPurpose/snapshots``) and its final remote path; open it
 /// with the same. The nonce is random (192 bits), so encrypting the same bytes twice gives
 /// different objects and nonces never repeat in practice.
 public enum EncryptedObject {

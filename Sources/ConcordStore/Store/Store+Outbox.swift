@@ -5,9 +5,10 @@ import GRDB
 
 /// The outbox: local changes not shipped yet, sealed into numbered batches kept until pushed.
 extension Store {
-    /// Seals the outbox into the next delta, stores its bytes (so a retried push sends the
-    /// same bytes) and clears the sealed part of the outbox, in one transaction. Nil when
-    /// nothing changed.
+    /// Seals the outbox into the next batch, stores its bytes (so a retried push sends the
+    /// same bytes) and clears the sealed part of the outbox, in one transaction. Returns the
+    /// batch as sealed — its delta, those bytes and the files it references — so a caller
+    /// pushing it needs neither to read it back nor to decode it. Nil when nothing changed.
     ///
     /// With `maxSlots`, seals only the oldest writes — every slot whose last local write is
     /// at or before a cut chosen so the delta carries at most `maxSlots` slots (more only
@@ -15,8 +16,8 @@ extension Store {
     /// backlog. Call again for the rest. This is exact: a write replaces its own earlier
     /// entries in every slot it touches, so every own dot up to the cut lives in a sealed
     /// slot.
-    public func seal(maxSlots: Int? = nil) throws(ConcordError) -> Delta? {
-        try writeDatabase { db -> Delta? in
+    public func seal(maxSlots: Int? = nil) throws(ConcordError) -> SealedBatch? {
+        try writeDatabase { db -> SealedBatch? in
             var dependencies = try SlotIO.context(db)
             var upTo = dependencies[replicaID]
             if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
@@ -42,12 +43,13 @@ extension Store {
                 }))
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
+            let bytes = DeltaCodec.encode(delta)
             try SlotIO.clearOutbox(db, upTo: upTo)
-            try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(DeltaCodec.encode(delta))])
+            try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(bytes)])
             try setMeta(db, "sealed_seq", seq)
             try setMeta(db, "sealed_up_to", upTo)
             try recordOwnBatch(db, seq: seq, endingAt: upTo)
-            return delta
+            return SealedBatch(delta: delta, bytes: bytes)
         }
     }
 
@@ -70,8 +72,18 @@ extension Store {
         return Rows.hlc(stored: cut)
     }
 
-    /// The bytes of a sealed delta of this replica, exactly as first sealed.
-    public func sealedBatch(seq: UInt64) throws(ConcordError) -> [UInt8]? {
+    /// This replica's sealed batch `seq`, read back: the same value ``seal(maxSlots:)``
+    /// returned, its bytes exactly as first sealed. Nil when `seq` was never sealed or its
+    /// bytes were forgotten (``forgetSealedDeltas(_:)``).
+    public func sealedBatch(seq: UInt64) throws(ConcordError) -> SealedBatch? {
+        guard let bytes = try sealedBytes(seq: seq) else { return nil }
+        return SealedBatch(delta: try DeltaCodec.decode(bytes), bytes: bytes)
+    }
+
+    /// The bytes of sealed batch `seq` alone, for the sync engine's paths that need no
+    /// delta: a size compared with the remote's copy, a batch re-sent whose files it kept
+    /// from sealing.
+    package func sealedBytes(seq: UInt64) throws(ConcordError) -> [UInt8]? {
         // A seq past 2^63 − 1 was never sealed (a planted name may claim one).
         guard let seq = Int64(exactly: seq) else { return nil }
         return try read { db in try Data.fetchOne(db, sql: "SELECT bytes FROM concord_sealed WHERE seq = ?", arguments: [seq]).map { [UInt8]($0) } }

@@ -381,7 +381,7 @@ extension SyncEngine {
         let from = (scan.coverage[me] ?? 0) + 1
         if from <= sealed {
             for seq in from...sealed where !(scan.readDeltas[me]?.contains(seq) ?? false) {
-                guard let plaintext = try store.sealedBatch(seq: seq), let delta = try? DeltaCodec.decode(plaintext) else { continue }
+                guard let plaintext = try store.sealedBytes(seq: seq), let delta = try? DeltaCodec.decode(plaintext) else { continue }
                 for (hash, writer) in Self.distinctFiles(delta.fileReferences) {
                     let keyed = BlobName.keyedName(for: hash, key: keys.blobNames)
                     if pending[keyed] == nil { pending[keyed] = .init(hash: hash, writer: writer, by: "this replica's batch \(seq)") }

@@ -40,7 +40,7 @@ extension SyncEngine {
             let finding = scan.report.findings[index]
             guard finding.isProblem, finding.kind != .unannouncedBatch, finding.kind != .planted,
                   case let .batch(replica, seq)? = RemoteLayout.parse(finding.path), replica == me else { continue }
-            guard let plaintext = try store.sealedBatch(seq: seq) else {
+            guard let plaintext = try store.sealedBytes(seq: seq) else {
                 forgotten.append(index)
                 continue
             }

@@ -3,8 +3,8 @@ import Foundation
 
 /// A replica's head on the remote, `heads/<replica>-<seq>` (docs/ARCHITECTURE.md §4): what it
 /// has sealed and applied, when it last synced, and its device name. Sealed with the heads'
-/// sub-key (derived under the label "manifests", kept for compatibility); the name already
-/// says the replica's newest seq, so an idle pull needs only the listing.
+/// sub-key (`KeyPurpose.heads`, sub-key id 2, whose name keeps the former word "manifests");
+/// the name already says the replica's newest seq, so an idle pull needs only the listing.
 ///
 /// Versioned by its `format` key (docs/FORMAT.md §8.3): absent in every head this release
 /// writes (format 1); a reader refuses any other value as a newer format. A key this

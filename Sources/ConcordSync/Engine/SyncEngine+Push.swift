@@ -1,4 +1,3 @@
-import ConcordCodec
 import ConcordCore
 import ConcordCrypto
 import ConcordRemote
@@ -25,9 +24,16 @@ extension SyncEngine {
         // nor any receiver holds more than one batch's worth of changes in memory.
         let sealedBefore = try store.sealedSeq()
         // What each batch sealed now references is kept from sealing; only a batch an
-        // earlier, interrupted push sealed is decoded again.
+        // earlier, interrupted push sealed is read whole and decoded again. A batch sealed
+        // alone is kept whole, bytes too; a backlog's bytes are read back one batch at a
+        // time, so no more than one batch's worth is held.
         var filesSealed: [UInt64: Set<ContentHash>] = [:]
-        while let delta = try store.seal(maxSlots: Self.maxSlotsPerBatch) { filesSealed[delta.seq] = ownFiles(of: delta) }
+        var sealedAlone: SealedBatch?
+        while let batch = try store.seal(maxSlots: Self.maxSlotsPerBatch) {
+            filesSealed[batch.seq] = batch.files
+            sealedAlone = nil
+            if filesSealed.count == 1, try !store.hasPendingChanges() { sealedAlone = batch }
+        }
         try await finishReuploads(into: &report)
         let sealed = try store.sealedSeq()
         var pushed = try pushedSeq()
@@ -48,14 +54,10 @@ extension SyncEngine {
         let start = pushed
         for seq in (pushed + 1)..<(sealed + 1) {
             progress?(SyncProgress(phase: .pushing, objectsDone: Int(seq - start - 1), objectsTotal: Int(sealed - start), bytesDone: 0, bytesTotal: 0))
-            guard let plaintext = try store.sealedBatch(seq: seq) else {
-                throw ConcordError(.corrupt, "sealed delta \(seq) is missing from the local store")
-            }
+            let (plaintext, files) = try sealedForPush(seq, alone: &sealedAlone, files: &filesSealed)
             // 1. The files it references (only those this replica wrote; others' files are
             //    uploaded by their writers), each uploaded within the deadline before the
             //    batch lands, so the sweep never takes one for garbage.
-            let files: Set<ContentHash>
-            if let kept = filesSealed.removeValue(forKey: seq) { files = kept } else { files = ownFiles(of: try DeltaCodec.decode(plaintext)) }
             try await uploadFiles(files, batch: seq, into: &report, progress: progress)
             // 2. The batch — never over another authentic batch of the same name (one name,
             //    one content): if the remote holds different, authentic bytes there, this
@@ -89,10 +91,23 @@ extension SyncEngine {
         }
     }
 
-    /// The files `delta` references that this replica wrote (it uploads those; others'
-    /// files are uploaded by their writers).
-    private func ownFiles(of delta: Delta) -> Set<ContentHash> {
-        Set(delta.fileReferences.filter { $0.writer == store.replicaID }.map(\.file.hash))
+    /// Sealed batch `seq`'s bytes and the files its push uploads: from the batch this push
+    /// sealed alone, or its bytes read back with the files kept from sealing, or — a batch
+    /// an earlier, interrupted push sealed — read back whole.
+    private func sealedForPush(
+        _ seq: UInt64, alone: inout SealedBatch?, files kept: inout [UInt64: Set<ContentHash>]
+    ) throws(ConcordError) -> (bytes: [UInt8], files: Set<ContentHash>) {
+        if let files = kept.removeValue(forKey: seq) {
+            if let batch = alone, batch.seq == seq {
+                alone = nil
+                return (batch.bytes, files)
+            }
+            if let bytes = try store.sealedBytes(seq: seq) { return (bytes, files) }
+        }
+        guard let batch = try store.sealedBatch(seq: seq) else {
+            throw ConcordError(.corrupt, "sealed delta \(seq) is missing from the local store")
+        }
+        return (batch.bytes, batch.files)
     }
 
     /// Puts `batches`, each once its name is shown free, all at once; throws the first

@@ -60,14 +60,14 @@ public actor SyncEngine {
 
     struct Keys: Sendable {
         let batches: SubKey
-        let manifests: SubKey
+        let heads: SubKey
         let snapshots: SubKey
         let blobContents: SubKey
         let blobNames: SubKey
 
         init(_ key: StoreKey) {
             batches = key.subkey(for: .batches)
-            manifests = key.subkey(for: .manifests)
+            heads = key.subkey(for: .heads)
             snapshots = key.subkey(for: .snapshots)
             blobContents = key.subkey(for: .blobContents)
             blobNames = key.subkey(for: .blobNames)

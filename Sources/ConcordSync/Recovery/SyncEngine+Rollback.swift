@@ -114,8 +114,8 @@ extension SyncEngine {
         // Per file, the size its encrypted stream must have.
         var wanted: [ContentHash: UInt64] = [:]
         for seq in present {
-            guard let plaintext = try store.sealedBatch(seq: seq) else { continue }
-            for reference in try DeltaCodec.decode(plaintext).fileReferences {
+            guard let batch = try store.sealedBatch(seq: seq) else { continue }
+            for reference in batch.delta.fileReferences {
                 wanted[reference.file.hash] = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
             }
         }
@@ -208,7 +208,7 @@ extension SyncEngine {
             // An own batch of the wrong size was torn by a put that reported success: it is
             // put again, covered or not (publishing again checks it byte for byte first).
             // (A size the listing does not give is unknown: no evidence of a tear.)
-            if origin == me, let size = object.size, let plaintext = try store.sealedBatch(seq: seq),
+            if origin == me, let size = object.size, let plaintext = try store.sealedBytes(seq: seq),
                size != UInt64(plaintext.count + EncryptedObject.overheadByteCount) {
                 ownTorn = true
                 continue
@@ -270,7 +270,7 @@ extension SyncEngine {
         var snapshotThere = false
         if ownSnapshot > 0 { snapshotThere = try await objects.authenticBytes(at: RemoteLayout.snapshot(me, seq: ownSnapshot)) != nil }
         for seq in 1...pushed {
-            guard let plaintext = try store.sealedBatch(seq: seq) else {
+            guard let plaintext = try store.sealedBytes(seq: seq) else {
                 if !present.contains(seq) && (!snapshotThere || seq > ownSnapshot) { uncovered = true }
                 continue
             }

@@ -69,7 +69,7 @@ struct RemoteObjects: Sendable {
     /// The head of `replica` at `seq`, from the bytes fetched at its name.
     func openHead(_ sealed: [UInt8], replica: ReplicaID, seq: UInt64) throws(ConcordError) -> Head {
         let path = RemoteLayout.head(replica, seq: seq)
-        let head = try Head.decode(try EncryptedObject.open(sealed, path: path, key: keys.manifests), path: path)
+        let head = try Head.decode(try EncryptedObject.open(sealed, path: path, key: keys.heads), path: path)
         guard head.replica == replica.description, head.seq == seq else {
             throw ConcordError(.malformed, "remote head \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
         }
@@ -83,7 +83,7 @@ struct RemoteObjects: Sendable {
         switch RemoteLayout.parse(path) {
         case .batch?: key = keys.batches
         case .snapshot?: key = keys.snapshots
-        case .head?: key = keys.manifests
+        case .head?: key = keys.heads
         default: return false
         }
         return (try? EncryptedObject.open(sealed, path: path, key: key)) != nil

@@ -46,7 +46,7 @@ struct RemoteWrites: Sendable {
     /// name, `heads/<replica>-<seq>`.
     func putHead(_ head: Head, of replica: ReplicaID) async throws(ConcordError) {
         let path = RemoteLayout.head(replica, seq: head.seq)
-        try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.manifests))
+        try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.heads))
     }
 
     /// Puts `concord.json`, which is not encrypted (its key is wrapped inside it). Static:
