@@ -88,6 +88,13 @@ public struct RemoteAnomaly: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension Remote {
+    /// The store manifest `concord.json`, or nil when the remote holds none: read within its
+    /// limit (``RemoteLayout/maxManifestSize``). Every reader of `concord.json` reads it
+    /// through here.
+    public func getManifest() async throws(ConcordError) -> [UInt8]? {
+        try await get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest))
+    }
+
     /// None: a remote that can only hold objects.
     public func anomalies(prefix: String) async throws(ConcordError) -> [RemoteAnomaly] { [] }
 

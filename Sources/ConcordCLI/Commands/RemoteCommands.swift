@@ -77,7 +77,7 @@ struct RemoteSet: AsyncParsableCommand {
         let created: Bool
         var notes: [String] = []
         let recorded = try SyncEngine.remoteStoreID(in: store)
-        var existing = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)).map(StoreManifest.init(json:))
+        var existing = try await remote.getManifest().map(StoreManifest.init(json:))
         if existing == nil, let recorded {
             // This replica synced with a store: never create another in its place. Put back
             // the concord.json it keeps, if the folder lost it; otherwise refuse.

@@ -323,7 +323,7 @@ final class DemoRun {
             guard let remote else { return [] }
             var contents: [(String, [UInt8])] = []
             for object in try await remote.list(prefix: "") {
-                contents.append((object.path, try await remote.get(object.path) ?? []))
+                contents.append((object.path, try await remote.get(object.path, limit: RemoteLayout.maxObjectSize(forPath: object.path)) ?? []))
             }
             return contents
         }

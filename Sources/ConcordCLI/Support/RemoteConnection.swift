@@ -327,7 +327,7 @@ struct RemoteConnection {
     }
 
     static func readManifest(_ remote: any Remote, location: RemoteLocation) async throws -> StoreManifest {
-        guard let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) else {
+        guard let bytes = try await remote.getManifest() else {
             // A WebDAV collection that is gone reads as "no concord.json": say which it is.
             if let webDAV = remote as? WebDAVRemote, try await !webDAV.rootExists() {
                 throw ConcordError(.noFolder, "the WebDAV folder \(location.display) does not exist (deleted, or the URL changed): check the URL; nothing local was lost")

@@ -39,7 +39,7 @@ extension SyncEngine {
             throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was checked")
         }
         // 1. concord.json: without it (or with another store's) nothing else can be judged.
-        var manifestBytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest))
+        var manifestBytes = try await remote.getManifest()
         if manifestBytes.map(Self.isDamagedManifest) ?? true, let kept = try Self.keptManifest(in: store), kept.storeID == storeID {
             // Deleted or damaged, and this replica keeps the copy it unlocked: put back on repair.
             let what = manifestBytes == nil ? "no concord.json (deleted?)" : "a damaged concord.json (torn, truncated or tampered)"

@@ -40,7 +40,7 @@ extension SyncEngine {
         guard let kept = try keptManifest(in: store) else { return nil }
         let bytes = kept.jsonBytes()
         for attempt in 0..<2 {
-            if let found = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) {
+            if let found = try await remote.getManifest() {
                 if found == bytes { return attempt == 0 ? nil : kept }
                 guard isDamagedManifest(found) else { return nil }
             }

@@ -133,7 +133,7 @@ public actor SyncEngine {
     public static func createRemote(
         _ remote: any Remote, passphrase: String, limits: PasswordHashLimits = .interactive
     ) async throws(ConcordError) -> (key: StoreKey, storeID: StoreID) {
-        if try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) != nil {
+        if try await remote.getManifest() != nil {
             throw ConcordError(.invalidOperation, "the remote already holds a Concord store; unlock it instead of creating one")
         }
         let key = StoreKey.random()
@@ -171,7 +171,7 @@ public actor SyncEngine {
     }
 
     static func manifest(of remote: any Remote) async throws(ConcordError) -> StoreManifest {
-        guard let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest)) else {
+        guard let bytes = try await remote.getManifest() else {
             throw ConcordError(.notFound, "the remote holds no Concord store (no concord.json); create one with `concord remote set`")
         }
         return try StoreManifest(json: bytes)

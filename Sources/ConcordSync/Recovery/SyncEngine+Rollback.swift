@@ -59,7 +59,7 @@ extension SyncEngine {
             // `concord.json` too: deleted or damaged (torn, truncated), every replica that
             // opens the remote anew stops; another store's, this engine must not go on
             // writing beside it.
-            let bytes = try await remote.get(RemoteLayout.manifestPath, limit: RemoteLayout.maxObjectSize(for: .manifest))
+            let bytes = try await remote.getManifest()
             if let bytes, let found = try? StoreManifest(json: bytes) {
                 guard found.storeID == storeID else {
                     throw ConcordError(.storeMismatch, Self.storeChangedMessage(found: found.storeID.hex, recorded: storeID.hex, at: "the remote"))
