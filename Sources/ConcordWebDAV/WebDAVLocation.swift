@@ -5,7 +5,7 @@ import Foundation
 
 /// A WebDAV remote's location: `https://[user@]host[:port]/path/` (or `http://`), with
 /// the user as the `user` option. The password is never part of it: opening reads it from
-/// ``passwordVariable`` or asks (``ConcordRemote/RemoteAccess``). Opens a ``WebDAVRemote``.
+/// ``passwordVariable`` or asks (``/ConcordRemote/RemoteAccess``). Opens a ``WebDAVRemote``.
 public struct WebDAVLocation: RemoteBackend {
     /// The canonical URL: scheme, `user@` if any, host, port, a path ending in `/`.
     public let url: String
