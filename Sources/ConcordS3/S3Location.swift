@@ -23,6 +23,46 @@ public struct S3Location: RemoteBackend {
     public static let summary = "an S3 remote (s3://bucket/prefix)"
     public static var options: [String] { ["endpoint", "region"] }
 
+    public var url: String {
+        var components = URLComponents()
+        components.scheme = "s3"
+        components.host = bucket
+        components.path = "/" + prefix
+        components.queryItems = (endpoint.map { [URLQueryItem(name: "endpoint", value: $0)] } ?? []) + [URLQueryItem(name: "region", value: region)]
+        return components.string ?? "s3://\(bucket)/\(prefix)"
+    }
+
+    /// The bucket and prefix, with a custom endpoint.
+    public var display: String { "s3://\(bucket)/\(prefix)\(endpoint.map { " at \($0)" } ?? "")" }
+    public var httpOrigin: String? { endpoint }
+    public var credentialsNote: String? { "S3 credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, or $AWS_PROFILE" }
+
+    public func child(_ name: String) -> S3Location {
+        S3Location(bucket: bucket, prefix: prefix + name + "/", endpoint: endpoint, region: region, retry: retry)
+    }
+
+    /// Its leftovers are abandoned multipart uploads.
+    public static func sweptLeftovers(_ count: Int) -> String {
+        "aborted \(count) multipart upload\(count == 1 ? "" : "s") abandoned over an hour ago"
+    }
+
+    /// An ``S3Remote`` signed with the credentials of `access`'s environment; a root check
+    /// looks for the bucket and creates it when asked to.
+    public func open(root: RootCheck, access: RemoteAccess) async throws -> any LeftoverSweeping {
+        let remote = try S3Remote(
+            bucket: bucket, prefix: prefix, endpoint: endpoint, region: region, credentials: try .fromEnvironment(access.environment), retry: retry)
+        if root != .none, try await !remote.bucketExists() {
+            if case let .mustExist(advice) = root {
+                throw ConcordError(.noBucket, "the bucket \(bucket) does not exist at \(remote.endpoint) (region \(region)): check its name, the endpoint and the region, or \(advice)")
+            }
+            try await remote.createBucket()
+        }
+        return remote
+    }
+}
+
+// Parsing sits in an extension so that the struct keeps its memberwise initializer.
+extension S3Location {
     /// Parses `s3://bucket/prefix[?endpoint=…&region=…]`; `options` gives the endpoint and
     /// the region instead. The region defaults to `$AWS_REGION`, `$AWS_DEFAULT_REGION`, then
     /// `us-east-1`. Credentials, a port or another query item are refused.
@@ -66,50 +106,5 @@ public struct S3Location: RemoteBackend {
         } catch {
             throw RemoteLocationError(error.message)
         }
-    }
-
-    init(bucket: String, prefix: String, endpoint: String?, region: String, retry: HTTPRetryPolicy) {
-        self.bucket = bucket
-        self.prefix = prefix
-        self.endpoint = endpoint
-        self.region = region
-        self.retry = retry
-    }
-
-    public var url: String {
-        var components = URLComponents()
-        components.scheme = "s3"
-        components.host = bucket
-        components.path = "/" + prefix
-        components.queryItems = (endpoint.map { [URLQueryItem(name: "endpoint", value: $0)] } ?? []) + [URLQueryItem(name: "region", value: region)]
-        return components.string ?? "s3://\(bucket)/\(prefix)"
-    }
-
-    /// The bucket and prefix, with a custom endpoint.
-    public var display: String { "s3://\(bucket)/\(prefix)\(endpoint.map { " at \($0)" } ?? "")" }
-    public var httpOrigin: String? { endpoint }
-    public var credentialsNote: String? { "S3 credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, or $AWS_PROFILE" }
-
-    public func child(_ name: String) -> S3Location {
-        S3Location(bucket: bucket, prefix: prefix + name + "/", endpoint: endpoint, region: region, retry: retry)
-    }
-
-    /// Its leftovers are abandoned multipart uploads.
-    public static func sweptLeftovers(_ count: Int) -> String {
-        "aborted \(count) multipart upload\(count == 1 ? "" : "s") abandoned over an hour ago"
-    }
-
-    /// An ``S3Remote`` signed with the credentials of `access`'s environment; a root check
-    /// looks for the bucket and creates it when asked to.
-    public func open(root: RootCheck, access: RemoteAccess) async throws -> any LeftoverSweeping {
-        let remote = try S3Remote(
-            bucket: bucket, prefix: prefix, endpoint: endpoint, region: region, credentials: try .fromEnvironment(access.environment), retry: retry)
-        if root != .none, try await !remote.bucketExists() {
-            if case let .mustExist(advice) = root {
-                throw ConcordError(.noBucket, "the bucket \(bucket) does not exist at \(remote.endpoint) (region \(region)): check its name, the endpoint and the region, or \(advice)")
-            }
-            try await remote.createBucket()
-        }
-        return remote
     }
 }
