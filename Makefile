@@ -63,10 +63,11 @@ powercut-mutants: deps
 
 # The DocC documentation, one combined archive: the articles of Sources/Concord/Concord.docc
 # with the snippets in Snippets/, compiled and run, and the API reference of the modules
-# `import Concord` brings in, each main type's members grouped by task (the catalogs
+# `import Concord` brings in, of ConcordWebDAV, ConcordS3 and ConcordHTTP, and of the test
+# kit ConcordTesting, each main type's members grouped by task (the catalogs
 # Sources/<module>/<module>.docc). Fails on any warning, so on a broken symbol link, and if
-# the pages of Store, StoredRecord, SyncEngine, AutoSync or Remote are missing
-# (scripts/build-docs.sh).
+# the pages of Store, StoredRecord, SyncEngine, AutoSync or Remote, or a module's page and
+# its groups, are missing (scripts/build-docs.sh).
 docs: deps
 	SWIFT=$(SWIFT) scripts/build-docs.sh
 

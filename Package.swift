@@ -50,7 +50,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
-        // The Remote contract (put, get, list, delete) and FolderRemote.
+        // The Remote contract (put, get, list, delete), how a backend describes itself
+        // (RemoteBackend: URL schemes, display, opening), and FolderRemote.
         .target(name: "ConcordRemote", dependencies: ["ConcordCore"]),
         // What the HTTP backends share: one pooled client, retries with backoff and jitter,
         // streaming bodies, and failures as one-line typed errors naming the remote.

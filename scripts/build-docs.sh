@@ -4,12 +4,15 @@
 # they show, the snippets in Snippets/ (one executable per file, which a plain `swift build`
 # compiles), and the API reference of ConcordCore, ConcordCodec, ConcordCrypto,
 # ConcordStore, ConcordRemote and ConcordSync, whose catalogs (Sources/<module>/<module>.docc)
-# group each main type's members by task. Fails if a snippet compiles with a warning or does
-# not run to the end (each checks the outcomes its article states, in a temporary folder it
-# deletes, with no network request), if DocC warns — every symbol link, in the articles and
-# in the doc comments alike, and every @Snippet reference must resolve — or if the reference
-# lacks the grouped pages of Store, StoredRecord, SyncEngine, AutoSync or Remote. The archive
-# is written to .build/plugins/Swift-DocC/outputs/Concord.doccarchive.
+# group each main type's members by task — and of the other products: ConcordWebDAV and
+# ConcordS3 with the ConcordHTTP they share, and the test kit ConcordTesting. Fails if a
+# snippet compiles with a warning or does not run to the end (each checks the outcomes its
+# article states, in a temporary folder it deletes, with no network request), if DocC warns
+# — every symbol link, in the articles and in the doc comments alike, and every @Snippet
+# reference must resolve — or if the reference lacks a module's page, the topic groups of
+# the HTTP modules' and the test kit's pages, or the grouped pages of Store, StoredRecord,
+# SyncEngine, AutoSync or Remote. The archive is written to
+# .build/plugins/Swift-DocC/outputs/Concord.doccarchive.
 set -euo pipefail
 swift="${SWIFT:-swift}"
 log=$(mktemp)
@@ -47,7 +50,7 @@ done
 #    a broken one fails; then it merges them into one archive.
 archive=.build/plugins/Swift-DocC/outputs/Concord.doccarchive
 targets=()
-for target in ConcordCore ConcordCodec ConcordCrypto ConcordStore ConcordRemote ConcordSync Concord; do
+for target in ConcordCore ConcordCodec ConcordCrypto ConcordStore ConcordRemote ConcordHTTP ConcordWebDAV ConcordS3 ConcordSync ConcordTesting Concord; do
   targets+=(--target "$target")
 done
 rm -rf "$archive"
@@ -69,8 +72,8 @@ fi
 #    (the topic groups of the catalogs' Extension/ pages): removing a page or its groups
 #    fails here.
 missing=0
-check_page() {  # module, type, topic groups…
-  local page="$archive/data/documentation/$1/$2.json"
+check_page() {  # module, type ("" for the module's own page), topic groups…
+  local page="$archive/data/documentation/$1${2:+/$2}.json"
   shift 2
   if [ ! -f "$page" ]; then
     echo "error: the reference has no page $page" >&2
@@ -93,7 +96,11 @@ check_page concordstore storedrecord "Saving and loading"
 check_page concordsync syncengine "Syncing" "Compaction" "Replicas" "Doctor"
 check_page concordsync autosync "Running it" "Observing it"
 check_page concordremote remote "Whole objects" "Listing" "Streaming"
-for module in concord concordcore concordcodec concordcrypto concordstore concordremote concordsync; do
+check_page concordhttp "" "Requests" "Retries and bounds" "Streaming XML"
+check_page concordwebdav "" "The remote" "PROPFIND answers"
+check_page concords3 "" "The remote" "Signing"
+check_page concordtesting "" "Replayable runs" "Remotes that misbehave" "Checking a remote" "Simulating replicas"
+for module in concord concordcore concordcodec concordcrypto concordstore concordremote concordhttp concordwebdav concords3 concordsync concordtesting; do
   [ -f "$archive/data/documentation/$module.json" ] || { echo "error: the archive has no $module module page" >&2; missing=1; }
 done
 if [ "$missing" -ne 0 ]; then

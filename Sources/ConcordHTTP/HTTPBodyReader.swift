@@ -2,7 +2,7 @@ import NIOCore
 
 /// What reads a successful answer's body as it arrives
 /// (``HTTPTransport/send(_:body:limit:reader:prepare:)``), so that a long answer — a
-/// listing page of up to 32 MiB — is never held whole: ``ConcordHTTP/XMLStreamParser``
+/// listing page of up to 32 MiB — is never held whole: ``/ConcordHTTP/XMLStreamParser``
 /// readers keep only what they make of it.
 public protocol HTTPBodyReader {
     /// Takes the next bytes of the body; false stops the read there (the reader knows why:

@@ -9,7 +9,7 @@ import NIOCore
 ///   divided by ``minimumRate``; `n` is what the reader expects (a file's exact size from
 ///   its authenticated reference, an object kind's limit, a listing page's limit), lowered
 ///   to the `Content-Length` when the server gives a smaller one. A read past its time is
-///   stopped with ``ConcordCore/ConcordError/Code/limitExceeded``, as one over its size is:
+///   stopped with ``/ConcordCore/ConcordError/Code/limitExceeded``, as one over its size is:
 ///   the object is treated as damaged, nothing else is affected. The check runs as bytes
 ///   arrive; a server that sends nothing at all is cut off by the client's 60 s read timeout.
 /// - **Error answers are read to ``errorBodyLimit`` at most**, to quote them; the rest is

@@ -13,7 +13,7 @@ extension HTTPTransport {
     /// The whole exchange may take the time ``HTTPBounds`` gives the bytes handed over so
     /// far plus 1 MiB (the chunk in flight, the answer): a server that stops taking the body,
     /// or never answers it, has the request cancelled with
-    /// ``ConcordCore/ConcordError/Code/limitExceeded`` instead of holding the upload for ever.
+    /// ``/ConcordCore/ConcordError/Code/limitExceeded`` instead of holding the upload for ever.
     public func upload(
         _ object: String, spec: HTTPRequestSpec, read: () throws(ConcordError) -> [UInt8]
     ) async throws(ConcordError) -> HTTPResponse {

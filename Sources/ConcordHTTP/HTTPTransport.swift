@@ -46,7 +46,7 @@ public struct HTTPRequestSpec: Sendable {
 /// What the HTTP backends share: one pooled client (connection pooling, TLS), timeouts,
 /// retries with exponential backoff and full jitter on connection errors, 408, 429 and 5xx
 /// (honouring `Retry-After`, never on a 4xx that will not change), and every failure as a
-/// one-line ``ConcordCore/ConcordError`` naming the remote and what to do.
+/// one-line ``/ConcordCore/ConcordError`` naming the remote and what to do.
 public struct HTTPTransport: Sendable {
     /// The remote as a person names it in messages: "WebDAV remote https://host/dav".
     public let remoteName: String
@@ -77,7 +77,7 @@ public struct HTTPTransport: Sendable {
     }
 
     /// Sends a request with a buffered body (or none) and reads the whole response, at most
-    /// `limit` bytes of body (more throws ``ConcordError/objectTooLarge(_:size:atLeast:limit:)``
+    /// `limit` bytes of body (more throws ``/ConcordRemote/ConcordCore/ConcordError/objectTooLarge(_:size:atLeast:limit:)``
     /// for `object`) in the time ``HTTPBounds`` gives `limit` bytes; an error answer's body
     /// is read to ``HTTPBounds/errorBodyLimit``. Retried as ``HTTPRetryPolicy`` says;
     /// `prepare` builds each attempt. Statuses are returned, not thrown: the caller decides
@@ -163,9 +163,9 @@ public struct HTTPTransport: Sendable {
     /// body (false, e.g. a 404), or — by throwing — fail. Attempts are retried until the
     /// first byte reaches `write`; after that a failure is thrown (the next sync starts
     /// again). A body over `limit` bytes (what the reader expects) throws
-    /// ``ConcordError/objectTooLarge(_:size:atLeast:limit:)`` before `write` gets a byte past
+    /// ``/ConcordRemote/ConcordCore/ConcordError/objectTooLarge(_:size:atLeast:limit:)`` before `write` gets a byte past
     /// the limit, and one slower than ``HTTPBounds`` allows for `limit` bytes throws
-    /// ``ConcordCore/ConcordError/Code/limitExceeded`` too.
+    /// ``/ConcordCore/ConcordError/Code/limitExceeded`` too.
     public func stream(
         _ object: String, limit: UInt64 = .max,
         prepare: @Sendable (_ attempt: Int) throws(ConcordError) -> HTTPRequestSpec,
@@ -267,7 +267,7 @@ public struct HTTPTransport: Sendable {
 
     /// Hands each buffer of `response`'s body to `take` until it returns false or the body
     /// ends, within the time `clock` allows: a server that sends the head and then stalls is
-    /// cut off at that deadline with ``ConcordCore/ConcordError/Code/limitExceeded`` (the
+    /// cut off at that deadline with ``/ConcordCore/ConcordError/Code/limitExceeded`` (the
     /// clock's own message), not left to the client's 60 s idle timeout, retried. The body
     /// is read by a child task and handed over one buffer at a time (``BodyHandoff``), so a
     /// timer can interrupt the wait; leaving drops the connection.

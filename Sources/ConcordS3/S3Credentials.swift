@@ -5,7 +5,7 @@ extension SigV4.Credentials {
     /// Credentials as the AWS tools find them: `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY` (with `AWS_SESSION_TOKEN` if set), else the profile
     /// `AWS_PROFILE` (or `default`) of `AWS_SHARED_CREDENTIALS_FILE` (or
-    /// `~/.aws/credentials`). Throws ``ConcordRemote/ConcordError/Code/remoteAuth`` naming
+    /// `~/.aws/credentials`). Throws ``/ConcordRemote/ConcordCore/ConcordError/Code/remoteAuth`` naming
     /// what is missing.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConcordError) -> SigV4.Credentials {
         func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }

@@ -2,10 +2,10 @@ import ConcordCore
 import ConcordRemote
 
 extension S3Remote {
-    /// The pages of one listing, bounded: at most ``ConcordRemote/RemoteLayout/maxListingPages``
+    /// The pages of one listing, bounded: at most ``/ConcordRemote/RemoteLayout/maxListingPages``
     /// pages, and each continuation token (or marker) followed once — a server whose tokens
     /// cycle, or never end, stops the listing with one
-    /// ``ConcordRemote/ConcordError/endlessListing(_:_:_:)`` line instead of looping for ever.
+    /// ``/ConcordRemote/ConcordCore/ConcordError/endlessListing(_:_:_:)`` line instead of looping for ever.
     struct Pages {
         let remote: String
         /// What is listed, as messages name it.

@@ -6,7 +6,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// A ``ConcordRemote/Remote`` over S3-compatible object storage: AWS S3, Cloudflare R2,
+/// A ``/ConcordRemote/Remote`` over S3-compatible object storage: AWS S3, Cloudflare R2,
 /// Backblaze B2, Wasabi, MinIO, Ceph RGW, Garage. Objects are keys `prefix + path` in one
 /// bucket.
 ///
@@ -21,9 +21,9 @@ import NIOHTTP1
 ///   a failed upload is aborted; uploads abandoned by a crash are aborted by
 ///   ``sweepLeftovers(olderThan:now:)`` (run by `concord compact`). Memory stays one part.
 ///   No ETag is trusted: RGW answers a completed upload with an empty one.
-/// - A missing bucket is ``ConcordRemote/ConcordError/Code/remoteMissing``, a refused key or
-///   secret ``ConcordRemote/ConcordError/Code/remoteAuth`` — never "an empty store".
-/// - Retries, timeouts and wording: ``ConcordHTTP/HTTPTransport``.
+/// - A missing bucket is ``/ConcordRemote/ConcordCore/ConcordError/Code/remoteMissing``, a refused key or
+///   secret ``/ConcordRemote/ConcordCore/ConcordError/Code/remoteAuth`` — never "an empty store".
+/// - Retries, timeouts and wording: ``/ConcordHTTP/HTTPTransport``.
 public struct S3Remote: LeftoverSweeping {
     public let bucket: String
     /// The key prefix of the store: empty, or ending in `/`.
@@ -46,8 +46,13 @@ public struct S3Remote: LeftoverSweeping {
     ///   - prefix: the folder in the bucket that holds the store (may be empty).
     ///   - endpoint: `https://host[:port]` of an S3-compatible service; nil for AWS
     ///     (`https://s3.<region>.amazonaws.com`).
+    ///   - region: the region requests are signed for (`us-east-1` when the service has
+    ///     none).
+    ///   - credentials: the access key and secret that sign every request
+    ///     (``SigV4/Credentials/fromEnvironment(_:)`` reads them as the AWS tools do).
     ///   - pathStyle: nil chooses path-style for a custom endpoint, virtual-hosted for AWS.
-    ///   - bounds: how long a read may take (``ConcordHTTP/HTTPBounds``).
+    ///   - retry: how failed requests are retried (``/ConcordHTTP/HTTPRetryPolicy``).
+    ///   - bounds: how long a read may take (``/ConcordHTTP/HTTPBounds``).
     public init(
         bucket: String, prefix: String = "", endpoint: String? = nil, region: String = "us-east-1",
         credentials: SigV4.Credentials, pathStyle: Bool? = nil, retry: HTTPRetryPolicy = .init(), bounds: HTTPBounds = .init()

@@ -1,10 +1,10 @@
 import ConcordHTTP
 
-/// S3's XML answers, read with ``ConcordHTTP/XMLStreamParser``: records (`Contents`,
+/// S3's XML answers, read with ``/ConcordHTTP/XMLStreamParser``: records (`Contents`,
 /// `Upload`, `Part`) as name → text maps, and the other leaf elements (`IsTruncated`,
 /// `NextContinuationToken`, `UploadId`, `Code`, `Message`) as fields of the answer. Local
 /// names only (AWS uses a default namespace, others none). Whatever the bytes, it returns
-/// a value or nil — malformed XML and an answer over ``ConcordHTTP/XMLLimits`` are nil; it
+/// a value or nil — malformed XML and an answer over ``/ConcordHTTP/XMLLimits`` are nil; it
 /// never traps.
 public struct S3XML: Sendable {
     /// Leaf elements outside records, by local name (the first of each).

@@ -2,7 +2,7 @@ import ConcordCore
 
 /// A deterministic sequence of store operations for crash tests: local writes, file
 /// attachments, seals, and remote deltas from a peer. A child process runs it against a store and is killed at a
-/// random moment; the test replays it on a core ``Replica`` to know every state the store
+/// random moment; the test replays it on a core ``/ConcordCore/Replica`` to know every state the store
 /// may legitimately be in.
 public struct CrashScript: Sendable {
     /// One step: one store transaction.

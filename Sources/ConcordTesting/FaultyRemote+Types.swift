@@ -4,7 +4,7 @@ import ConcordCore
 extension FaultyRemote {
     /// Which faults to inject, each with its own probability per call (0 = never, 1 = always).
     public struct Plan: Hashable, Sendable {
-        /// A call throws ``ConcordError/Code/remote`` and does nothing.
+        /// A call throws ``/ConcordRemote/ConcordCore/ConcordError/Code/remote`` and does nothing.
         public var failure: Double = 0
         /// A call is slow: counted in ``Counts/slow`` and delayed by a random time up to
         /// ``slowDelay`` (with a zero bound, it only yields to other tasks).
@@ -18,9 +18,9 @@ extension FaultyRemote {
         /// object cannot be torn, and is written whole.
         public var tornPut: Double = 0
         /// Whether a torn put reports success (a misbehaving sync client) rather than throwing
-        /// ``ConcordError/Code/remote`` (a dropped connection).
+        /// ``/ConcordRemote/ConcordCore/ConcordError/Code/remote`` (a dropped connection).
         public var tornPutReportsSuccess = false
-        /// A mutation (put, stream put, delete) is done, then throws ``ConcordError/Code/remote``
+        /// A mutation (put, stream put, delete) is done, then throws ``/ConcordRemote/ConcordCore/ConcordError/Code/remote``
         /// as if the reply had been lost.
         public var lostAcknowledgement: Double = 0
         /// A delete reports success and deletes nothing.
@@ -118,7 +118,7 @@ extension FaultyRemote {
         public var duplicatedListings = 0
         /// Listings shuffled (``Plan/reorderedListing``).
         public var reorderedListings = 0
-        /// Calls that threw ``ConcordError/Code/simulatedCrash`` (the crashing one included).
+        /// Calls that threw ``ConcordCore/ConcordError/Code/simulatedCrash`` (the crashing one included).
         public var crashed = 0
         /// Times the wrapped remote went back to an earlier copy (``rollback(to:)``).
         public var rollbacks = 0

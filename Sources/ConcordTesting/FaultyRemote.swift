@@ -8,7 +8,7 @@ extension ConcordError.Code {
     public static let simulatedCrash = ConcordError.Code("simulatedCrash")
 }
 
-/// A ``Remote`` that wraps another and misbehaves the way dumb storage and sync clients do
+/// A ``/ConcordRemote/Remote`` that wraps another and misbehaves the way dumb storage and sync clients do
 /// (docs/ARCHITECTURE.md §4, §7): calls that fail, are slow, or lose their acknowledgement; puts that
 /// are lost or torn; deletes that are lost; listings that are stale, incomplete, duplicated
 /// or reordered; and a crash at a chosen mutation.
@@ -71,7 +71,7 @@ public final class FaultyRemote: Remote {
 
     /// Arms a crash: the next `n` mutations (puts, stream puts, deletes) proceed; the one
     /// after them — the (n+1)-th from now, so `n == 0` crashes at the next mutation — leaves
-    /// `effect` in storage and throws ``ConcordError/Code/simulatedCrash``, and so does every
+    /// `effect` in storage and throws ``ConcordCore/ConcordError/Code/simulatedCrash``, and so does every
     /// later call of any kind until ``restart()``.
     public func crash(afterMutations n: Int, effect: CrashEffect = .random) {
         precondition(n >= 0, "a crash point counts mutations from now; it cannot be negative")

@@ -229,7 +229,7 @@ extension HostileRemoteCheck.Checker {
         }
     }
 
-    /// `outcome` is ``ConcordCore/ConcordError/Code/limitExceeded`` naming `path` and `limit`.
+    /// `outcome` is ``/ConcordCore/ConcordError/Code/limitExceeded`` naming `path` and `limit`.
     mutating func expectLimitExceeded(_ context: String, _ what: String, _ outcome: Outcome, naming path: String, limit: UInt64) {
         if outcome.code != .limitExceeded {
             issues.append("\(context): \(what) \(outcome); expected limitExceeded")

@@ -3,7 +3,7 @@ import ConcordRemote
 import Foundation
 import Synchronization
 
-/// What a ``Remote`` must withstand from storage that anyone can write, and from whoever
+/// What a ``/ConcordRemote/Remote`` must withstand from storage that anyone can write, and from whoever
 /// answers its requests (the remote conformance suite's hostile half): it must never crash,
 /// hang, leave its root or read unbounded data because of what was planted there or what a
 /// server sent; the worst it may do is stop one call with one line that says what is wrong.
@@ -27,8 +27,8 @@ import Synchronization
 ///   their bytes, puts and deletes next to them work or fail with a typed error, and nothing
 ///   outside the root changes;
 /// - a `concord.json` of ``Expectations/largeFileSize`` bytes (a sparse 2 GiB file where
-///   the storage allows): ``Remote/get(_:limit:)`` and a bounded getStream throw
-///   ``ConcordCore/ConcordError/Code/limitExceeded`` without allocating for it (the
+///   the storage allows): ``/ConcordRemote/Remote/get(_:limit:)`` and a bounded getStream throw
+///   ``/ConcordCore/ConcordError/Code/limitExceeded`` without allocating for it (the
 ///   process's peak memory grows by less than 512 MiB — a quarter of what reading 2 GiB
 ///   would take, and room for other tests running at the same time in the same process);
 /// - answers no honest server gives, each a ``Misbehaviour`` played by a server of our own:
@@ -75,7 +75,7 @@ public enum HostileRemoteCheck {
     public struct Expectations: Sendable {
         /// How a read of something that is not an object (a FIFO, a folder, a link) must end.
         public enum Unreadable: Sendable {
-            /// With ``ConcordCore/ConcordError/Code/unreadableObject`` naming it: the remote
+            /// With ``/ConcordRemote/ConcordCore/ConcordError/Code/unreadableObject`` naming it: the remote
             /// sees what stands there.
             case unreadableObject
             /// With nothing (not found) or any typed error naming it, never with bytes: the

@@ -12,7 +12,7 @@ import Darwin
 /// storage (without the passphrase) can: links, FIFOs, folders, huge files and objects at
 /// names outside the layout — and, on a server of our own, answers no honest server gives.
 /// ``HostileRemoteCheck`` uses it. ``FolderHostileStorage`` plants in a folder with the file
-/// system's own calls (a ``ConcordRemote/FolderRemote``'s root, or the folder a WebDAV server
+/// system's own calls (a ``/ConcordRemote/FolderRemote``'s root, or the folder a WebDAV server
 /// serves); ``HostileServerStorage`` makes a ``HostileHTTPServer`` answer as a hostile server
 /// would; the HTTP tests plant in an S3 bucket with signed requests (ConcordTestServers'
 /// `S3Keys`).
@@ -105,7 +105,7 @@ extension HostileStorage {
 }
 
 /// ``HostileStorage`` for a folder: plants with the file system's own calls. For a
-/// ``ConcordRemote/FolderRemote`` the root is the remote's; for a WebDAV server, the folder it
+/// ``/ConcordRemote/FolderRemote`` the root is the remote's; for a WebDAV server, the folder it
 /// serves as the remote's collection.
 public final class FolderHostileStorage: HostileStorage {
     /// The remote's root.

@@ -2,7 +2,7 @@ import ConcordCore
 import ConcordRemote
 import Foundation
 
-/// The promises every ``Remote`` backend keeps, as one reusable check: one conformance
+/// The promises every ``/ConcordRemote/Remote`` backend keeps, as one reusable check: one conformance
 /// suite runs over every backend. Run it on a new backend's test double or on a
 /// scratch bucket; an empty result means the backend conforms.
 ///
@@ -21,7 +21,7 @@ import Foundation
 ///   rethrown, and a failed stream put leaves the previous object as it was;
 /// - concurrent puts of different objects all land;
 /// - invalid paths (empty, absolute, `..`, `.`, empty components, NUL) and invalid listing
-///   prefixes are refused with ``ConcordError/Code/invalidRemotePath`` by every call.
+///   prefixes are refused with ``/ConcordRemote/ConcordCore/ConcordError/Code/invalidRemotePath`` by every call.
 ///
 /// Rule: run it on an **empty** remote (it reports a non-empty one and stops). *Why*: it
 /// must compare listings exactly and writes `concord.json`. It deletes what it wrote.

@@ -37,7 +37,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     }
 }
 
-/// Replica ids drawn from a seed, for ``ConcordStore/Store/Configuration/newReplicaID``: a
+/// Replica ids drawn from a seed, for `Store.Configuration.newReplicaID` (`ConcordStore`): a
 /// test that replays from its seed gets the same ids, so everything ordered by id (the
 /// pull's order of origins, which head a listing shows first) replays too.
 public final class SeededReplicaIDs: Sendable {

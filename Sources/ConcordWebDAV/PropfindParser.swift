@@ -18,8 +18,8 @@ public struct PropfindEntry: Hashable, Sendable {
     }
 }
 
-/// Parses a PROPFIND answer with ``ConcordHTTP/XMLStreamParser``, namespace-aware (`DAV:`
-/// elements under any prefix, or none), within ``ConcordHTTP/XMLLimits``. Whatever the
+/// Parses a PROPFIND answer with ``/ConcordHTTP/XMLStreamParser``, namespace-aware (`DAV:`
+/// elements under any prefix, or none), within ``/ConcordHTTP/XMLLimits``. Whatever the
 /// bytes, it returns entries or nil — it never traps: malformed XML, an answer over the
 /// limits and one whose root is not `DAV:multistatus` are nil, and an entry without a
 /// usable href is skipped.

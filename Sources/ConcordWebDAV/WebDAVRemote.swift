@@ -6,7 +6,7 @@ import Foundation
 import NIOHTTP1
 import Synchronization
 
-/// A ``ConcordRemote/Remote`` over WebDAV: Nextcloud, ownCloud, Synology, Box, Apache
+/// A ``/ConcordRemote/Remote`` over WebDAV: Nextcloud, ownCloud, Synology, Box, Apache
 /// `mod_dav`, nginx `dav-ext`, `rclone serve webdav`. The URL names the collection that is
 /// the store's root; objects are resources at their layout paths below it.
 ///
@@ -21,13 +21,13 @@ import Synchronization
 ///   folders are entered and only layout names returned; sub-collections are listed
 ///   concurrently (eight at a time). Hrefs may be absolute URLs or paths, percent-encoded
 ///   or not, with or without a trailing slash: all are accepted.
-/// - **A missing root is an error, never an empty store** (``ConcordRemote/ConcordError/Code/remoteMissing``).
+/// - **A missing root is an error, never an empty store** (``/ConcordRemote/ConcordCore/ConcordError/Code/remoteMissing``).
 /// - **Conditional requests are never required**: nginx and rclone ignore them.
 /// - **Streams use constant memory**: a streamed put is sent chunked as `read` produces it,
 ///   a streamed get hands chunks of at most 1 MiB to `write`.
 /// - **A 200 to a put that was not stored** cannot be seen at the put; the sync's hourly
 ///   check of listed sizes finds it and puts the object again.
-/// - Retries, timeouts and error wording: ``ConcordHTTP/HTTPTransport``. The password is
+/// - Retries, timeouts and error wording: ``/ConcordHTTP/HTTPTransport``. The password is
 ///   sent only as HTTP Basic auth; use `https://` except on loopback.
 public struct WebDAVRemote: LeftoverSweeping {
     /// The root collection's URL, ending in `/`.
@@ -48,7 +48,7 @@ public struct WebDAVRemote: LeftoverSweeping {
 
     /// A remote at `url` (`https://host[:port]/path`; `http://` works too). `user` and
     /// `password` are sent as HTTP Basic auth when `user` is given; `bounds` say how long a
-    /// read may take (``ConcordHTTP/HTTPBounds``).
+    /// read may take (``/ConcordHTTP/HTTPBounds``).
     public init(url: String, user: String? = nil, password: String? = nil, retry: HTTPRetryPolicy = .init(), bounds: HTTPBounds = .init()) throws(ConcordError) {
         guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = parsed.host, !host.isEmpty else {
@@ -126,7 +126,7 @@ public struct WebDAVRemote: LeftoverSweeping {
     /// Every non-collection resource in the layout's collections that `prefix` reaches, by
     /// path relative to the root: PROPFIND `Depth: 1` per collection, eight at a time. Only
     /// a layout folder that the listing of its own parent names is entered, each once, and
-    /// at most ``ConcordRemote/RemoteLayout/maxListingFolders`` in all: a server that names
+    /// at most ``/ConcordRemote/RemoteLayout/maxListingFolders`` in all: a server that names
     /// other folders, or ever more of them, cannot make the walk endless.
     func resources(under prefix: String) async throws(ConcordError) -> [(String, PropfindEntry)] {
         let start = prefix.lastIndex(of: "/").map { String(prefix[...$0]) } ?? ""
@@ -299,7 +299,7 @@ public struct WebDAVRemote: LeftoverSweeping {
         }
     }
 
-    /// Throws ``ConcordRemote/ConcordError/Code/remoteMissing`` if the root collection is gone.
+    /// Throws ``/ConcordRemote/ConcordCore/ConcordError/Code/remoteMissing`` if the root collection is gone.
     func checkRootExists() async throws(ConcordError) {
         let response = try await send("PROPFIND", "", body: Self.propfindBody, headers: [("Depth", "0"), ("Content-Type", "application/xml; charset=utf-8")])
         switch response.status {

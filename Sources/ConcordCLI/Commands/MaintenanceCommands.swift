@@ -82,10 +82,8 @@ struct Compact: AsyncParsableCommand {
         lines += [
             "deleted \(deleted.count) unreferenced local file\(deleted.count == 1 ? "" : "s") (\(freed) bytes) from \(store.blobs.directory)",
         ]
-        if let swept {
-            lines.append(try RemoteLocation.configured(in: store)?.kind == "s3"
-                ? "aborted \(swept) multipart upload\(swept == 1 ? "" : "s") abandoned over an hour ago"
-                : "deleted \(swept) stale temporary file\(swept == 1 ? "" : "s") from the remote folder")
+        if let swept, let location = try RemoteLocation.configured(in: store) {
+            lines.append(type(of: location.backend).sweptLeftovers(swept))
         }
         if let sweepNote { lines.append(sweepNote) }
         options.emit(

@@ -27,8 +27,7 @@ struct RemoteShow: ParsableCommand {
         var lines: [String] = []
         if let location {
             lines.append("remote \(location.url)\(reachable == false ? " (the folder is missing: is its drive mounted?)" : "")")
-            if case let .webDAV(_, user?) = location { lines.append("  WebDAV user \(user) (password from $\(RemoteLocation.passwordVariable) or a prompt)") }
-            if case .s3 = location { lines.append("  S3 credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, or $AWS_PROFILE") }
+            if let note = location.backend.credentialsNote { lines.append("  \(note)") }
             lines.append("  unlocked with \(keyFile.map { "key file \($0)" } ?? "a passphrase ($CONCORD_PASSPHRASE or a prompt)")")
             if let storeID { lines.append("  remote store \(storeID)") }
         } else {

@@ -96,7 +96,7 @@ final class DemoRun {
         let name = "concord-demo-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
         let base = (NSTemporaryDirectory() as NSString).appendingPathComponent(name)
         folder = base
-        location = given?.child(name) ?? .folder(base + "/remote")
+        location = given?.child(name) ?? RemoteLocation(FolderLocation(path: base + "/remote"))
         do {
             try FileManager.default.createDirectory(atPath: given == nil ? base + "/remote" : base, withIntermediateDirectories: true)
         } catch {

@@ -6,8 +6,9 @@ import Concord
 ///
 /// The command line's failures are `ConcordError`s like the library's, with the library's
 /// codes where the failure is the same (`notFound`, `invalidOperation`, `missingBlob`,
-/// `wrongKey`, `storeMismatch`) and these where only the command line can fail. `--json`
-/// error documents carry the code's name.
+/// `wrongKey`, `storeMismatch`; a remote's root check: `noFolder`, `notAFolder`,
+/// `noBucket`) and these where only the command line can fail. `--json` error documents
+/// carry the code's name.
 extension ConcordError.Code {
     /// No store file at the path `--store` (or `$CONCORD_STORE`) names.
     static let noStore = Self("noStore")
@@ -23,12 +24,6 @@ extension ConcordError.Code {
     static let keyFile = Self("keyFile")
     /// An environment variable with a value the command cannot use.
     static let badEnvironment = Self("badEnvironment")
-    /// A folder (the remote's, or the store's) that does not exist.
-    static let noFolder = Self("noFolder")
-    /// A path given as a folder that is a file.
-    static let notAFolder = Self("notAFolder")
-    /// An S3 bucket that does not exist.
-    static let noBucket = Self("noBucket")
     /// The remote holds no `concord.json`.
     static let noRemoteStore = Self("noRemoteStore")
     /// A file to attach or merge that does not exist.

@@ -49,10 +49,7 @@ struct GlobalOptions: ParsableArguments {
 enum Paths {
     /// `path` made absolute against the current folder, with `~` expanded.
     static func absolute(_ path: String) -> String {
-        let expanded = (path as NSString).expandingTildeInPath
-        if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
-        let current = FileManager.default.currentDirectoryPath
-        return ((current as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
+        FolderLocation.absolute(path)
     }
 }
 

@@ -1,6 +1,6 @@
 /// Why ``XMLStreamParser`` refused an answer: a code a program can switch on, a message
 /// that says what was wrong, and the byte offset in the answer where the parser stopped.
-/// Codes are static members of an extensible struct, as ``ConcordCore/ConcordError``'s are.
+/// Codes are static members of an extensible struct, as ``/ConcordCore/ConcordError``'s are.
 public struct XMLStreamError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Which rule the answer broke.
     public struct Code: Hashable, Sendable, CustomStringConvertible {

@@ -17,6 +17,16 @@ extension ConcordError.Code {
     /// The remote's root — a WebDAV collection, an S3 bucket — does not exist.
     public static let remoteMissing = ConcordError.Code("remoteMissing")
 
+    /// A folder that does not exist: a remote's folder or WebDAV collection that a
+    /// ``RemoteBackend`` opened with ``RootCheck/mustExist(advice:)`` (and the command
+    /// line's own folders).
+    public static let noFolder = ConcordError.Code("noFolder")
+    /// A path given as a folder that is a file.
+    public static let notAFolder = ConcordError.Code("notAFolder")
+    /// An S3 bucket that does not exist, found by a ``RemoteBackend`` opened with
+    /// ``RootCheck/mustExist(advice:)``.
+    public static let noBucket = ConcordError.Code("noBucket")
+
     /// A caller passed a path or prefix that is not part of the store layout (docs/ARCHITECTURE.md §4)
     /// or that could escape the store's root (`..`, an absolute path, an empty component).
     /// This is a bug in the caller, not a problem with the storage: nothing was read or
