@@ -159,8 +159,16 @@ public final class Store: Sendable {
         try typed(doing: "read \(path)") { try database.unsafeRead(body) }
     }
 
+    /// A write transaction. Before it commits, the declared tables take in what it changed
+    /// (``DeclaredTables/maintain(_:)``), whichever write it was.
     func writeDatabase<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
-        try typed(doing: "write \(path)") { try database.write(body) }
+        try typed(doing: "write \(path)") {
+            try database.write { db in
+                let value = try body(db)
+                _ = try DeclaredTables.maintain(db)
+                return value
+            }
+        }
     }
 
     /// `access`, with whatever it throws but a `ConcordError` turned into one (``storageError(_:doing:)``).
