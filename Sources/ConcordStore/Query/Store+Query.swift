@@ -1,0 +1,83 @@
+import ConcordCore
+import Foundation
+import GRDB
+import GRDBSQLite
+
+extension Store {
+    /// The records of a declared collection that `query` keeps, in its order: each one's id
+    /// and visible fields, read as ``record(_:)`` reads them (a value that does not fit its
+    /// declared type reads back as written).
+    ///
+    /// ```swift
+    /// let strong = try store.query(Query("games").filter(.field("level", .greater, .int(3))).order(by: "level", descending: true))
+    /// ```
+    ///
+    /// One read transaction: the ids come from the declared table, the fields from the
+    /// merged state, both of one committed state.
+    ///
+    /// - Throws: `unknownField` when the collection is not declared or a field is not in
+    ///   its declaration; `typeMismatch` when a value or operator does not fit a field's
+    ///   type.
+    public func query(_ query: Query) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
+        try read { db in
+            let compiled = try QueryCompiler.ids(query, try Self.declared(db, query.collection))
+            return try Self.ids(db, compiled).compactMap { id in
+                guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else { return nil }
+                return (id: id, fields: record.sortedFields)
+            }
+        }
+    }
+
+    /// The records `query` keeps, as `T` (whose ``StoredRecord/collection`` the query must
+    /// be of).
+    ///
+    /// ```swift
+    /// let games = try store.query(Game.self, Query(Game.collection).order(by: "title"))
+    /// ```
+    public func query<T: StoredRecord>(_ type: T.Type, _ query: Query) throws(ConcordError) -> [T] {
+        guard Bytewise.equal(query.collection, T.collection) else {
+            throw ConcordError(.typeMismatch, "\(T.self) is stored in \"\(T.collection)\", not in \"\(query.collection)\"")
+        }
+        return try self.query(query).map { (record) throws(ConcordError) -> T in
+            try FieldDecoder.decode(T.self, from: record.fields + [(name: "id", value: .scalar(.string(record.id)))])
+        }
+    }
+
+    /// How many records `query` keeps, its limit and offset aside.
+    public func count(_ query: Query) throws(ConcordError) -> Int {
+        try read { db in
+            let compiled = try QueryCompiler.count(query, try Self.declared(db, query.collection))
+            let statement = try Self.bound(db, compiled)
+            let columns = Columns(statement.sqliteStatement)
+            var count = 0
+            try columns.forEachRow(sql: compiled.sql) { count = Int(columns.int64(0)) }
+            sqlite3_reset(statement.sqliteStatement)
+            return count
+        }
+    }
+
+    static func declared(_ db: Database, _ collection: String) throws -> CollectionDeclaration {
+        guard let declaration = try DeclaredTables.declaration(db, collection) else {
+            throw ConcordError(.unknownField, "collection \"\(collection)\" is not declared: declare it to query it")
+        }
+        return declaration
+    }
+
+    /// The statement of `compiled`, its arguments bound through SQLite's C API (so a string
+    /// holding NUL is bound whole).
+    static func bound(_ db: Database, _ compiled: CompiledQuery) throws -> Statement {
+        let statement = try db.makeStatement(sql: compiled.sql)
+        let binder = BoundStatement.Binder(handle: statement.sqliteStatement)
+        for (index, value) in compiled.arguments.enumerated() { binder.bind(value, at: Int32(index + 1)) }
+        return statement
+    }
+
+    static func ids(_ db: Database, _ compiled: CompiledQuery) throws -> [String] {
+        let statement = try bound(db, compiled)
+        let columns = Columns(statement.sqliteStatement)
+        var ids: [String] = []
+        try columns.forEachRow(sql: compiled.sql) { ids.append(columns.text(0)) }
+        sqlite3_reset(statement.sqliteStatement)
+        return ids
+    }
+}
