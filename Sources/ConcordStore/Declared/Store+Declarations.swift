@@ -22,13 +22,16 @@ extension Store {
     /// replica reads and indexes the records, never what it syncs.
     public func declare(_ declaration: CollectionDeclaration) throws(ConcordError) {
         try writeDatabase { db in try DeclaredTables.declare(db, declaration) }
+        declaredChanges.committed([declaration.collection])
     }
 
     /// Drops `collection`'s declaration and its tables; its records stay as they are.
     /// Returns whether it was declared.
     @discardableResult
     public func dropDeclaration(_ collection: String) throws(ConcordError) -> Bool {
-        try writeDatabase { db in try DeclaredTables.drop(db, collection) }
+        let dropped = try writeDatabase { db in try DeclaredTables.drop(db, collection) }
+        declaredChanges.committed([collection])
+        return dropped
     }
 
     /// Every declared collection, sorted by name (its UTF-8 bytes).
