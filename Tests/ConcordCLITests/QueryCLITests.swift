@@ -7,7 +7,7 @@ import Testing
 @Suite struct QueryCLITests {
     static let schema = """
         {"version": 1, "collections": {"games": {"fields": {
-           "title": {"type": "string", "index": true},
+           "title": {"type": "string", "index": true, "search": true},
            "level": {"type": "int", "index": true}, "rating": {"type": "double"},
            "tags": {"type": "set<string>"}, "cover": {"type": "file"}}}}}
         """
@@ -45,6 +45,7 @@ import Testing
         // A value that does not fit its type is null in the table and reads back as written.
         #expect(try Self.ids(cli.on("a", ["query", "games", "--where", "level = null", "--json"])) == ["odd"])
         #expect(try cli.on("a", ["get", "games", "odd", "--json"]).stdout.contains("\"level\":\"high\""))
+        #expect(try Self.ids(cli.on("a", ["query", "games", "--where", "title match \"zel*\"", "--json"])) == ["zelda"])
         let count = try cli.on("a", ["query", "games", "--where", "rating >= 4", "--count", "--json"]).object()
         #expect(count["count"] as? Int == 2)
         let shown = try cli.on("a", ["schema", "show", "--json"]).object()
@@ -63,6 +64,8 @@ import Testing
             ["query", "games", "--where", "tags>1"],
             ["query", "games", "--order", "tags"],
             ["query", "undeclared"],
+            ["query", "games", "--where", "level match \"x\""],
+            ["query", "games", "--where", "title match \"\\\"open\""],
         ] {
             expectFailure(try cli.run(arguments + store), status: 2, mentioning: [])
         }

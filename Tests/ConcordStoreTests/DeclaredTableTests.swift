@@ -18,7 +18,8 @@ import Testing
         var fields: [CollectionDeclaration.Field] = []
         for name in names where random.chance(0.7) {
             let type = random.pick(types)
-            fields.append(.init(name, type, indexed: random.chance(0.5), collation: type == .string && random.chance(0.3) ? .nocase : nil))
+            fields.append(.init(name, type, indexed: random.chance(0.5), searchable: type == .string && random.chance(0.5),
+                                collation: type == .string && random.chance(0.3) ? .nocase : nil))
         }
         return try CollectionDeclaration(collection, fields: fields)
     }
@@ -154,6 +155,15 @@ import Testing
                 let rows = try Row.fetchAll(db, sql: "SELECT * FROM \"\(declaration.tableName)\"")
                 let elements = try Row.fetchAll(db, sql: "SELECT id, field, element FROM \"\(declaration.elementsTableName)\"")
                 return (rows, elements)
+            }
+            if let search = declaration.searchTableName {
+                // The full-text table holds each row's searchable columns under its rowid.
+                let columns = declaration.fields.filter(\.searchable).map { "\"\(declaration.columnName($0.name)!)\"" }.joined(separator: ", ")
+                let (indexed, declared) = try store.reader.read { db in
+                    (try Row.fetchAll(db, sql: "SELECT rowid, \(columns) FROM \"\(search)\" ORDER BY rowid"),
+                     try Row.fetchAll(db, sql: "SELECT rowid, \(columns) FROM \"\(declaration.tableName)\" ORDER BY rowid"))
+                }
+                #expect(indexed == declared, "\(context): search table of \(declaration.collection)")
             }
             var actualRows: [String: [DatabaseValue]] = [:]
             for row in rows { actualRows[row["id"]] = Array(row.databaseValues.dropFirst()) }

@@ -191,23 +191,61 @@ import Testing
         }
     }
 
-    struct Game: StoredRecord {
+    @Test func searchableFieldsMatchFullTextQueries() throws {
+        let directory = TemporaryDirectory()
+        let store = try Store.temporary(directory, "q", clock: ManualClock())
+        try store.declare(CollectionDeclaration("games", fields: [.init("title", .string, searchable: true), .init("level", .int)]))
+        try store.put(RecordRef(collection: "games", id: "zelda"), ["title": .scalar(.string("The Legend of Zelda"))])
+        try store.put(RecordRef(collection: "games", id: "link"), ["title": .scalar(.string("Zelda II: The Adventure of Link"))])
+        try store.put(RecordRef(collection: "games", id: "tetris"), ["title": .scalar(.string("Tetris"))])
+        func ids(_ words: String) throws -> [String] { try store.query(Query("games", filter: .matches("title", words))).map(\.id) }
+        #expect(try ids("zelda") == ["link", "zelda"])
+        #expect(try ids("adventure link") == ["link"])
+        #expect(try ids("tet*") == ["tetris"])
+        try store.set(RecordRef(collection: "games", id: "tetris"), "title", .string("Tetris Zelda Edition"))
+        try store.delete(RecordRef(collection: "games", id: "link"))
+        #expect(try ids("zelda") == ["tetris", "zelda"])
+        #expect(try store.count(Query("games", filter: .matches("title", "zelda") && .not(.matches("title", "legend")))) == 1)
+        #expect(throws: ConcordError.self) { try ids("\"unbalanced") }
+        do { _ = try store.query(Query("games", filter: .matches("title", "\"unbalanced"))) } catch { #expect(error.code == .invalidQuery) }
+        #expect(throws: ConcordError.self) { try store.query(Query("games", filter: .matches("level", "1"))) }
+        do { _ = try store.query(Query("games", filter: .matches("level", "1"))) } catch { #expect(error.code == .typeMismatch) }
+    }
+
+    struct Game: DeclaredRecord {
         static let collection = "games"
+        static let indexed = ["level"]
+        static let searchable = ["title"]
         var id: String
         var title: String
         var level: Int
+        var rating: Double?
         var tags: Set<String>
+        var released: Date?
+        var cover: FileRef?
+        var notes: [String: Int]?
+    }
+
+    @Test func aStoredRecordTypeDeclaresItsCollection() throws {
+        let declaration = try CollectionDeclaration(Game.self, indexed: Game.indexed, searchable: Game.searchable)
+        let fields = declaration.fields.map { "\($0.name): \($0.type)\($0.indexed ? " indexed" : "")\($0.searchable ? " searched" : "")" }
+        #expect(fields == ["cover: file", "level: int indexed", "notes: string", "rating: double", "released: date", "tags: set<string>", "title: string searched"])
+        #expect(throws: ConcordError.self) { try CollectionDeclaration(Game.self, indexed: ["nope"]) }
     }
 
     @Test func typedResultsComeBackAsStoredRecords() throws {
         let directory = TemporaryDirectory()
         let store = try Store.temporary(directory, "q", clock: ManualClock())
-        try store.save(Game(id: "zelda", title: "Zelda", level: 5, tags: ["rpg"]))
+        let date = Date(timeIntervalSinceReferenceDate: 1_000)
+        try store.save(Game(id: "zelda", title: "Zelda", level: 5, tags: ["rpg"], released: date))
         try store.save(Game(id: "tetris", title: "Tetris", level: 2, tags: ["puzzle"]))
-        try store.save(Game(id: "mana", title: "Mana", level: 4, tags: ["rpg", "action"]))
-        try store.declare(CollectionDeclaration("games", fields: [.init("title", .string), .init("level", .int, indexed: true), .init("tags", .set(.string))]))
+        try store.save(Game(id: "mana", title: "Mana", level: 4, rating: 4.5, tags: ["rpg", "action"]))
+        try store.declare(Game.self)
         let games = try store.query(Game.self, Query("games").filter(.contains("tags", .string("rpg"))).order(by: "level", descending: true))
         #expect(games.map(\.id) == ["zelda", "mana"])
+        #expect(games.first?.released == date)
         #expect(try store.count(Query("games").filter(.field("level", .greaterOrEqual, .int(2)))) == 3)
+        #expect(try store.query(Game.self, Query("games").filter(.field("released", .less, .date(date.addingTimeInterval(1))))).map(\.id) == ["zelda"])
+        #expect(try store.query(Game.self, Query("games").filter(.matches("title", "mana"))).map(\.id) == ["mana"])
     }
 }

@@ -19,6 +19,9 @@ import Foundation
 ///   `deleteUpdate` conflict) and `concord_file_forks` (how many of its file fields are
 ///   forked), so open conflicts are columns too.
 ///
+/// - A collection with searchable fields also has `concord_search_<c_/x_ key>`, an FTS5
+///   table of those fields' columns, each row's rowid its declared row's.
+///
 /// The names are what ``CollectionDeclaration/tableName`` and
 /// ``CollectionDeclaration/columnName(_:)`` return; raw SQL through ``Store/reader`` quotes
 /// them as identifiers.
@@ -28,6 +31,13 @@ extension CollectionDeclaration {
 
     /// The elements table's name: one row per element of each set field.
     public var elementsTableName: String { "concord_elements_" + Self.key(collection) }
+
+    /// The full-text table's name, when a field is searchable: an FTS5 table with one
+    /// column per searchable field (named as in the declared table), each row's rowid the
+    /// declared row's.
+    public var searchTableName: String? {
+        fields.contains(where: \.searchable) ? "concord_search_" + Self.key(collection) : nil
+    }
 
     /// The column of field `name`, if declared.
     public func columnName(_ name: String) -> String? {
@@ -86,6 +96,10 @@ extension CollectionDeclaration {
         statements.append("CREATE TABLE \(elements) (id TEXT NOT NULL, field TEXT NOT NULL, element)")
         statements.append("CREATE INDEX \(Rows.quoted(indexName("id"))) ON \(elements) (id)")
         statements.append("CREATE INDEX \(Rows.quoted(indexName("field"))) ON \(elements) (field, element)")
+        if let search = searchTableName {
+            let columns = fields.filter(\.searchable).map { Rows.quoted(Self.column($0.name)) }.joined(separator: ", ")
+            statements.append("CREATE VIRTUAL TABLE \(Rows.quoted(search)) USING fts5(\(columns))")
+        }
         for field in fields where field.indexed {
             let column = Self.column(field.name)
             statements.append("CREATE INDEX \(Rows.quoted(indexName(column))) ON \(table) (\(Rows.quoted(column)))")
@@ -101,6 +115,7 @@ extension CollectionDeclaration {
 
     var dropSQL: [String] {
         ["DROP TABLE IF EXISTS \(Rows.quoted(tableName))", "DROP TABLE IF EXISTS \(Rows.quoted(elementsTableName))"]
+            + (searchTableName.map { ["DROP TABLE IF EXISTS \(Rows.quoted($0))"] } ?? [])
     }
 }
 

@@ -176,6 +176,9 @@ struct Pivot {
     private let removal: BoundStatement
     private let elementsRemoval: BoundStatement
     private let elementInsert: BoundStatement
+    /// The full-text row's removal and insertion (copied from the declared row), when a
+    /// field is searchable.
+    private let search: (removal: BoundStatement, insert: BoundStatement)?
 
     init(_ db: Database, _ declaration: CollectionDeclaration) throws {
         self.db = db
@@ -190,11 +193,20 @@ struct Pivot {
         removal = try BoundStatement.cached(db, sql: "DELETE FROM \(table) WHERE id = ?1")
         elementsRemoval = try BoundStatement.cached(db, sql: "DELETE FROM \(elements) WHERE id = ?1")
         elementInsert = try BoundStatement.cached(db, sql: "INSERT INTO \(elements) (id, field, element) VALUES (?1, ?2, ?3)")
+        if let name = declaration.searchTableName {
+            let columns = declaration.fields.filter(\.searchable).map { Rows.quoted(CollectionDeclaration.column($0.name)) }.joined(separator: ", ")
+            search = (
+                try BoundStatement.cached(db, sql: "DELETE FROM \(Rows.quoted(name)) WHERE rowid IN (SELECT rowid FROM \(table) WHERE id = ?1)"),
+                try BoundStatement.cached(db, sql: "INSERT INTO \(Rows.quoted(name)) (rowid, \(columns)) SELECT rowid, \(columns) FROM \(table) WHERE id = ?1"))
+        } else {
+            search = nil
+        }
     }
 
     /// Makes `ref`'s row what its merged state says: deleted unless the record is visible.
     func run(_ ref: RecordRef) throws {
         try elementsRemoval.execute { $0.bind(ref.id, at: 1) }
+        try search?.removal.execute { $0.bind(ref.id, at: 1) }
         guard let record = try SlotIO.record(db, ref), record.isVisible else {
             try removal.execute { $0.bind(ref.id, at: 1) }
             return
@@ -216,6 +228,7 @@ struct Pivot {
             binder.bind(ref.id, at: 1)
             for (index, value) in values.enumerated() { binder.bind(value, at: Int32(index + 2)) }
         }
+        try search?.insert.execute { $0.bind(ref.id, at: 1) }
         for element in elements {
             try elementInsert.execute { binder in
                 binder.bind(ref.id, at: 1)

@@ -119,9 +119,13 @@ struct QueryCompiler {
             return "EXISTS (SELECT 1 FROM \(elements) AS e WHERE e.id = t.id AND e.field = \(columnName) AND e.element = \(parameter(try value(element, type, name)))\(collate))"
         case let .isNull(name):
             return "\(column(try field(name))) IS NULL"
-        case let .matches(name, _):
+        case let .matches(name, words):
             let field = try field(name)
-            throw ConcordError(.typeMismatch, "field \"\(field.name)\" of \"\(declaration.collection)\" has no full-text index: this release does not search text yet")
+            guard field.searchable, let search = declaration.searchTableName else {
+                throw ConcordError(.typeMismatch, "field \"\(field.name)\" of \"\(declaration.collection)\" is not searchable: declare it with search")
+            }
+            let column = Rows.quoted(CollectionDeclaration.column(field.name))
+            return "t.rowid IN (SELECT rowid FROM \(Rows.quoted(search)) WHERE \(column) MATCH \(parameter(.text(words))))"
         case let .and(filters):
             guard !filters.isEmpty else { return "1" }
             var parts: [String] = []

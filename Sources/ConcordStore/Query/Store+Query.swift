@@ -50,7 +50,7 @@ extension Store {
             let statement = try Self.bound(db, compiled)
             let columns = Columns(statement.sqliteStatement)
             var count = 0
-            try columns.forEachRow(sql: compiled.sql) { count = Int(columns.int64(0)) }
+            try Self.searching(compiled) { try columns.forEachRow(sql: compiled.sql) { count = Int(columns.int64(0)) } }
             sqlite3_reset(statement.sqliteStatement)
             return count
         }
@@ -76,8 +76,18 @@ extension Store {
         let statement = try bound(db, compiled)
         let columns = Columns(statement.sqliteStatement)
         var ids: [String] = []
-        try columns.forEachRow(sql: compiled.sql) { ids.append(columns.text(0)) }
+        try searching(compiled) { try columns.forEachRow(sql: compiled.sql) { ids.append(columns.text(0)) } }
         sqlite3_reset(statement.sqliteStatement)
         return ids
+    }
+
+    /// Runs `body`; an error of a full-text search SQLite could not read is `invalidQuery`.
+    static func searching(_ compiled: CompiledQuery, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as DatabaseError {
+            guard compiled.sql.contains(" MATCH ") else { throw error }
+            throw ConcordError(.invalidQuery, "a search is not a full-text query SQLite reads (\(error.message ?? "\(error.resultCode)")): see FTS5's query syntax", cause: error)
+        }
     }
 }

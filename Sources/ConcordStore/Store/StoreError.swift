@@ -28,4 +28,6 @@ extension ConcordError.Code {
     /// A query that compares a field with a value of another type, or uses an operator
     /// the field's type does not have (`contains` on a scalar, `prefix` on a number, …).
     public static let typeMismatch = ConcordError.Code("typeMismatch")
+    /// A full-text search (`matches`) that is not an FTS5 query SQLite reads.
+    public static let invalidQuery = ConcordError.Code("invalidQuery")
 }
