@@ -16,7 +16,7 @@ import Foundation
 ///
 /// A declared collection gets a table of its own, one typed column per field, which the
 /// store keeps equal to the merged state in the same transaction as every change
-/// (``Store/declare(_:)``). A declaration is this replica's alone: it changes how this
+/// (``Store/declare(_:)-(CollectionDeclaration)``). A declaration is this replica's alone: it changes how this
 /// replica reads and indexes the records, never what it syncs.
 public struct CollectionDeclaration: Hashable, Sendable {
     /// The type of a set's elements, or of a scalar field.
