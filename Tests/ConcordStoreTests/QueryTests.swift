@@ -142,9 +142,7 @@ import Testing
             for _ in 0..<random.int(0...2) { query = query.order(by: random.pick(Self.scalarFields), descending: random.chance(0.5)) }
             if random.chance(0.4) { query.limit = random.int(0...10) }
             if random.chance(0.3) { query.offset = random.int(0...10) }
-            var expected = records.filter { record in query.filter.map { filter in Self.matches(filter, record.fields) } ?? true }
-            let count = expected.count
-            expected.sort { a, b in
+            let precedes: ((id: String, fields: [(name: String, value: FieldValue)]), (id: String, fields: [(name: String, value: FieldValue)])) -> Bool = { a, b in
                 for key in query.orders {
                     let x = Self.cell(key.field, a.fields.first { $0.name == key.field }?.value)
                     let y = Self.cell(key.field, b.fields.first { $0.name == key.field }?.value)
@@ -159,6 +157,14 @@ import Testing
                     if order != 0 { return order < 0 }
                 }
                 return a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
+            }
+            let matching = records.filter { record in query.filter.map { filter in Self.matches(filter, record.fields) } ?? true }
+            let count = matching.count
+            var expected = matching.sorted(by: precedes)
+            if random.chance(0.3), let cursor = records.randomElement(using: &random) {
+                // A cursor: any visible record, matching or not; the page is what follows it.
+                query.after = cursor.id
+                expected = expected.filter { precedes(cursor, $0) }
             }
             let window = Array(expected.dropFirst(query.offset ?? 0).prefix(query.limit ?? .max))
             let result = try store.query(query)
@@ -184,6 +190,7 @@ import Testing
             (Query("q", filter: .contains("nums", .string("1"))), .typeMismatch),
             (Query("q", orders: [.init("tags")]), .typeMismatch),
             (Query("q", orders: [.init("nope")]), .unknownField),
+            (Query("q").after("no such record"), .notFound),
         ]
         for (query, code) in cases {
             #expect(throws: ConcordError.self, "\(query)") { try store.query(query) }

@@ -2,7 +2,7 @@ import ConcordCore
 import Foundation
 
 /// A query of a declared collection (``CollectionDeclaration``): a filter, an order, a
-/// window. Run by ``Store/query(_:)``, ``Store/count(_:)`` and ``Store/observe(_:)``.
+/// window (`limit` and `offset`, or the cursor ``after(_:)``). Run by ``Store/query(_:)``, ``Store/count(_:)`` and ``Store/observe(_:)``.
 ///
 /// ```swift
 /// let query = Query("games")
@@ -71,6 +71,10 @@ public struct Query: Hashable, Sendable {
     public var orders: [Order]
     public var limit: Int?
     public var offset: Int?
+    /// A cursor: the id of the record the previous page ended with. The results are the
+    /// records past it in this query's order (its filter applied; `offset` after that).
+    /// The record must still have a row (be visible); it need not match the filter.
+    public var after: String?
 
     public init(_ collection: String, filter: Filter? = nil, orders: [Order] = [], limit: Int? = nil, offset: Int? = nil) {
         self.collection = collection
@@ -104,6 +108,19 @@ public struct Query: Hashable, Sendable {
     public func offset(_ count: Int) -> Query {
         var copy = self
         copy.offset = count
+        return copy
+    }
+
+    /// The query's next page after the record `id` (``after``): keyset pagination, stable
+    /// while records before the cursor come and go.
+    ///
+    /// ```swift
+    /// let page = try store.query(query.limit(20))
+    /// let next = try store.query(query.limit(20).after(page.last!.id))
+    /// ```
+    public func after(_ id: String) -> Query {
+        var copy = self
+        copy.after = id
         return copy
     }
 }

@@ -21,8 +21,11 @@ struct QueryCompiler {
     /// The ids of the records `query` keeps, in its order and window.
     static func ids(_ query: Query, _ declaration: CollectionDeclaration) throws(ConcordError) -> CompiledQuery {
         var compiler = QueryCompiler(declaration)
+        // The cursor's parameter comes first in the SQL (in FROM), so it is bound first.
+        let cursor = query.after.map { compiler.parameter(.text($0)) }
         let filter = try query.filter.map { (filter) throws(ConcordError) in try compiler.compile(filter) } ?? "1"
         var order: [String] = []
+        var keys: [(column: String, descending: Bool)] = []
         for key in query.orders {
             let field = try compiler.field(key.field)
             switch field.type {
@@ -31,9 +34,31 @@ struct QueryCompiler {
                 throw ConcordError(.typeMismatch, "field \"\(key.field)\" of \"\(declaration.collection)\" is \(field.type): only scalar fields order a query")
             }
             order.append(compiler.column(field) + (key.descending ? " DESC" : " ASC"))
+            keys.append((Rows.quoted(CollectionDeclaration.column(field.name)), key.descending))
         }
         order.append("t.id ASC")
-        var sql = "SELECT t.id FROM \(compiler.table) AS t WHERE \(filter) ORDER BY \(order.joined(separator: ", "))"
+        var from = "\(compiler.table) AS t"
+        var condition = filter
+        if let cursor {
+            // The rows past the cursor's row in the order: equal on the first keys, then past
+            // it on the next one (NULLs first ascending, last descending), the id last.
+            from += ", (SELECT * FROM \(compiler.table) WHERE id = \(cursor)) AS c"
+            var alternatives: [String] = []
+            for index in 0...keys.count {
+                var parts = keys[..<index].map { "t.\($0.column) IS c.\($0.column)" }
+                if index == keys.count {
+                    parts.append("t.id > c.id")
+                } else {
+                    let (column, descending) = keys[index]
+                    parts.append(descending
+                        ? "(t.\(column) < c.\(column) OR (t.\(column) IS NULL AND c.\(column) IS NOT NULL))"
+                        : "(t.\(column) > c.\(column) OR (c.\(column) IS NULL AND t.\(column) IS NOT NULL))")
+                }
+                alternatives.append("(" + parts.joined(separator: " AND ") + ")")
+            }
+            condition = "(\(filter)) AND (\(alternatives.joined(separator: " OR ")))"
+        }
+        var sql = "SELECT t.id FROM \(from) WHERE \(condition) ORDER BY \(order.joined(separator: ", "))"
         if query.limit != nil || query.offset != nil {
             guard (query.limit ?? 0) >= 0, (query.offset ?? 0) >= 0 else {
                 throw ConcordError(.typeMismatch, "a query's limit and offset are not negative")

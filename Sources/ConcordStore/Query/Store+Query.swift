@@ -17,10 +17,12 @@ extension Store {
     ///
     /// - Throws: `unknownField` when the collection is not declared or a field is not in
     ///   its declaration; `typeMismatch` when a value or operator does not fit a field's
-    ///   type.
+    ///   type; `notFound` when the cursor's record (``Query/after``) is not visible.
     public func query(_ query: Query) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
         try read { db in
-            let compiled = try QueryCompiler.ids(query, try Self.declared(db, query.collection))
+            let declaration = try Self.declared(db, query.collection)
+            if let after = query.after { try Self.requireRow(db, declaration, after) }
+            let compiled = try QueryCompiler.ids(query, declaration)
             return try Self.ids(db, compiled).compactMap { id in
                 guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else { return nil }
                 return (id: id, fields: record.sortedFields)
@@ -43,7 +45,7 @@ extension Store {
         }
     }
 
-    /// How many records `query` keeps, its limit and offset aside.
+    /// How many records `query` keeps, its limit, offset and cursor aside.
     public func count(_ query: Query) throws(ConcordError) -> Int {
         try read { db in
             let compiled = try QueryCompiler.count(query, try Self.declared(db, query.collection))
@@ -53,6 +55,19 @@ extension Store {
             try Self.searching(compiled) { try columns.forEachRow(sql: compiled.sql) { count = Int(columns.int64(0)) } }
             sqlite3_reset(statement.sqliteStatement)
             return count
+        }
+    }
+
+    /// A cursor's record must have a row: `notFound` otherwise.
+    static func requireRow(_ db: Database, _ declaration: CollectionDeclaration, _ id: String) throws {
+        let compiled = CompiledQuery(sql: "SELECT count(*) FROM \(Rows.quoted(declaration.tableName)) WHERE id = ?", arguments: [.text(id)])
+        let statement = try bound(db, compiled)
+        let columns = Columns(statement.sqliteStatement)
+        var found = false
+        try columns.forEachRow(sql: compiled.sql) { found = columns.int64(0) > 0 }
+        sqlite3_reset(statement.sqliteStatement)
+        if !found {
+            throw ConcordError(.notFound, "the cursor's record \"\(id)\" is not in \"\(declaration.collection)\" (deleted since the page was read?)")
         }
     }
 
