@@ -59,7 +59,9 @@ enum Entry {
         let message: String
         switch error {
         case let error as ConcordError:
-            (status, code, message) = (ExitStatus.failure, error.code.name, error.message)
+            // A schema or query that cannot be used is bad input, as a malformed argument is.
+            let badInput: [ConcordError.Code] = [.invalidDeclaration, .unknownField, .typeMismatch, .invalidQuery]
+            (status, code, message) = (badInput.contains(error.code) ? ExitStatus.usage : ExitStatus.failure, error.code.name, error.message)
         case let error as ExitCode:
             exit(error.rawValue)
         default:

@@ -55,6 +55,10 @@ import GRDB
 ///   - `concord_stable_since`: per deleted record, when its deletion was first found stable.
 ///   - `concord_sealed_to_forget`: own batches whose sealed bytes a compaction of an older
 ///     release left to forget.
+/// - `concord_declarations` and `concord_declared_pending` (migration "v7"): the declared
+///   collections, and the records whose declared rows wait to be pivoted before their
+///   transaction commits (`Declared/DeclaredTables.swift`). Each declaration has tables of
+///   its own (``CollectionDeclaration/tableName``), made by ``Store/declare(_:)``.
 /// - `concord_settings`: an application's settings, text by key (the `concord` command
 ///   line's remote); the store never reads them.
 ///
@@ -68,7 +72,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 6
+    static let version = 7
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -137,6 +141,9 @@ enum Schema {
         }
         migrator.registerMigration("v6") { db in
             try migrateToTypedSyncState(db)
+        }
+        migrator.registerMigration("v7") { db in
+            try migrateToDeclaredCollections(db)
         }
         return migrator
     }

@@ -71,6 +71,8 @@ public final class Store: Sendable {
     /// What the store was opened with.
     public let configuration: Configuration
     let events: Broadcaster<ChangeEvent>
+    /// What observed queries wait on: which declared collections changed (``observe(_:)``).
+    let declaredChanges = DeclaredChanges()
 
     /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
     ///
@@ -159,8 +161,19 @@ public final class Store: Sendable {
         try typed(doing: "read \(path)") { try database.unsafeRead(body) }
     }
 
+    /// A write transaction. Before it commits, the declared tables take in what it changed
+    /// (``DeclaredTables/maintain(_:)``), whichever write it was.
     func writeDatabase<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
-        try typed(doing: "write \(path)") { try database.write(body) }
+        try typed(doing: "write \(path)") {
+            var changed: Set<String> = []
+            let value = try database.write { db in
+                let value = try body(db)
+                changed = try DeclaredTables.maintain(db)
+                return value
+            }
+            declaredChanges.committed(changed)
+            return value
+        }
     }
 
     /// `access`, with whatever it throws but a `ConcordError` turned into one (``storageError(_:doing:)``).

@@ -16,3 +16,18 @@ extension ConcordError.Code {
     public static let notFound = ConcordError.Code("notFound")
 }
 
+
+/// The error codes of declared collections and queries (`Declared/`).
+extension ConcordError.Code {
+    /// A collection declaration that cannot be kept: an unknown type, an index or search
+    /// on a field that cannot have one, a malformed schema file.
+    public static let invalidDeclaration = ConcordError.Code("invalidDeclaration")
+    /// A query of a collection that is not declared, or naming a field its declaration
+    /// does not have.
+    public static let unknownField = ConcordError.Code("unknownField")
+    /// A query that compares a field with a value of another type, or uses an operator
+    /// the field's type does not have (`contains` on a scalar, `prefix` on a number, …).
+    public static let typeMismatch = ConcordError.Code("typeMismatch")
+    /// A full-text search (`matches`) that is not an FTS5 query SQLite reads.
+    public static let invalidQuery = ConcordError.Code("invalidQuery")
+}

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Concord
+import Foundation
+
+struct SchemaCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schema", abstract: "Declare collections (typed, indexed tables to query), show or drop declarations.",
+        discussion: """
+            A declaration is this replica's own: it changes how this store reads and indexes records, \
+            never what it syncs. README, "Querying", gives the schema file's shape.
+            """,
+        subcommands: [SchemaApply.self, SchemaShow.self, SchemaDrop.self])
+}
+
+struct SchemaApply: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apply", abstract: "Declare every collection of a schema file (declared again where it changed; others stay).")
+
+    @Argument(help: "The schema file (JSON).") var file: String
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw ConcordError(.noFile, "no schema file at \(file)")
+        }
+        let declarations = try CollectionDeclaration.schema(json: Array(data))
+        let store = try options.openStore()
+        for declaration in declarations { try store.declare(declaration) }
+        options.emit(
+            .object([("declared", .array(declarations.map { .object([("collection", .string($0.collection)), ("table", .string($0.tableName))]) }))]),
+            declarations.isEmpty ? "the schema declares no collection" : declarations.map { "declared \($0.collection): table \($0.tableName)" }.joined(separator: "\n"))
+    }
+}
+
+struct SchemaShow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Print the declarations: with --json, as a schema file.")
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let store = try options.openStore()
+        let declarations = try store.declarations()
+        if options.json {
+            print(String(decoding: CollectionDeclaration.schemaJSON(declarations), as: UTF8.self))
+            return
+        }
+        guard !declarations.isEmpty else { return print("no collection is declared") }
+        for declaration in declarations {
+            print("\(declaration.collection) (table \(declaration.tableName))")
+            for field in declaration.fields {
+                let notes = [field.indexed ? "indexed" : nil, field.searchable ? "searched" : nil, field.collation.map { "collation \($0.rawValue)" }].compactMap { $0 }
+                print("  \(field.name): \(field.type)\(notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")") column \(declaration.columnName(field.name) ?? "")")
+            }
+        }
+    }
+}
+
+struct SchemaDrop: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "drop", abstract: "Drop a collection's declaration and its table; its records stay.")
+
+    @Argument(help: "The collection.") var collection: String
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let store = try options.openStore()
+        guard try store.dropDeclaration(collection) else {
+            throw ConcordError(.notFound, "collection \(collection) is not declared: `concord schema show` lists the declarations")
+        }
+        options.emit(.object([("collection", .string(collection)), ("dropped", .bool(true))]), "dropped the declaration of \(collection)")
+    }
+}
+
+struct QueryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query", abstract: "Print the records of a declared collection that match, in order.",
+        discussion: """
+            --where FIELD OP VALUE, OP one of = != < <= > >= in prefix contains match, VALUE JSON as in \
+            put: --where 'level>3' --where 'title prefix "Ze"' --where 'tags contains "rpg"'. Several \
+            --where are and-ed. --order FIELD[:desc], repeatable; ties are ordered by id.
+            """)
+
+    @Argument(help: "The collection (declared: `concord schema apply`).") var collection: String
+    @Option(name: .customLong("where"), help: ArgumentHelp("A condition, FIELD OP VALUE.", valueName: "expr")) var conditions: [String] = []
+    @Option(name: .customLong("order"), help: ArgumentHelp("Order by FIELD, or FIELD:desc.", valueName: "field[:desc]")) var orders: [String] = []
+    @Option(name: .long, help: "At most N records.") var limit: Int?
+    @Option(name: .long, help: "Skip the first N records.") var offset: Int?
+    @Flag(name: .long, help: "Print how many records match instead.") var count = false
+    @Flag(name: .long, help: "Print the result again each time it changes (with --json, one document a line).") var follow = false
+    @OptionGroup var options: GlobalOptions
+
+    func validate() throws {
+        _ = try query()
+        if let limit, limit < 0 { throw ValidationError("--limit is not negative") }
+        if let offset, offset < 0 { throw ValidationError("--offset is not negative") }
+    }
+
+    func query() throws -> Query {
+        let filters = try conditions.map(QueryExpression.filter)
+        return Query(collection, filter: filters.isEmpty ? nil : filters.count == 1 ? filters[0] : .and(filters),
+                     orders: try orders.map(QueryExpression.order), limit: limit, offset: offset)
+    }
+
+    /// The output for the store as it is. A query that cannot run (a field not declared, a
+    /// value of the wrong type) fails with its code and exit 2: bad input (`Entry.fail`).
+    func output(_ store: Store, _ query: Query) throws -> (json: JSON, text: String) {
+        if count {
+            let number = try store.count(query)
+            return (.object([("count", .int(Int64(number)))]), "\(number)")
+        }
+        let records = try store.query(query).map { (ref: RecordRef(collection: collection, id: $0.id), fields: $0.fields) }
+        return (.object([("records", .array(records.map { .record($0.ref, $0.fields) }))]),
+                records.isEmpty ? "no records match" : records.map { Format.record($0.ref, $0.fields) }.joined(separator: "\n"))
+    }
+
+    func run() async throws {
+        let store = try options.openStore()
+        let query = try query()
+        var last = try output(store, query)
+        options.emit(last.json, last.text)
+        guard follow else { return }
+        // Changes come from other processes (`put`, `sync`): the query runs again a few
+        // times a second and prints when its result differs.
+        fflush(nil)
+        while !Task.isCancelled {
+            try await Task.sleep(for: .milliseconds(200))
+            let next = try output(store, query)
+            if next.json.text != last.json.text {
+                last = next
+                options.emit(next.json, next.text)
+                fflush(nil)
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import ConcordCore
+import Foundation
+import GRDB
+import GRDBSQLite
+
+extension Store {
+    /// The records of a declared collection that `query` keeps, in its order: each one's id
+    /// and visible fields, read as ``record(_:)`` reads them (a value that does not fit its
+    /// declared type reads back as written).
+    ///
+    /// ```swift
+    /// let strong = try store.query(Query("games").filter(.field("level", .greater, .int(3))).order(by: "level", descending: true))
+    /// ```
+    ///
+    /// One read transaction: the ids come from the declared table, the fields from the
+    /// merged state, both of one committed state.
+    ///
+    /// - Throws: `unknownField` when the collection is not declared or a field is not in
+    ///   its declaration; `typeMismatch` when a value or operator does not fit a field's
+    ///   type; `notFound` when the cursor's record (``Query/after``) is not visible.
+    public func query(_ query: Query) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
+        try read { db in
+            let declaration = try Self.declared(db, query.collection)
+            if let after = query.after { try Self.requireRow(db, declaration, after) }
+            let compiled = try QueryCompiler.ids(query, declaration)
+            return try Self.ids(db, compiled).compactMap { id in
+                guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else { return nil }
+                return (id: id, fields: record.sortedFields)
+            }
+        }
+    }
+
+    /// The records `query` keeps, as `T` (whose ``StoredRecord/collection`` the query must
+    /// be of).
+    ///
+    /// ```swift
+    /// let games = try store.query(Game.self, Query(Game.collection).order(by: "title"))
+    /// ```
+    public func query<T: StoredRecord>(_ type: T.Type, _ query: Query) throws(ConcordError) -> [T] {
+        guard Bytewise.equal(query.collection, T.collection) else {
+            throw ConcordError(.typeMismatch, "\(T.self) is stored in \"\(T.collection)\", not in \"\(query.collection)\"")
+        }
+        return try self.query(query).map { (record) throws(ConcordError) -> T in
+            try FieldDecoder.decode(T.self, from: record.fields + [(name: "id", value: .scalar(.string(record.id)))])
+        }
+    }
+
+    /// How many records `query` keeps, its limit, offset and cursor aside.
+    public func count(_ query: Query) throws(ConcordError) -> Int {
+        try read { db in
+            let compiled = try QueryCompiler.count(query, try Self.declared(db, query.collection))
+            let statement = try Self.bound(db, compiled)
+            let columns = Columns(statement.sqliteStatement)
+            var count = 0
+            try Self.searching(compiled) { try columns.forEachRow(sql: compiled.sql) { count = Int(columns.int64(0)) } }
+            sqlite3_reset(statement.sqliteStatement)
+            return count
+        }
+    }
+
+    /// A cursor's record must have a row: `notFound` otherwise.
+    static func requireRow(_ db: Database, _ declaration: CollectionDeclaration, _ id: String) throws {
+        let compiled = CompiledQuery(sql: "SELECT count(*) FROM \(Rows.quoted(declaration.tableName)) WHERE id = ?", arguments: [.text(id)])
+        let statement = try bound(db, compiled)
+        let columns = Columns(statement.sqliteStatement)
+        var found = false
+        try columns.forEachRow(sql: compiled.sql) { found = columns.int64(0) > 0 }
+        sqlite3_reset(statement.sqliteStatement)
+        if !found {
+            throw ConcordError(.notFound, "the cursor's record \"\(id)\" is not in \"\(declaration.collection)\" (deleted since the page was read?)")
+        }
+    }
+
+    static func declared(_ db: Database, _ collection: String) throws -> CollectionDeclaration {
+        guard let declaration = try DeclaredTables.declaration(db, collection) else {
+            throw ConcordError(.unknownField, "collection \"\(collection)\" is not declared: declare it to query it")
+        }
+        return declaration
+    }
+
+    /// The statement of `compiled`, its arguments bound through SQLite's C API (so a string
+    /// holding NUL is bound whole).
+    static func bound(_ db: Database, _ compiled: CompiledQuery) throws -> Statement {
+        let statement = try db.makeStatement(sql: compiled.sql)
+        let binder = BoundStatement.Binder(handle: statement.sqliteStatement)
+        for (index, value) in compiled.arguments.enumerated() { binder.bind(value, at: Int32(index + 1)) }
+        return statement
+    }
+
+    static func ids(_ db: Database, _ compiled: CompiledQuery) throws -> [String] {
+        let statement = try bound(db, compiled)
+        let columns = Columns(statement.sqliteStatement)
+        var ids: [String] = []
+        try searching(compiled) { try columns.forEachRow(sql: compiled.sql) { ids.append(columns.text(0)) } }
+        sqlite3_reset(statement.sqliteStatement)
+        return ids
+    }
+
+    /// Runs `body`; an error of a full-text search SQLite could not read is `invalidQuery`.
+    static func searching(_ compiled: CompiledQuery, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as DatabaseError {
+            guard compiled.sql.contains(" MATCH ") else { throw error }
+            throw ConcordError(.invalidQuery, "a search is not a full-text query SQLite reads (\(error.message ?? "\(error.resultCode)")): see FTS5's query syntax", cause: error)
+        }
+    }
+}
