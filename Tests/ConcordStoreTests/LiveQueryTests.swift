@@ -37,7 +37,7 @@ import Testing
             case 3: try store.delete(ref)
             case 4:
                 try peer.set(ref, "level", .int(Int64(random.int(0...5))))
-                try store.apply(#require(try peer.seal()))
+                try store.apply(#require(try peer.seal()).delta)
             case 5:
                 try store.join(snapshot: peer.exportSnapshot(), appliedSeqs: [:])
             default:
@@ -59,7 +59,7 @@ import Testing
         try peer.write { tx throws(ConcordError) in
             for id in ids { try tx.set(RecordRef(collection: "g", id: id), "level", .int(9)) }
         }
-        try store.apply(#require(try peer.seal()))
+        try store.apply(#require(try peer.seal()).delta)
         let bulk = try #require(try await results.next())
         #expect(bulk.count == last.count + 10_000 || Set(bulk.map(\.id)).isSuperset(of: ids))
         try store.set(RecordRef(collection: "g", id: "after"), "level", .int(10))

@@ -18,39 +18,73 @@ extension Store {
     /// slot.
     public func seal(maxSlots: Int? = nil) throws(ConcordError) -> SealedBatch? {
         try writeDatabase { db -> SealedBatch? in
-            var dependencies = try SlotIO.context(db)
-            var upTo = dependencies[replicaID]
-            if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
-            let (outbox, fields) = try SlotIO.outbox(db, upTo: upTo, readingFields: true)
-            guard !outbox.isEmpty else { return nil }
-            dependencies[replicaID] = try meta(db, "sealed_up_to")
-            let seq = try meta(db, "sealed_seq") + 1
-            let whole = try SlotIO.wholeRecords(db, upTo: upTo)
-            var records: [Delta.RecordChange] = []
-            for ref in outbox.keys.sorted() {
-                if whole.contains(ref) {
-                    // Purged since the last seal: shipped whole, with whatever it holds now.
-                    let slots = try SlotIO.record(db, ref)?.sortedSlots ?? []
-                    records.append(Delta.RecordChange(ref: ref, slots: slots.map { (key: $0.key, entries: $0.slot.entries) }, whole: true))
+            while true {
+                if case let .sealed(batch)? = try sealOnce(db, maxSlots: maxSlots) { return batch }
+                // Everything up to the cut belonged to later writes: cleared, try the next cut.
+            }
+        }
+    }
+
+    /// What one try of a seal found: a batch, or nil when the outbox is empty.
+    private enum SealTry { case sealed(SealedBatch?) }
+
+    /// One try of ``seal(maxSlots:)``; nil when every slot up to the cut went with a later
+    /// write (the outbox is then cleared up to the cut, and the next try cuts further).
+    private func sealOnce(_ db: Database, maxSlots: Int?) throws -> SealTry? {
+        var dependencies = try SlotIO.context(db)
+        var upTo = dependencies[replicaID]
+        if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
+        let (outbox, fields) = try SlotIO.outbox(db, upTo: upTo, readingFields: true)
+        guard !outbox.isEmpty else { return .sealed(nil) }
+        dependencies[replicaID] = try meta(db, "sealed_up_to")
+        let seq = try meta(db, "sealed_seq") + 1
+        let whole = try SlotIO.wholeRecords(db, upTo: upTo)
+        var records: [Delta.RecordChange] = []
+        // Own entries written after the cut are not this batch's: they go with the batch
+        // of their own write, whose outbox mark is past the cut and stays.
+        let own = replicaID
+        let afterCut = { (entry: Entry) in entry.dot.replica == own && entry.dot.hlc > upTo }
+        for ref in outbox.keys.sorted() {
+            if whole.contains(ref) {
+                // Purged since the last seal: shipped whole, with whatever it holds now
+                // (up to the cut).
+                let slots = (try SlotIO.record(db, ref)?.sortedSlots ?? []).compactMap { slot -> (key: SlotKey, entries: [Entry])? in
+                    let entries = slot.slot.entries.filter { !afterCut($0) }
+                    return entries.isEmpty ? nil : (key: slot.key, entries: entries)
+                }
+                records.append(Delta.RecordChange(ref: ref, slots: slots, whole: true))
+                continue
+            }
+            let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
+            let single = fields[ref] ?? [:]
+            var slots: [(key: SlotKey, entries: [Entry])] = []
+            for key in keys {
+                // A dirty field of one entry was read with the outbox; any other slot here.
+                if case let .field(name) = key, let entry = single[name] {
+                    slots.append((key: key, entries: [entry]))
                     continue
                 }
-                let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
-                let single = fields[ref] ?? [:]
-                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { key in
-                    // A dirty field of one entry was read with the outbox; any other slot here.
-                    if case let .field(name) = key, let entry = single[name] { return (key: key, entries: [entry]) }
-                    return (key: key, entries: try SlotIO.entries(db, ref, key))
-                }))
+                let entries = try SlotIO.entries(db, ref, key)
+                // A field whose entries were removed before the cut (its outbox row) and
+                // that was written again after it (its dirty mark): the slot is sealed
+                // with that later write, which the next batch carries.
+                if case .field = key, entries.contains(where: afterCut) { continue }
+                slots.append((key: key, entries: entries))
             }
-            let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
-            let bytes = DeltaCodec.encode(delta)
-            try SlotIO.clearOutbox(db, upTo: upTo)
-            try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(bytes)])
-            try setMeta(db, "sealed_seq", seq)
-            try setMeta(db, "sealed_up_to", upTo)
-            try recordOwnBatch(db, seq: seq, endingAt: upTo)
-            return SealedBatch(delta: delta, bytes: bytes)
+            if !slots.isEmpty { records.append(Delta.RecordChange(ref: ref, slots: slots)) }
         }
+        guard !records.isEmpty else {
+            try SlotIO.clearOutbox(db, upTo: upTo)
+            return nil
+        }
+        let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
+        let bytes = DeltaCodec.encode(delta)
+        try SlotIO.clearOutbox(db, upTo: upTo)
+        try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(bytes)])
+        try setMeta(db, "sealed_seq", seq)
+        try setMeta(db, "sealed_up_to", upTo)
+        try recordOwnBatch(db, seq: seq, endingAt: upTo)
+        return .sealed(SealedBatch(delta: delta, bytes: bytes))
     }
 
     /// The greatest write hlc such that the slots last written at or before it number at
