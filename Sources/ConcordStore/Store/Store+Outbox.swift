@@ -21,30 +21,27 @@ extension Store {
             var dependencies = try SlotIO.context(db)
             var upTo = dependencies[replicaID]
             if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
-            let (outbox, fields) = try SlotIO.outbox(db, upTo: upTo, readingFields: true)
-            guard !outbox.isEmpty else { return nil }
+            let (batch, fieldRows) = try SlotIO.sealBatch(db, upTo: upTo)
+            guard !batch.isEmpty else { return nil }
             dependencies[replicaID] = try meta(db, "sealed_up_to")
             let seq = try meta(db, "sealed_seq") + 1
-            let whole = try SlotIO.wholeRecords(db, upTo: upTo)
             var records: [Delta.RecordChange] = []
-            for ref in outbox.keys.sorted() {
-                if whole.contains(ref) {
+            records.reserveCapacity(batch.count)
+            for record in batch {
+                if record.whole {
                     // Purged since the last seal: shipped whole, with whatever it holds now.
-                    let slots = try SlotIO.record(db, ref)?.sortedSlots ?? []
-                    records.append(Delta.RecordChange(ref: ref, slots: slots.map { (key: $0.key, entries: $0.slot.entries) }, whole: true))
+                    let slots = try SlotIO.record(db, record.ref)?.sortedSlots ?? []
+                    records.append(Delta.RecordChange(ref: record.ref, slots: slots.map { (key: $0.key, entries: $0.slot.entries) }, whole: true))
                     continue
                 }
-                let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
-                let single = fields[ref] ?? [:]
-                records.append(Delta.RecordChange(ref: ref, slots: try keys.map { key in
-                    // A dirty field of one entry was read with the outbox; any other slot here.
-                    if case let .field(name) = key, let entry = single[name] { return (key: key, entries: [entry]) }
-                    return (key: key, entries: try SlotIO.entries(db, ref, key))
+                // Nearly every slot's entries were read with the outbox; any other is read here.
+                records.append(Delta.RecordChange(ref: record.ref, slots: try record.slots.map { slot in
+                    (key: slot.key, entries: try slot.entries ?? SlotIO.entries(db, record.ref, slot.key))
                 }))
             }
             let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
             let bytes = DeltaCodec.encode(delta)
-            try SlotIO.clearOutbox(db, upTo: upTo)
+            try SlotIO.clearOutbox(db, upTo: upTo, fieldRows: fieldRows)
             try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(bytes)])
             try setMeta(db, "sealed_seq", seq)
             try setMeta(db, "sealed_up_to", upTo)
