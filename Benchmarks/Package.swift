@@ -87,14 +87,15 @@ let package = Package(
             ],
             path: "Tools/BootstrapBenchmark"
         ),
-        // Sealing a backlog of RECORDS records in bounded batches, as a push does (see
-        // README.md, "Scale"); one long run too.
+        // Sealing a backlog of RECORDS records in bounded batches, as a push does, against
+        // raw SQLite inserting the same rows (see README.md, "Scale"); one long run too.
         .executableTarget(
             name: "SealBenchmark",
             dependencies: [
                 .product(name: "ConcordCore", package: "Concord"),
                 .product(name: "ConcordStore", package: "Concord"),
                 .product(name: "ConcordTesting", package: "Concord"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             path: "Tools/SealBenchmark"
         ),

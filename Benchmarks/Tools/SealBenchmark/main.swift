@@ -1,17 +1,25 @@
 // Sealing a backlog at scale (see README.md, "Scale"): a store writes RECORDS records × 10
 // fields, 1,000 records per `write {}`, then seals its whole outbox in bounded batches of at
-// most MAX_SLOTS slots (50,000, as a push does), each batch one `seal(maxSlots:)`.
+// most MAX_SLOTS slots (50,000, as a push does), each batch one `seal(maxSlots:)`. Then, in
+// the same run, raw SQLite (the C API; WAL, synchronous = FULL, a (collection, id, field,
+// value, stamp) WITHOUT ROWID table, as StoreBenchmarks' baseline) inserts the same records ×
+// 10 fields, as many records per transaction as the seal's first batch held: what a seal
+// of each batch is measured against.
 //
 //   SealBenchmark DIR RECORDS [MAX_SLOTS]
 //
 // Prints the writes' time, every tenth batch's time (and the first and last five), and one
 // summary line: `seal records=… batches=… ms=… records_per_s=… first_batch_ms=…
 // last_batch_ms=… peak_rss_mib=…`, where first and last are the medians of the first and
-// last five batches. The store is DIR/seal.db, removed at the end.
+// last five batches (the peak is the seal's, taken before the raw side runs); then
+// `raw records=… rows_per_transaction=… ms=… records_per_s=…` and `ratio seal/raw=…`, the
+// seal's throughput over raw SQLite's (the target is at least 0.5). The store is
+// DIR/seal.db and the raw database DIR/raw.db, both removed at the end.
 import ConcordCore
 import ConcordStore
 import ConcordTesting
 import Foundation
+import GRDBSQLite
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -31,7 +39,13 @@ let fields = 10
 let names = (0..<fields).map { "field\($0)" }
 try FileManager.default.createDirectory(atPath: arguments[1], withIntermediateDirectories: true)
 let path = arguments[1] + "/seal.db"
-func remove() { for suffix in ["", "-wal", "-shm", ".blobs"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+let rawPath = arguments[1] + "/raw.db"
+func remove() {
+    for suffix in ["", "-wal", "-shm", ".blobs"] {
+        try? FileManager.default.removeItem(atPath: path + suffix)
+        try? FileManager.default.removeItem(atPath: rawPath + suffix)
+    }
+}
 remove()
 defer { remove() }
 
@@ -60,6 +74,7 @@ let written = milliseconds(ContinuousClock.now - writeStart)
 print(String(format: "writes records=%d fields=%d ms=%.0f records_per_s=%.0f", records, records * fields, written, Double(records) / written * 1_000))
 
 var batches: [Double] = []
+var firstBatchRecords = 0
 var sealedRecords = 0
 var sealedSlots = 0
 let sealStart = ContinuousClock.now
@@ -68,6 +83,7 @@ while true {
     guard let delta = try store.seal(maxSlots: maxSlots)?.delta else { break }
     let elapsed = milliseconds(ContinuousClock.now - start)
     batches.append(elapsed)
+    if batches.count == 1 { firstBatchRecords = delta.records.count }
     sealedRecords += delta.records.count
     sealedSlots += delta.records.reduce(0) { $0 + $1.slots.count }
     let index = batches.count
@@ -87,3 +103,53 @@ guard !batches.isEmpty, sealedRecords == records, try store.pendingChangeCount()
 print(String(format: "seal records=%d slots=%d batches=%d ms=%.0f records_per_s=%.0f first_batch_ms=%.1f last_batch_ms=%.1f peak_rss_mib=%d",
              records, sealedSlots, batches.count, sealed, Double(records) / sealed * 1_000,
              median(batches.prefix(5)), median(batches.suffix(5)), peakResidentMiB()))
+
+/// Raw SQLite, through the C API: the same records × fields inserted, `recordsPerTransaction`
+/// records per transaction, into a table of (collection, id, field, value, stamp). Returns
+/// the time taken, in milliseconds.
+func rawInsert(path: String, records: Int, recordsPerTransaction: Int) -> Double {
+    var db: OpaquePointer?
+    func exec(_ sql: String) {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { fatalError(String(cString: sqlite3_errmsg(db))) }
+    }
+    guard sqlite3_open(path, &db) == SQLITE_OK else { fatalError("open \(path)") }
+    defer { sqlite3_close(db) }
+    exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+    exec("""
+        CREATE TABLE fields (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, value ANY,
+            stamp INTEGER NOT NULL, PRIMARY KEY (collection, id, field)) STRICT, WITHOUT ROWID
+        """)
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(db, "INSERT INTO fields VALUES (?, ?, ?, ?, ?)", -1, &statement, nil) == SQLITE_OK else { fatalError("prepare") }
+    defer { sqlite3_finalize(statement) }
+    let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    let start = ContinuousClock.now
+    var row: Int64 = 0
+    for first in stride(from: 0, to: records, by: recordsPerTransaction) {
+        exec("BEGIN")
+        for record in first..<min(records, first + recordsPerTransaction) {
+            let id = "item\(record)"
+            for field in 0..<fields {
+                sqlite3_bind_text(statement, 1, "items", -1, transient)
+                sqlite3_bind_text(statement, 2, id, -1, transient)
+                sqlite3_bind_text(statement, 3, names[field], -1, transient)
+                switch Workload.value(record: record, field: field, round: 0) {
+                case let .int(value): sqlite3_bind_int64(statement, 4, value)
+                case let .string(value): sqlite3_bind_text(statement, 4, value, -1, transient)
+                default: sqlite3_bind_null(statement, 4)
+                }
+                sqlite3_bind_int64(statement, 5, row)
+                guard sqlite3_step(statement) == SQLITE_DONE else { fatalError(String(cString: sqlite3_errmsg(db))) }
+                sqlite3_reset(statement)
+                row += 1
+            }
+        }
+        exec("COMMIT")
+    }
+    return milliseconds(ContinuousClock.now - start)
+}
+
+let raw = rawInsert(path: rawPath, records: records, recordsPerTransaction: max(firstBatchRecords, 1))
+print(String(format: "raw records=%d rows_per_transaction=%d ms=%.0f records_per_s=%.0f",
+             records, max(firstBatchRecords, 1) * fields, raw, Double(records) / raw * 1_000))
+print(String(format: "ratio seal/raw=%.3f (target >= 0.5)", raw / sealed))

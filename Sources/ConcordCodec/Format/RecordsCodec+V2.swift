@@ -26,10 +26,17 @@ extension RecordsCodec.Writer {
     mutating func writeSlotsV2(_ record: EncodedRecord, to writer: inout ByteWriter) {
         // Which slots are common, asked once per slot (a buffer the writer reuses).
         isCommon.removeAll(keepingCapacity: true)
-        var common: [UInt64] = []
+        common.removeAll(keepingCapacity: true)
+        commonNames.removeAll(keepingCapacity: true)
         for slot in record.slots {
             if let kind = RecordsCodec.commonKind(slot.key, slot.entries, home: home), case let .field(name) = slot.key {
-                common.append(UInt64(tables.nameIndex[ExactString(name)]!) << 1 | kind)
+                // A name the previous record's common slot at the same place had: its index
+                // is known (records one after another mostly have the same fields).
+                let place = common.count
+                let index = place < previousCommonNames.count && Bytewise.equal(previousCommonNames[place], name)
+                    ? previousCommon[place] >> 1 : UInt64(tables.nameIndex[ExactString(name)]!)
+                common.append(index << 1 | kind)
+                commonNames.append(name)
                 isCommon.append(true)
             } else {
                 isCommon.append(false)
@@ -40,7 +47,11 @@ extension RecordsCodec.Writer {
         } else {
             writer.varint(common.count + 1)
             for item in common { writer.varint(item) }
-            previousCommon = common
+        }
+        // This record's list is the previous one for the next (`common` is reused).
+        defer {
+            swap(&common, &previousCommon)
+            swap(&commonNames, &previousCommonNames)
         }
         writer.varint(UInt64(record.slots.count - common.count) << 1 | (record.whole ? 1 : 0))
         for (index, slot) in record.slots.enumerated() where isCommon[index] {

@@ -53,6 +53,12 @@ enum RecordsCodec {
         var strings: [ExactString: Int] = [:]
         var previousCommon: [UInt64] = []
         var isCommon: [Bool] = []
+        // Buffers reused from record to record: the common slots of the record being written
+        // (swapped with `previousCommon` after it), and the names of its and of the previous
+        // record's common slots.
+        var common: [UInt64] = []
+        var commonNames: [String] = []
+        var previousCommonNames: [String] = []
 
         init(tables: Tables, home: ReplicaID?, startHLC: UInt64, version: UInt8 = 1) {
             self.tables = tables

@@ -12,12 +12,32 @@ struct Tables {
     init(records: [EncodedRecord], extraReplicas: some Sequence<ReplicaID>) {
         var replicaSet = Set(extraReplicas)
         var nameSet = Set<ExactString>()
+        // Records one after another mostly name the same collection and fields, and their
+        // entries the same replica: a name equal to the previous record's at the same place,
+        // or a replica equal to the last one, is in already, and is not hashed again.
+        var lastCollection: String?
+        var lastReplica: ReplicaID?
+        var previousNames: [String] = []
+        var names: [String] = []
         for record in records {
-            nameSet.insert(ExactString(record.ref.collection))
-            for slot in record.slots {
-                if let name = slot.key.fieldName { nameSet.insert(ExactString(name)) }
-                for entry in slot.entries { replicaSet.insert(entry.dot.replica) }
+            if lastCollection.map({ !Bytewise.equal($0, record.ref.collection) }) ?? true {
+                nameSet.insert(ExactString(record.ref.collection))
+                lastCollection = record.ref.collection
             }
+            names.removeAll(keepingCapacity: true)
+            for slot in record.slots {
+                if let name = slot.key.fieldName {
+                    if names.count >= previousNames.count || !Bytewise.equal(previousNames[names.count], name) {
+                        nameSet.insert(ExactString(name))
+                    }
+                    names.append(name)
+                }
+                for entry in slot.entries where entry.dot.replica != lastReplica {
+                    replicaSet.insert(entry.dot.replica)
+                    lastReplica = entry.dot.replica
+                }
+            }
+            swap(&names, &previousNames)
         }
         self.init(replicas: replicaSet, names: nameSet)
     }

@@ -1,40 +1,25 @@
 import ConcordCore
 import Foundation
 import GRDB
+import GRDBSQLite
 
 extension SlotIO {
     // MARK: The outbox
 
     /// The slots touched locally since the last seal — with `upTo`, only those whose last
     /// local write has hlc ≤ `upTo`. Every such slot's outbox row has `low` ≤ `upTo`, so only
-    /// those rows are read (through their index), not the whole outbox.
+    /// those rows are read (through their index), not the whole outbox. (A seal reads its
+    /// batch with the entries, ``sealBatch(_:upTo:)``.)
     static func outbox(_ db: Database, upTo: UInt64 = .max) throws -> [RecordRef: Set<SlotKey>] {
-        try outbox(db, upTo: upTo, readingFields: false).slots
-    }
-
-    /// ``outbox(_:upTo:)``, and with `readingFields` the entry of each dirty field it lists
-    /// that holds exactly one (`versions` = 1), read by the same query: nearly every slot a
-    /// seal carries, which then needs no query of its own (``entries(_:_:_:)``).
-    static func outbox(
-        _ db: Database, upTo: UInt64, readingFields: Bool
-    ) throws -> (slots: [RecordRef: Set<SlotKey>], fields: [RecordRef: [String: Entry]]) {
         var slots: [RecordRef: Set<SlotKey>] = [:]
-        var fields: [RecordRef: [String: Entry]] = [:]
         let limit = Rows.hlc(upTo)
-        // Columns by position: 0 collection, 1 id, 2 field, then with `readingFields` 3
-        // versions, 4 kind, 5 value, 6 file_size, 7 media_type, 8 hlc, 9 replica.
         let dirty = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT f.collection, f.id, f.field\(readingFields ? ", f.versions, f.kind, f.value, f.file_size, f.media_type, f.hlc, f.replica" : "")
+            SELECT f.collection, f.id, f.field
                 FROM concord_outbox o JOIN concord_fields f ON f.collection = o.collection AND f.id = o.id
                 WHERE o.low <= ?1 AND o.kind = \(Rows.slotLiveness) AND f.dirty > \(Rows.cleanSQL) AND f.dirty <= ?1
             """), arguments: [limit])
         while let row = try dirty.next() {
-            let ref = RecordRef(collection: row[0], id: row[1])
-            let name: String = row[2]
-            slots[ref, default: []].insert(.field(name))
-            if readingFields, (row[3] as Int64) == 1 {
-                fields[ref, default: [:]][name] = Entry(dot: try Rows.stamp(row, hlc: 8, replica: 9), payload: try Rows.payload(row, kind: 4))
-            }
+            slots[RecordRef(collection: row[0], id: row[1]), default: []].insert(.field(row[2]))
         }
         let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT collection, id, kind, field, element FROM concord_outbox WHERE low <= ?1 AND hlc <= ?1"),
                                        arguments: [limit])
@@ -54,7 +39,7 @@ extension SlotIO {
             }
             slots[ref, default: []].insert(key)
         }
-        return (slots, fields)
+        return slots
     }
 
     /// Whether nothing waits to be sealed: a record with a dirty field has its liveness in
@@ -63,51 +48,79 @@ extension SlotIO {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT NOT EXISTS (SELECT 1 FROM concord_outbox)")) ?? false
     }
 
-    /// The records purged since the last seal (up to `upTo`): the next delta ships them whole.
-    static func wholeRecords(_ db: Database, upTo: UInt64 = .max) throws -> Set<RecordRef> {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT collection, id FROM concord_outbox WHERE low <= ?2 AND kind = ?1 AND hlc <= ?2"),
-                                    arguments: [Rows.wholeRecord, Rows.hlc(upTo)])
-        return Set(rows.map { RecordRef(collection: $0["collection"], id: $0["id"]) })
-    }
-
     /// The hlcs of the slots in the outbox, each of the stored form (``Rows/hlc(_:)``), in
     /// ascending order, from the first up to past the `count`th: all of them below some hlc
     /// that more than `count` slots are below, or all of them if there are not that many.
     /// The rows are read in `low` order, and every slot a row stands for is at least its
     /// `low`: a slot is known for sure to be among the first once the rows still unread
     /// start past it.
+    ///
+    /// Both statements are stepped through SQLite's C API: through GRDB's cursors and
+    /// arguments, the query of each liveness row's fields cost more than SQLite's work.
     static func earliestSlotStamps(_ db: Database, count: Int) throws -> [Int64] {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT low, hlc, kind, collection, id FROM concord_outbox ORDER BY low"))
-        let dirtyFields = try db.cachedStatement(sql: """
-            SELECT dirty FROM concord_fields WHERE collection = ? AND id = ? AND dirty > \(Rows.cleanSQL)
+        let rowsSQL = BoundStatement.marked("SELECT low, hlc, kind, collection, id FROM concord_outbox ORDER BY low")
+        let dirtySQL = BoundStatement.marked("""
+            SELECT dirty FROM concord_fields WHERE collection = ?1 AND id = ?2 AND dirty > \(Rows.cleanSQL)
             """)
+        let rows = try db.cachedStatement(sql: rowsSQL).sqliteStatement
+        let dirtyFields = try db.cachedStatement(sql: dirtySQL).sqliteStatement
+        sqlite3_reset(rows)
+        defer { sqlite3_reset(rows) }
+        let columns = Columns(rows)
+        let marks = Columns(dirtyFields)
         var settled: [Int64] = []
         var waiting = StampHeap()
-        while let row = try rows.next() {
-            let low: Int64 = row[0]
+        while true {
+            let code = sqlite3_step(rows)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else { throw DatabaseError(code: code, on: sqlite3_db_handle(rows), sql: rowsSQL) }
+            let low = columns.int64(0)
             while let next = waiting.min, next < low { settled.append(waiting.removeMin()) }
             if settled.count > count { return settled }
-            waiting.insert(row[1])
-            if row[2] as Int64 == Rows.slotLiveness {
-                let marks = try Int64.fetchCursor(dirtyFields, arguments: [row[3] as String, row[4] as String])
-                while let mark = try marks.next() { waiting.insert(mark) }
+            waiting.insert(columns.int64(1))
+            if columns.int64(2) == Rows.slotLiveness {
+                // The record's key, bound as the row holds it (SQLite copies it).
+                sqlite3_reset(dirtyFields)
+                for column: Int32 in 3...4 {
+                    sqlite3_bind_text(dirtyFields, column - 2, sqlite3_column_text(rows, column), sqlite3_column_bytes(rows, column), transient)
+                }
+                defer { sqlite3_reset(dirtyFields) }
+                try marks.forEachRow(sql: dirtySQL) { waiting.insert(marks.int64(0)) }
             }
         }
         while waiting.min != nil { settled.append(waiting.removeMin()) }
         return settled
     }
 
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
     /// Clears the sealed part of the outbox — every slot last written at or before `upTo` —
     /// and gives each row that stays, of `low` ≤ `upTo`, its new `low`: the earliest of its
     /// own hlc and its record's fields still dirty. Only rows of `low` ≤ `upTo` are touched.
-    static func clearOutbox(_ db: Database, upTo: UInt64) throws {
+    ///
+    /// `fieldRows` are the rowids of the dirty fields sealed (``sealBatch(_:upTo:)``), every
+    /// field of a liveness row of `low` ≤ `upTo` marked at or before `upTo`: they are cleared
+    /// by rowid, a run of consecutive rowids (a record's fields, written together) by one
+    /// statement, where finding them again by key through the outbox cost more than reading
+    /// them.
+    static func clearOutbox(_ db: Database, upTo: UInt64, fieldRows: [Int64]) throws {
+        let clear = try BoundStatement.cached(db, sql: "UPDATE concord_fields SET dirty = \(Rows.cleanSQL) WHERE rowid BETWEEN ?1 AND ?2")
+        var index = 0
+        let rowids = fieldRows.sorted()
+        while index < rowids.count {
+            let first = rowids[index]
+            var last = first
+            index += 1
+            while index < rowids.count, rowids[index] <= last + 1 {
+                last = rowids[index]
+                index += 1
+            }
+            try clear.execute { binder in
+                binder.bind(first, at: 1)
+                binder.bind(last, at: 2)
+            }
+        }
         let arguments: StatementArguments = [Rows.hlc(upTo)]
-        try db.cachedStatement(sql: """
-            UPDATE concord_fields SET dirty = \(Rows.cleanSQL)
-                FROM (SELECT collection, id FROM concord_outbox WHERE low <= ?1 AND kind = \(Rows.slotLiveness)) o
-                WHERE concord_fields.collection = o.collection AND concord_fields.id = o.id
-                    AND concord_fields.dirty > \(Rows.cleanSQL) AND concord_fields.dirty <= ?1
-            """).execute(arguments: arguments)
         try db.cachedStatement(sql: "DELETE FROM concord_outbox WHERE low <= ?1 AND hlc <= ?1").execute(arguments: arguments)
         try db.cachedStatement(sql: """
             UPDATE concord_outbox SET low = CASE WHEN kind = \(Rows.slotLiveness) THEN min(hlc, coalesce(

@@ -34,52 +34,52 @@ extension Store {
         var dependencies = try SlotIO.context(db)
         var upTo = dependencies[replicaID]
         if let maxSlots, let cut = try outboxCut(db, maxSlots: maxSlots) { upTo = min(upTo, cut) }
-        let (outbox, fields) = try SlotIO.outbox(db, upTo: upTo, readingFields: true)
-        guard !outbox.isEmpty else { return .sealed(nil) }
+        let (batch, fieldRows) = try SlotIO.sealBatch(db, upTo: upTo)
+        guard !batch.isEmpty else { return .sealed(nil) }
         dependencies[replicaID] = try meta(db, "sealed_up_to")
         let seq = try meta(db, "sealed_seq") + 1
-        let whole = try SlotIO.wholeRecords(db, upTo: upTo)
         var records: [Delta.RecordChange] = []
+        records.reserveCapacity(batch.count)
         // Own entries written after the cut are not this batch's: they go with the batch
         // of their own write, whose outbox mark is past the cut and stays.
         let own = replicaID
         let afterCut = { (entry: Entry) in entry.dot.replica == own && entry.dot.hlc > upTo }
-        for ref in outbox.keys.sorted() {
-            if whole.contains(ref) {
+        for record in batch {
+            if record.whole {
                 // Purged since the last seal: shipped whole, with whatever it holds now
                 // (up to the cut).
-                let slots = (try SlotIO.record(db, ref)?.sortedSlots ?? []).compactMap { slot -> (key: SlotKey, entries: [Entry])? in
+                let slots = (try SlotIO.record(db, record.ref)?.sortedSlots ?? []).compactMap { slot -> (key: SlotKey, entries: [Entry])? in
                     let entries = slot.slot.entries.filter { !afterCut($0) }
                     return entries.isEmpty ? nil : (key: slot.key, entries: entries)
                 }
-                records.append(Delta.RecordChange(ref: ref, slots: slots, whole: true))
+                records.append(Delta.RecordChange(ref: record.ref, slots: slots, whole: true))
                 continue
             }
-            let keys = outbox[ref]!.sorted(by: SlotKey.canonicalOrder)
-            let single = fields[ref] ?? [:]
             var slots: [(key: SlotKey, entries: [Entry])] = []
-            for key in keys {
-                // A dirty field of one entry was read with the outbox; any other slot here.
-                if case let .field(name) = key, let entry = single[name] {
-                    slots.append((key: key, entries: [entry]))
+            slots.reserveCapacity(record.slots.count)
+            for slot in record.slots {
+                // Nearly every slot's entries were read with the outbox (a dirty field's
+                // entry is its last own write, at or before the cut); any other is read here.
+                if let entries = slot.entries {
+                    slots.append((key: slot.key, entries: entries))
                     continue
                 }
-                let entries = try SlotIO.entries(db, ref, key)
+                let entries = try SlotIO.entries(db, record.ref, slot.key)
                 // A field whose entries were removed before the cut (its outbox row) and
                 // that was written again after it (its dirty mark): the slot is sealed
                 // with that later write, which the next batch carries.
-                if case .field = key, entries.contains(where: afterCut) { continue }
-                slots.append((key: key, entries: entries))
+                if case .field = slot.key, entries.contains(where: afterCut) { continue }
+                slots.append((key: slot.key, entries: entries))
             }
-            if !slots.isEmpty { records.append(Delta.RecordChange(ref: ref, slots: slots)) }
+            if !slots.isEmpty { records.append(Delta.RecordChange(ref: record.ref, slots: slots)) }
         }
         guard !records.isEmpty else {
-            try SlotIO.clearOutbox(db, upTo: upTo)
+            try SlotIO.clearOutbox(db, upTo: upTo, fieldRows: fieldRows)
             return nil
         }
         let delta = try Delta(origin: replicaID, seq: seq, dependencies: dependencies, upTo: upTo, records: records)
         let bytes = DeltaCodec.encode(delta)
-        try SlotIO.clearOutbox(db, upTo: upTo)
+        try SlotIO.clearOutbox(db, upTo: upTo, fieldRows: fieldRows)
         try db.execute(sql: "INSERT INTO concord_sealed (seq, bytes) VALUES (?, ?)", arguments: [Int64(seq), Data(bytes)])
         try setMeta(db, "sealed_seq", seq)
         try setMeta(db, "sealed_up_to", upTo)
