@@ -78,12 +78,21 @@ let package = Package(
         ),
         // Bootstrap at scale: a new replica joins a snapshot of 1,000,000 records, against raw
         // SQLite inserting the same rows (see README.md, "Scale"); each step its own process.
+        // Raw SQLite inserting the rows the scale tools' stores hold: their baseline.
+        .target(
+            name: "RawSQLiteBaseline",
+            dependencies: [
+                .product(name: "ConcordTesting", package: "Concord"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "Tools/RawSQLiteBaseline"
+        ),
         .executableTarget(
             name: "BootstrapBenchmark",
             dependencies: [
                 .product(name: "Concord", package: "Concord"),
                 .product(name: "ConcordTesting", package: "Concord"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "RawSQLiteBaseline",
             ],
             path: "Tools/BootstrapBenchmark"
         ),
@@ -95,7 +104,7 @@ let package = Package(
                 .product(name: "ConcordCore", package: "Concord"),
                 .product(name: "ConcordStore", package: "Concord"),
                 .product(name: "ConcordTesting", package: "Concord"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "RawSQLiteBaseline",
             ],
             path: "Tools/SealBenchmark"
         ),

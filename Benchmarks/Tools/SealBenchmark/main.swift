@@ -19,7 +19,7 @@ import ConcordCore
 import ConcordStore
 import ConcordTesting
 import Foundation
-import GRDBSQLite
+import RawSQLiteBaseline
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -104,52 +104,9 @@ print(String(format: "seal records=%d slots=%d batches=%d ms=%.0f records_per_s=
              records, sealedSlots, batches.count, sealed, Double(records) / sealed * 1_000,
              median(batches.prefix(5)), median(batches.suffix(5)), peakResidentMiB()))
 
-/// Raw SQLite, through the C API: the same records × fields inserted, `recordsPerTransaction`
-/// records per transaction, into a table of (collection, id, field, value, stamp). Returns
-/// the time taken, in milliseconds.
-func rawInsert(path: String, records: Int, recordsPerTransaction: Int) -> Double {
-    var db: OpaquePointer?
-    func exec(_ sql: String) {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { fatalError(String(cString: sqlite3_errmsg(db))) }
-    }
-    guard sqlite3_open(path, &db) == SQLITE_OK else { fatalError("open \(path)") }
-    defer { sqlite3_close(db) }
-    exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
-    exec("""
-        CREATE TABLE fields (collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL, value ANY,
-            stamp INTEGER NOT NULL, PRIMARY KEY (collection, id, field)) STRICT, WITHOUT ROWID
-        """)
-    var statement: OpaquePointer?
-    guard sqlite3_prepare_v2(db, "INSERT INTO fields VALUES (?, ?, ?, ?, ?)", -1, &statement, nil) == SQLITE_OK else { fatalError("prepare") }
-    defer { sqlite3_finalize(statement) }
-    let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-    let start = ContinuousClock.now
-    var row: Int64 = 0
-    for first in stride(from: 0, to: records, by: recordsPerTransaction) {
-        exec("BEGIN")
-        for record in first..<min(records, first + recordsPerTransaction) {
-            let id = "item\(record)"
-            for field in 0..<fields {
-                sqlite3_bind_text(statement, 1, "items", -1, transient)
-                sqlite3_bind_text(statement, 2, id, -1, transient)
-                sqlite3_bind_text(statement, 3, names[field], -1, transient)
-                switch Workload.value(record: record, field: field, round: 0) {
-                case let .int(value): sqlite3_bind_int64(statement, 4, value)
-                case let .string(value): sqlite3_bind_text(statement, 4, value, -1, transient)
-                default: sqlite3_bind_null(statement, 4)
-                }
-                sqlite3_bind_int64(statement, 5, row)
-                guard sqlite3_step(statement) == SQLITE_DONE else { fatalError(String(cString: sqlite3_errmsg(db))) }
-                sqlite3_reset(statement)
-                row += 1
-            }
-        }
-        exec("COMMIT")
-    }
-    return milliseconds(ContinuousClock.now - start)
-}
-
-let raw = rawInsert(path: rawPath, records: records, recordsPerTransaction: max(firstBatchRecords, 1))
+let rawStart = ContinuousClock.now
+_ = rawInsert(path: rawPath, records: records, fields: fields, recordsPerTransaction: max(firstBatchRecords, 1))
+let raw = milliseconds(ContinuousClock.now - rawStart)
 print(String(format: "raw records=%d rows_per_transaction=%d ms=%.0f records_per_s=%.0f",
              records, max(firstBatchRecords, 1) * fields, raw, Double(records) / raw * 1_000))
 print(String(format: "ratio seal/raw=%.3f (target >= 0.5)", raw / sealed))
