@@ -128,6 +128,11 @@ do {
         let clock = ManualClock(millis: CrashScript.baseMillis)
         let store = try Store(path: arguments[2], configuration: .init(clock: clock))
         say("replica \(store.replicaID)")
+        // The script's collection declared, so a kill may land in the upkeep of its table
+        // (a string written to `a`, an integer to `b`: columns that must read NULL).
+        try store.declare(CollectionDeclaration(CrashScript.collection, fields: [
+            .init("a", .int, indexed: true), .init("b", .string, searchable: true), .init("s", .set(.int)), .init("f", .file),
+        ]))
         for (index, step) in script.steps.enumerated() {
             let k = index + 1
             clock.set(CrashScript.now(step: k))

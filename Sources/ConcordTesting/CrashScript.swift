@@ -25,11 +25,14 @@ public struct CrashScript: Sendable {
 
     public static func now(step: Int) -> UInt64 { baseMillis + UInt64(step) * 7 }
 
+    /// The collection of every record the script writes (the crash child declares it).
+    public static let collection = "t"
+
     public init(seed: UInt64, count: Int) {
         var random = SeededGenerator(seed: seed)
         var peer = Replica(id: ReplicaID(high: 0xfeed, low: seed))
         var steps: [Step] = []
-        let refs = (0..<6).map { RecordRef(collection: "t", id: "r\($0)") }
+        let refs = (0..<6).map { RecordRef(collection: Self.collection, id: "r\($0)") }
         for index in 1...count {
             let ref = random.pick(refs)
             let value = ScalarValue.int(Int64(random.int(0...99)))

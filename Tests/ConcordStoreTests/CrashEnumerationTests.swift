@@ -12,7 +12,8 @@ import Testing
 /// `LD_PRELOAD`; it counts the calls of every thread of the process). After every kill the store passes the crash test's
 /// check (`CrashTests.checkAfterKill`): integrity, and exactly the state, outbox, seals,
 /// clock and file history of the step before or after the interrupted one, with every file
-/// whole. `make test` runs 20 steps; `make crash-enum` 60 (`CONCORD_CRASH_ENUM_STEPS`).
+/// whole and the declared table (the child declares the script's collection before its
+/// first step) equal to that state. `make test` runs 20 steps; `make crash-enum` 60 (`CONCORD_CRASH_ENUM_STEPS`).
 ///
 /// Part of the serialized `CrashTests` suite, and they await each child without holding a
 /// thread: run for a minute or more beside other tests that block, they held both threads

@@ -146,6 +146,10 @@ enum Child {
             }
         }
         #expect(matched, "\(label) (seed \(seed)): state, outbox, seals or history after the kill are those of neither step \(done) nor \(begun)")
+        // The declared table (declared before the first step) equals the pivot of the state
+        // that survived.
+        if begun >= 1 { #expect(try store.declaration(of: CrashScript.collection) != nil, "\(label): the declaration did not survive") }
+        try DeclaredTableTests.check(store, label)
         // Every file the state or its history refers to is in the blob directory, whole;
         // no blob there is half-written under its final name.
         let referenced = Set(try store.state().fileReferences.map(\.file.hash)).union(try Self.history(of: store).map(\.file.hash))
