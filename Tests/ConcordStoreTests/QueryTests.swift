@@ -14,7 +14,7 @@ import Testing
     ])
     static let strings = ["", "a", "A", "ab", "aB", "b", "a\0", "a\0b", "\0", "é", "e\u{301}", "zz", "Ze", "zelda"]
     static let ints: [Int64] = [.min, -1, 0, 1, 2, .max, (1 << 53) + 1]
-    static let doubles: [Double] = [-0.0, 0.0, 1.5, -1.5, .infinity, -.infinity, 1e308, 4.9e-324]
+    static let doubles: [Double] = [-0.0, 0.0, 1.5, -1.5, .infinity, -.infinity, 1e308, .leastNonzeroMagnitude]
 
     static func value(_ field: String, _ random: inout SeededGenerator, query: Bool = false) -> ScalarValue {
         switch field {
