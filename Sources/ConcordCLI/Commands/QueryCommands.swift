@@ -108,9 +108,7 @@ struct QueryCommand: AsyncParsableCommand {
             let number = try store.count(query)
             return (.object([("count", .int(Int64(number)))]), "\(number)")
         }
-        let records = try store.query(query).map { (ref: RecordRef(collection: collection, id: $0.id), fields: $0.fields) }
-        return (.object([("records", .array(records.map { .record($0.ref, $0.fields) }))]),
-                records.isEmpty ? "no records match" : records.map { Format.record($0.ref, $0.fields) }.joined(separator: "\n"))
+        return Format.records(collection, try store.query(query), empty: "no records match")
     }
 
     func run() async throws {

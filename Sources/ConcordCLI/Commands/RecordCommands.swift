@@ -130,11 +130,8 @@ struct ListRecords: ParsableCommand {
 
     func run() throws {
         let store = try options.openStore()
-        let records = try store.records(in: collection)
-        let refs = records.map { (ref: RecordRef(collection: collection, id: $0.id), fields: $0.fields) }
-        options.emit(
-            .object([("records", .array(refs.map { .record($0.ref, $0.fields) }))]),
-            refs.isEmpty ? "no records in \(collection)" : refs.map { Format.record($0.ref, $0.fields) }.joined(separator: "\n"))
+        let output = Format.records(collection, try store.records(in: collection), empty: "no records in \(collection)")
+        options.emit(output.json, output.text)
     }
 }
 

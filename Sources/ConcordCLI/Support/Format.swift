@@ -24,6 +24,17 @@ enum Format {
         return lines.joined(separator: "\n")
     }
 
+    /// Records of `collection` as `list` and `query` print them: `{"records": [RECORD, …]}`
+    /// with `--json` (one shape for both, in the order given), else one block per record or
+    /// `empty` when there are none.
+    static func records(
+        _ collection: String, _ records: [(id: String, fields: [(name: String, value: FieldValue)])], empty: String
+    ) -> (json: JSON, text: String) {
+        let refs = records.map { (ref: RecordRef(collection: collection, id: $0.id), fields: $0.fields) }
+        return (.object([("records", .array(refs.map { .record($0.ref, $0.fields) }))]),
+                refs.isEmpty ? empty : refs.map { record($0.ref, $0.fields) }.joined(separator: "\n"))
+    }
+
     /// A conflict in one line per version.
     static func conflict(_ conflict: Conflict, names: [ReplicaID: String] = [:]) -> String {
         if conflict.kind == .fileFork {

@@ -48,24 +48,18 @@ extension Store {
     /// How many records `query` keeps, its limit, offset and cursor aside.
     public func count(_ query: Query) throws(ConcordError) -> Int {
         try read { db in
-            let compiled = try QueryCompiler.count(query, try Self.declared(db, query.collection))
-            let statement = try Self.bound(db, compiled)
-            let columns = Columns(statement.sqliteStatement)
             var count = 0
-            try Self.searching(compiled) { try columns.forEachRow(sql: compiled.sql) { count = Int(columns.int64(0)) } }
-            sqlite3_reset(statement.sqliteStatement)
+            try Self.eachRow(db, QueryCompiler.count(query, try Self.declared(db, query.collection))) { count = Int($0.int64(0)) }
             return count
         }
     }
 
     /// A cursor's record must have a row: `notFound` otherwise.
     static func requireRow(_ db: Database, _ declaration: CollectionDeclaration, _ id: String) throws {
-        let compiled = CompiledQuery(sql: "SELECT count(*) FROM \(Rows.quoted(declaration.tableName)) WHERE id = ?", arguments: [.text(id)])
-        let statement = try bound(db, compiled)
-        let columns = Columns(statement.sqliteStatement)
         var found = false
-        try columns.forEachRow(sql: compiled.sql) { found = columns.int64(0) > 0 }
-        sqlite3_reset(statement.sqliteStatement)
+        try eachRow(db, CompiledQuery(sql: "SELECT count(*) FROM \(Rows.quoted(declaration.tableName)) WHERE id = ?", arguments: [.text(id)])) {
+            found = $0.int64(0) > 0
+        }
         if !found {
             throw ConcordError(.notFound, "the cursor's record \"\(id)\" is not in \"\(declaration.collection)\" (deleted since the page was read?)")
         }
@@ -78,21 +72,20 @@ extension Store {
         return declaration
     }
 
-    /// The statement of `compiled`, its arguments bound through SQLite's C API (so a string
-    /// holding NUL is bound whole).
-    static func bound(_ db: Database, _ compiled: CompiledQuery) throws -> Statement {
+    /// Runs `compiled`, its arguments bound through SQLite's C API (so a string holding NUL
+    /// is bound whole), and hands `row` each row's columns.
+    static func eachRow(_ db: Database, _ compiled: CompiledQuery, _ row: (Columns) throws -> Void) throws {
         let statement = try db.makeStatement(sql: compiled.sql)
         let binder = BoundStatement.Binder(handle: statement.sqliteStatement)
         for (index, value) in compiled.arguments.enumerated() { binder.bind(value, at: Int32(index + 1)) }
-        return statement
+        defer { sqlite3_reset(statement.sqliteStatement) }
+        let columns = Columns(statement.sqliteStatement)
+        try searching(compiled) { try columns.forEachRow(sql: compiled.sql) { try row(columns) } }
     }
 
     static func ids(_ db: Database, _ compiled: CompiledQuery) throws -> [String] {
-        let statement = try bound(db, compiled)
-        let columns = Columns(statement.sqliteStatement)
         var ids: [String] = []
-        try searching(compiled) { try columns.forEachRow(sql: compiled.sql) { ids.append(columns.text(0)) } }
-        sqlite3_reset(statement.sqliteStatement)
+        try eachRow(db, compiled) { ids.append($0.text(0)) }
         return ids
     }
 

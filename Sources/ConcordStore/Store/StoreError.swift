@@ -16,7 +16,6 @@ extension ConcordError.Code {
     public static let notFound = ConcordError.Code("notFound")
 }
 
-
 /// The error codes of declared collections and queries (`Declared/`).
 extension ConcordError.Code {
     /// A collection declaration that cannot be kept: an unknown type, an index or search
