@@ -300,4 +300,43 @@ import Testing
         #expect(try cli.dump("b") == dump)
         #expect(try cli.dump("c") == dump)
     }
+
+    /// The device's store and the remote are backed up at the same moment; a writes n2 and
+    /// syncs, b pulls it; both are restored, and a writes n3 and syncs: under the batch name
+    /// b applied n2 from, with nothing on either side to tell. The fork cannot be merged, but
+    /// it is named: by b's `doctor` (a `forkedHistory` problem), and by a once b's next batch
+    /// depends on n2 (`forks` in `sync --json`, a warning instead of "nothing was lost").
+    @Test func aDeviceAndItsRemoteRestoredToOneMomentNameTheFork() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        try cli.syncAll(["a", "b"])
+        try cli.on("a", ["put", "notes", "n1", "title=one"])
+        try cli.on("a", ["sync"])
+        let a = try #require(try cli.on("a", ["status", "--json"]).object()["replica"] as? String)
+        try FileManager.default.copyItem(atPath: cli.path("remote"), toPath: cli.path("remote-backup"))
+        try Self.copyStore(cli, "a.db", to: "backup-a.db")
+        try cli.on("a", ["put", "notes", "n2", "title=two"])
+        try cli.on("a", ["sync"])
+        try cli.on("b", ["sync"])
+        try Self.copyStore(cli, "backup-a.db", to: "a.db")
+        try FileManager.default.removeItem(atPath: cli.path("remote"))
+        try FileManager.default.copyItem(atPath: cli.path("remote-backup"), toPath: cli.path("remote"))
+        try cli.on("a", ["put", "notes", "n3", "title=three, written after the restore"])
+        let pushed = try cli.on("a", ["sync", "--json"]).object()
+        #expect(pushed["pushed"] as? Int == 1 && (pushed["forks"] as? [Any])?.isEmpty == true, "\(pushed)")
+        let forked = "replicas/\(a)/deltas/0000000000000002"
+        let doctor = try cli.run(["doctor", "--json", "--store", cli.path("b.db")])
+        #expect(doctor.status != 0)
+        let problems = try #require(try doctor.object()["problems"] as? [[String: Any]])
+        #expect(problems.contains { $0["kind"] as? String == "forkedHistory" && $0["path"] as? String == forked }, "\(problems)")
+        try cli.on("b", ["put", "notes", "m1", "title=bee"])
+        try cli.on("b", ["sync"])
+        let found = try cli.on("a", ["sync", "--json"])
+        let report = try found.object()
+        #expect((report["restoredCopy"] as? [String: Any])?["oldReplica"] as? String == a, "\(report)")
+        let forks = try #require(report["forks"] as? [[String: Any]])
+        #expect(forks.contains { $0["replica"] as? String == a && $0["batch"] as? String == forked }, "\(forks)")
+        #expect(found.stderr.contains("history forked") && !found.stderr.contains("nothing was lost"), "\(found.stderr)")
+    }
 }

@@ -281,6 +281,7 @@ extension FuzzRun {
             }
         }
         if !quiet { failures.append("replicas did not reach quiescence in 8 rounds") }
+        if !forksReported.isEmpty { failures.append("history forks reported, though no name was used twice: \(forksReported)") }
 
         failures += try await settleOrphans()
         // (1) identical dumps, (2) equal to the reference merge of every sealed delta.

@@ -225,6 +225,10 @@ extension FuzzRun {
     /// itself, since the sync that adopted it may have failed afterwards.
     func noteIdentity(_ report: SyncReport?, _ r: Int) {
         defer { try? noteWriteBacks(r) }
+        for fork in report?.forks ?? [] {
+            forksReported.append("r\(r): \(fork.batch): \(fork.evidence)")
+            trace.log("r\(r) reports a fork at \(fork.batch): \(fork.evidence)")
+        }
         if let announced = report?.announcedOrphans, !announced.isEmpty {
             trace.log("r\(r) announced its old id's orphaned batches \(announced)")
             stats.count("announcedOrphans", announced.count)

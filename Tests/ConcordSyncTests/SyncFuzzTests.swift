@@ -207,6 +207,9 @@ final class FuzzRun {
     var restoredFrom: [Int: [ReplicaID]] = [:]
     /// Ids restored stores gave up, and the ids they continue under.
     var identityChanges: [(old: ReplicaID, new: ReplicaID)] = []
+    /// The history forks syncs reported. The fuzz never lets a name be used twice (the names
+    /// audit checks it), so any is a false alarm.
+    var forksReported: [String] = []
     var childRuns = 0
 
     init(seed: UInt64) {

@@ -147,10 +147,14 @@ struct Sync: AsyncParsableCommand {
             lines.append("concord: warning: the remote had lost objects this replica knew were there (it was rolled back, restored from an older copy, or objects were deleted); published again from this replica: \(report.remoteRolledBack.joined(separator: ", "))")
         }
         if let change = report.restoredCopy {
-            lines.append("concord: warning: this store is an older copy of replica \(change.old) (restored from a backup: \(Entry.oneLine(change.evidence))); it continues as replica \(change.new), pulled the history it lacked, and pushed its newer changes under the new id — nothing was lost or overwritten")
+            let forked = report.forks.contains { $0.replica == change.old }
+            lines.append("concord: warning: this store is an older copy of replica \(change.old) (restored from a backup: \(Entry.oneLine(change.evidence))); it continues as replica \(change.new), pulled the history it lacked, and pushed its newer changes under the new id — \(forked ? "but it had pushed batches under names the other copy had used (below)" : "nothing was lost or overwritten")")
         }
         if !report.announcedOrphans.isEmpty {
             lines.append("concord: warning: \(report.announcedOrphans.count) change batch\(report.announcedOrphans.count == 1 ? "" : "es") on the remote that no head announced (a lost store uploaded them, or their head was deleted); announced now, so every replica applies them: \(report.announcedOrphans.joined(separator: ", "))")
+        }
+        for fork in report.forks {
+            lines.append("concord: warning: replica \(fork.replica)'s history forked at \(fork.batch): \(Entry.oneLine(fork.evidence)); two copies of it wrote under one name (a device restored from a backup while the storage was rolled back), so its batches past that name are not applied here (run `concord doctor`)")
         }
         for skew in report.skews {
             lines.append("concord: warning: replica \(skew.replica)'s clock runs \(Format.duration(skew.aheadBy)) ahead of this device's; its changes were applied anyway")
@@ -173,6 +177,9 @@ struct Sync: AsyncParsableCommand {
                 .object([("oldReplica", .string($0.old.description)), ("newReplica", .string($0.new.description)), ("evidence", .string($0.evidence))])
             } ?? .null),
             ("announcedOrphans", .array(report.announcedOrphans.map { .string($0) })),
+            ("forks", .array(report.forks.map {
+                .object([("replica", .string($0.replica.description)), ("batch", .string($0.batch)), ("evidence", .string($0.evidence))])
+            })),
         ])
     }
 }

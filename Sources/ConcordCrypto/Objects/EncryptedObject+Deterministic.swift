@@ -12,6 +12,19 @@ extension EncryptedObject {
     /// path. Different plaintexts get different nonces (a 192-bit keyed BLAKE2b), so no
     /// nonce is reused with different plaintexts.
     public static func encryptDeterministically(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
+        encrypt(plaintext, path: path, key: key, nonce: syntheticNonce(plaintext, path: path, key: key))
+    }
+
+    /// A fingerprint of `plaintext` as the object at `path`: the first 8 bytes of its
+    /// synthetic nonce (little-endian), a keyed BLAKE2b of the path and the plaintext. Two
+    /// objects at one path with different plaintexts have different fingerprints but with
+    /// probability 2^-64; it is the same whether the object was sealed with a synthetic or a
+    /// random nonce (it is computed from the plaintext), and it reveals nothing without the key.
+    public static func fingerprint(of plaintext: some Collection<UInt8>, path: String, key: SubKey) -> UInt64 {
+        syntheticNonce(plaintext, path: path, key: key).prefix(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    private static func syntheticNonce(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
         Sodium.ensureInitialized()
         let message = Array("concord synthetic nonce v1".utf8) + [0] + Array(path.utf8) + [0] + Array(plaintext)
         var nonce = [UInt8](repeating: 0, count: XChaCha20Poly1305.nonceByteCount)
@@ -20,6 +33,6 @@ extension EncryptedObject {
                 _ = crypto_generichash(&nonce, nonce.count, bytes, UInt64(count), keyPointer, SubKey.byteCount)
             }
         }
-        return encrypt(plaintext, path: path, key: key, nonce: nonce)
+        return nonce
     }
 }

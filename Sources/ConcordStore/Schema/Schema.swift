@@ -31,7 +31,12 @@ import GRDB
 ///   from seq `own_batches_from` in `concord_meta` on. Seq 0 is where a new identity's
 ///   context starts (the writes it took over), which a snapshot may show before a batch.
 /// - `concord_history`: superseded file versions, kept for the retention window.
-/// - `concord_origins`: per remote replica, the seq of its newest delta applied here.
+/// - `concord_origins`: per remote replica, the seq of its newest delta applied here, and of
+///   the newest batch of it applied as a batch (not through a snapshot) its seq, the stamp
+///   it ended at, its fingerprint and its size on the remote (`batch_seq`, `batch_up_to`,
+///   `batch_fingerprint`, `batch_size`, migration "v8-batch-fingerprints"; NULL until one is): a batch under that name with
+///   other contents, or a next batch that follows another end, is a fork of that replica's
+///   history (``Store/appliedBatches()``).
 /// - The sync engine's own state (migration "v6"; ``Store/syncState(_:)``), each column of
 ///   one type — numbers (seqs, and times in milliseconds since the epoch) as their 64-bit
 ///   pattern, ids and digests as their bytes, remote paths and keyed file names as text:
@@ -72,7 +77,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 7
+    static let version = 8
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -144,6 +149,14 @@ enum Schema {
         }
         migrator.registerMigration("v7") { db in
             try migrateToDeclaredCollections(db)
+        }
+        migrator.registerMigration("v8-batch-fingerprints") { db in
+            try db.execute(sql: """
+                ALTER TABLE concord_origins ADD COLUMN batch_seq INTEGER;
+                ALTER TABLE concord_origins ADD COLUMN batch_up_to INTEGER;
+                ALTER TABLE concord_origins ADD COLUMN batch_fingerprint INTEGER;
+                ALTER TABLE concord_origins ADD COLUMN batch_size INTEGER;
+                """)
         }
         return migrator
     }

@@ -21,10 +21,14 @@ extension Store {
     /// Applies a remote delta in one transaction. The outbox is untouched: remote changes
     /// never re-enter it.
     ///
+    /// `fingerprint`: the batch's fingerprint and size as the remote holds it, recorded with
+    /// its seq and end (``appliedBatches()``) so that another batch under the same name can
+    /// be told apart.
+    ///
     /// - Throws: `notReady` when the delta's dependencies are not applied yet (nothing
     ///   changes); storage errors leave the store as it was.
     @discardableResult
-    public func apply(_ delta: Delta) throws(ConcordError) -> StoreApplyResult {
+    public func apply(_ delta: Delta, fingerprint: BatchFingerprint? = nil) throws(ConcordError) -> StoreApplyResult {
         var changes = ChangedFields()
         let result: StoreApplyResult = try writeDatabase { db in
             let vector = try SlotIO.context(db)
@@ -49,6 +53,7 @@ extension Store {
             }
             try SlotIO.setContext(db, delta.origin, delta.upTo)
             try setAppliedSeq(db, delta.origin, delta.seq)
+            try recordAppliedBatch(db, delta, fingerprint: fingerprint)
             try observe(db, max(delta.upTo, delta.dependencies.maxHLC))
             if !held.isEmpty {
                 for (ref, names) in try writeBack(db, held).names { changes.note(names, of: ref) }

@@ -27,6 +27,14 @@ extension Store {
         }
     }
 
+    /// The newest own batch this store sealed that ended before stamp `hlc` (0 if none it
+    /// recorded did).
+    public func lastOwnBatch(endingBefore hlc: UInt64) throws(ConcordError) -> UInt64 {
+        try read { db in
+            UInt64(try Int64.fetchOne(db, sql: "SELECT max(seq) FROM concord_own_batches WHERE up_to < ?", arguments: [Rows.hlc(hlc)]) ?? 0)
+        }
+    }
+
     /// Records the end of own batch `seq`, as it is sealed.
     func recordOwnBatch(_ db: Database, seq: UInt64, endingAt hlc: UInt64) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO concord_own_batches (seq, up_to) VALUES (?, ?)")

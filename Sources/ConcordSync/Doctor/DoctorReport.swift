@@ -115,6 +115,12 @@ public struct DoctorFinding: Hashable, Sendable {
         /// pushed — restored from an older copy, rolled back, or objects deleted. Every
         /// sync of a replica that holds them publishes them again; so does `--repair`.
         public static let remoteRolledBack = Kind("remoteRolledBack")
+        /// A replica's history forked: a batch this replica applied holds other contents
+        /// under its name now (``HistoryFork``) — two copies of one replica id wrote under
+        /// one name, a device restored from a backup while the storage was rolled back to
+        /// the same moment. Neither history's batches past the fork reach the replicas
+        /// that applied the other's; no sync or repair can merge them yet.
+        public static let forkedHistory = Kind("forkedHistory")
     }
 
     /// The remote object concerned (`""` for the remote as a whole).

@@ -96,6 +96,11 @@ extension SyncEngine {
         try checkPlanted(&scan)
         try await checkFiles(&scan)
         try checkFleet(&scan)
+        for fork in try await forksAtAppliedNames() {
+            scan.add(
+                .forkedHistory, fork.batch, fork.replica, fork.evidence + ": two copies of replica \(fork.replica) wrote under one name (a device restored from a backup while the storage was rolled back to the same moment)",
+                "the writes of each copy past \(fork.batch) do not reach the replicas that applied the other's; export what this replica holds (`concord export`) before anything else changes, and see docs/ARCHITECTURE.md §4")
+        }
         if repair { try await repairFindings(&scan) }
         return scan.report
     }

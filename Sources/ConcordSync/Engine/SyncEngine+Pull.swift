@@ -36,6 +36,8 @@ extension SyncEngine {
         // apply yet (its dependencies are another origin's later batches) waits, holding just
         // that one batch, while the others advance. Memory stays at one batch per origin.
         var waiting: [ReplicaID: Delta] = [:]
+        // The fingerprint of each origin's batch in hand (fetched, or waiting).
+        var fingerprints: [ReplicaID: BatchFingerprint] = [:]
         var prefetch = BatchPrefetch(objects: objects, window: requestsInFlight)
         defer { prefetch.cancelAll() }
         var stopped: Set<ReplicaID> = []
@@ -78,7 +80,9 @@ extension SyncEngine {
                         if let sealed = fetched {
                             bytes += UInt64(sealed.count)
                             do throws(ConcordError) {
-                                opened = try objects.openBatch(sealed, origin: replica, seq: seq)
+                                let batch = try objects.openFingerprintedBatch(sealed, origin: replica, seq: seq)
+                                opened = batch.delta
+                                fingerprints[replica] = batch.fingerprint
                             } catch {
                                 report.rejected.append("\(path): \(error.message)")
                             }
@@ -99,7 +103,13 @@ extension SyncEngine {
                         delta = opened
                     }
                     progress?(SyncProgress(phase: .applying, objectsDone: done, objectsTotal: total, bytesDone: bytes, bytesTotal: 0))
-                    let step = try await apply(delta, into: &report)
+                    let step = try await apply(delta, fingerprint: fingerprints[replica], into: &report)
+                    if step == .forked {
+                        // Its history forked before this batch: nothing past the fork applies.
+                        waiting[replica] = nil
+                        stopped.insert(replica)
+                        break
+                    }
                     // A file that is not there may be gone for good (swept once every
                     // reference but this old batch's was gone): a snapshot covering the
                     // batch has every file it references, and joining it catches up.
@@ -115,6 +125,7 @@ extension SyncEngine {
                         // when its own head is unreadable and it has nothing to push.
                         let own = delta.dependencies[store.replicaID]
                         if step == .notReady, own > (try store.versionVector())[store.replicaID] {
+                            try noteOwnFork(dependedOn: own, by: delta, into: &report)
                             throw ConcordError(.storeRestored, "batch \(RemoteLayout.batch(replica, seq: delta.seq)) depends on changes of this replica (up to stamp \(own)) that this store never made: it is an older copy of itself")
                         }
                         waiting[replica] = delta
@@ -185,27 +196,34 @@ extension SyncEngine {
         waiting = waiting.filter { $0.value.seq >= next[$0.key]! }
     }
 
-    enum ApplyStep { case applied, notReady, missingFile }
+    enum ApplyStep { case applied, notReady, missingFile, forked }
 
-    /// Applies one delta, fetching the files it needs first; or says why it must wait.
-    func apply(_ delta: Delta, into report: inout SyncReport) async throws(ConcordError) -> ApplyStep {
+    /// Applies one delta, fetching the files it needs first; or says why it must wait, or
+    /// that it belongs to another history of its origin than the batches applied here
+    /// (``HistoryFork``, reported, not applied).
+    func apply(_ delta: Delta, fingerprint: BatchFingerprint? = nil, into report: inout SyncReport) async throws(ConcordError) -> ApplyStep {
+        if let fork = try forkBefore(delta) {
+            if !report.forks.contains(fork) { report.forks.append(fork) }
+            return .forked
+        }
         // Another replica depends on this one up to the end of a batch this one sealed. Any
         // other stamp is the end of a batch this store never sealed: it is an older copy of
         // itself, even where its own later writes put its stamp past that end (applying
         // would let it think it had seen changes it never applied).
         let own = delta.dependencies[store.replicaID]
         if delta.origin != store.replicaID, !(try store.sealedABatchEnding(at: own)) {
+            try noteOwnFork(dependedOn: own, by: delta, into: &report)
             throw ConcordError(.storeRestored, "batch \(RemoteLayout.batch(delta.origin, seq: delta.seq)) depends on a batch of this replica ending at stamp \(own), which this store never sealed: it is an older copy of itself")
         }
         var result: StoreApplyResult
         do {
-            result = try store.apply(delta)
+            result = try store.apply(delta, fingerprint: fingerprint)
         } catch where error.code == .notReady {
             return .notReady
         }
         if case let .heldBack(missing) = result {
             if try await fetchFiles(missing, of: delta.fileReferences, into: &report) != nil { return .missingFile }
-            result = try store.apply(delta)
+            result = try store.apply(delta, fingerprint: fingerprint)
             if case .heldBack = result { return .missingFile }
         }
         if result == .applied {

@@ -308,6 +308,7 @@ public actor SyncEngine {
             var again = try await sync(mode: mode, progress: progress, restoredCopy: try await recoverRestoredCopy(evidence: error.message, oldHead: nil, into: &report))
             again.remoteRolledBack = report.remoteRolledBack + again.remoteRolledBack
             again.rejected = report.rejected + again.rejected
+            again.forks = report.forks + again.forks.filter { !report.forks.contains($0) }
             return again
         }
         if mode != .pullOnly {

@@ -71,9 +71,16 @@ extension SyncEngine {
                try await Self.restoreManifest(remote, from: store) != nil {
                 republished.append(RemoteLayout.manifestPath)
             }
-            let gaps = try await vanishedBatches(heads, into: &report)
+            // The names of the batches applied last of each origin, to see them listed at
+            // another size than they were applied at (a fork of that replica's history).
+            let applied = try store.appliedBatches()
+            let watched = Set(applied.compactMap { $0.value.fingerprint == nil ? nil : RemoteLayout.batch($0.key, seq: $0.value.seq) })
+            let gaps = try await vanishedBatches(heads, watching: watched, into: &report)
             ownGaps = gaps.own
             ownListed = gaps.ownListed
+            for fork in try await forksAtAppliedNames(listed: gaps.watched) where !report.forks.contains(fork) {
+                report.forks.append(fork)
+            }
             for (origin, seq) in gaps.others where lost[origin] == nil { lost[origin] = seq }
             // 4. Batches no head announces, their writer silent since: its head was deleted,
             //    or its store lost between a batch's upload and its head's. Nobody else
@@ -178,7 +185,7 @@ extension SyncEngine {
     /// covered by no snapshot on the remote (compaction deletes only covered batches). A
     /// batch of another replica is confirmed missing with a `get` (a listing may be stale).
     /// Returns whether own batches are missing, and per other origin the newest applied seq.
-    private func vanishedBatches(_ heads: Heads, into report: inout SyncReport) async throws(ConcordError) -> VanishedBatches {
+    private func vanishedBatches(_ heads: Heads, watching watched: Set<String>, into report: inout SyncReport) async throws(ConcordError) -> VanishedBatches {
         let me = store.replicaID
         var expected = try store.appliedSeqs().filter { $0.key != me && $0.value > 0 }
         let pushed = try pushedSeq()
@@ -190,8 +197,10 @@ extension SyncEngine {
         // Per other origin, when the batch right after its newest head was uploaded.
         var unannounced: [ReplicaID: UInt64] = [:]
         let now = clock.millisecondsSinceEpoch()
+        var watchedSizes: [String: UInt64?] = [:]
         for object in try await remote.list(prefix: RemoteLayout.replicasPrefix) {
             guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path) else { continue }
+            if watched.contains(object.path) { watchedSizes[object.path] = .some(object.size) }
             // The batch after the newest any head announces (or claims, torn), old enough
             // that its writer would have put its head long since (two upload deadlines).
             if origin != me, seq > 0, seq - 1 == heads.reach(origin), let modified = object.modified, modified <= now, now - modified >= 2 * uploadDeadline {
@@ -218,7 +227,7 @@ extension SyncEngine {
         // Only when some expected batch is not listed are the snapshots consulted (what
         // each covers is remembered, so that is one listing).
         guard expected.contains(where: { UInt64(present[$0.key]?.count ?? 0) < $0.value }) else {
-            return VanishedBatches(own: ownTorn, ownListed: ownListed, others: [:], unannounced: unannounced)
+            return VanishedBatches(own: ownTorn, ownListed: ownListed, others: [:], unannounced: unannounced, watched: watchedSizes)
         }
         var covered: [ReplicaID: UInt64] = [:]
         for snapshot in try await snapshotsOnRemote(into: &report) {
@@ -237,7 +246,7 @@ extension SyncEngine {
                 others[origin] = newest
             }
         }
-        return VanishedBatches(own: own, ownListed: ownListed, others: others, unannounced: unannounced)
+        return VanishedBatches(own: own, ownListed: ownListed, others: others, unannounced: unannounced, watched: watchedSizes)
     }
 
     /// What the periodic listing of every batch found.
@@ -252,6 +261,8 @@ extension SyncEngine {
         /// Per other origin with a batch past every head, long enough ago that its writer is
         /// gone, when that batch was uploaded.
         var unannounced: [ReplicaID: UInt64]
+        /// The watched batch names listed, with the size the listing gave (nil: none).
+        var watched: [String: UInt64?]
     }
 
     /// Uploads again this replica's batches through `pushed` that the remote no longer

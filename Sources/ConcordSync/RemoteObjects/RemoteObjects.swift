@@ -2,6 +2,7 @@ import ConcordCodec
 import ConcordCore
 import ConcordCrypto
 import ConcordRemote
+import ConcordStore
 
 /// How a replica reads the remote's batches, snapshots and heads: each fetched within the
 /// size its name allows, opened under the key of its kind, decoded, and checked against
@@ -32,12 +33,19 @@ struct RemoteObjects: Sendable {
 
     /// Batch `seq` of `origin`, from the bytes fetched at its name.
     func openBatch(_ sealed: [UInt8], origin: ReplicaID, seq: UInt64) throws(ConcordError) -> Delta {
+        try openFingerprintedBatch(sealed, origin: origin, seq: seq).delta
+    }
+
+    /// Batch `seq` of `origin`, from the bytes fetched at its name, with its fingerprint
+    /// (``ConcordCrypto/EncryptedObject/fingerprint(of:path:key:)``).
+    func openFingerprintedBatch(_ sealed: [UInt8], origin: ReplicaID, seq: UInt64) throws(ConcordError) -> (delta: Delta, fingerprint: BatchFingerprint) {
         let path = RemoteLayout.batch(origin, seq: seq)
-        let delta = try openBatch(sealed, at: path)
+        let plaintext = try EncryptedObject.open(sealed, path: path, key: keys.batches)
+        let delta = try DeltaCodec.decode(plaintext)
         guard delta.origin == origin, delta.seq == seq else {
             throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
         }
-        return delta
+        return (delta, BatchFingerprint(digest: EncryptedObject.fingerprint(of: plaintext, path: path, key: keys.batches), size: UInt64(sealed.count)))
     }
 
     /// What the snapshot `sealed`, found at `path`, covers (per origin, the seq of its newest

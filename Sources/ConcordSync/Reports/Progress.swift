@@ -62,8 +62,33 @@ public struct SyncReport: Hashable, Sendable {
     public var snapshot: String?
     /// Snapshots joined to catch up past compacted batches.
     public var joinedSnapshots: [String] = []
+    /// Replicas whose history this sync found forked: two copies of one replica id wrote
+    /// different batches under one name. Their batches past the fork are not applied.
+    public var forks: [HistoryFork] = []
 
     public init() {}
+}
+
+/// Two histories under one replica id, found by a sync or by doctor: a batch under a name
+/// this replica applied holds other contents now, or the replica's next batch follows
+/// another batch than the one applied here under the name before it. It happens when a
+/// device is restored from a backup while the storage is rolled back to the same moment,
+/// so that nothing tells the device its next batch name was used already
+/// (docs/ARCHITECTURE.md §4, "A fork of a replica's history").
+public struct HistoryFork: Hashable, Sendable {
+    /// The replica whose history forked.
+    public let replica: ReplicaID
+    /// The remote name where the histories part: the batch applied here under it differs
+    /// from the history on the remote.
+    public let batch: String
+    /// What showed it, in one sentence.
+    public let evidence: String
+
+    public init(replica: ReplicaID, batch: String, evidence: String) {
+        self.replica = replica
+        self.batch = batch
+        self.evidence = evidence
+    }
 }
 
 /// Whether a sync sends, receives, or both.
