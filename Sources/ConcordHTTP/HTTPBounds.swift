@@ -19,6 +19,9 @@ public struct HTTPBounds: Sendable {
     public var grace: Duration
     /// The slowest transfer accepted, in bytes per second.
     public var minimumRate: UInt64
+    /// The most pages one listing may take (``/ConcordRemote/RemoteLayout/maxListingPages``
+    /// unless lowered): a server whose continuation tokens never end stops there.
+    public var maxListingPages: Int
 
     /// The most of an error answer's body that is read: 64 KiB.
     public static let errorBodyLimit = 64 << 10
@@ -27,9 +30,10 @@ public struct HTTPBounds: Sendable {
 
     /// Defaults: 120 s of grace (room for a slow server to start answering) and
     /// 64 KiB/s: a 16 MiB head may take 6.3 minutes, a 1 GiB snapshot 4.6 hours.
-    public init(grace: Duration = .seconds(120), minimumRate: UInt64 = 64 << 10) {
+    public init(grace: Duration = .seconds(120), minimumRate: UInt64 = 64 << 10, maxListingPages: Int = RemoteLayout.maxListingPages) {
         self.grace = grace
         self.minimumRate = max(1, minimumRate)
+        self.maxListingPages = max(1, maxListingPages)
     }
 
     /// The longest a read of `bytes` bytes may take.

@@ -2,7 +2,7 @@ import ConcordCore
 import ConcordRemote
 
 extension S3Remote {
-    /// The pages of one listing, bounded: at most ``/ConcordRemote/RemoteLayout/maxListingPages``
+    /// The pages of one listing, bounded: at most ``/ConcordHTTP/HTTPBounds/maxListingPages``
     /// pages, and each continuation token (or marker) followed once — a server whose tokens
     /// cycle, or never end, stops the listing with one
     /// ``/ConcordRemote/ConcordCore/ConcordError/endlessListing(_:_:_:)`` line instead of looping for ever.
@@ -10,19 +10,22 @@ extension S3Remote {
         let remote: String
         /// What is listed, as messages name it.
         let listing: String
+        /// The most pages it may take.
+        let limit: Int
         private var count = 0
         private var followed: Set<String> = []
 
-        init(remote: String, listing: String) {
+        init(remote: String, listing: String, limit: Int) {
             self.remote = remote
             self.listing = listing
+            self.limit = limit
         }
 
         /// Counts the page about to be asked for.
         mutating func next() throws(ConcordError) {
             count += 1
-            guard count <= RemoteLayout.maxListingPages else {
-                throw ConcordError.endlessListing(remote, listing, "answered more than \(RemoteLayout.maxListingPages) pages")
+            guard count <= limit else {
+                throw ConcordError.endlessListing(remote, listing, "answered more than \(limit) pages")
             }
         }
 

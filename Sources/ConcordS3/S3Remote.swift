@@ -116,7 +116,7 @@ public struct S3Remote: LeftoverSweeping {
         try RemoteLayout.validatePrefix(listPrefix)
         var objects: [RemoteObject] = []
         var token: String?
-        var pages = Pages(remote: transport.remoteName, listing: listPrefix.isEmpty ? "the store" : listPrefix)
+        var pages = Pages(remote: transport.remoteName, listing: listPrefix.isEmpty ? "the store" : listPrefix, limit: transport.bounds.maxListingPages)
         repeat {
             try pages.next()
             var query = [("list-type", "2"), ("prefix", prefix + listPrefix)]
@@ -245,7 +245,7 @@ public struct S3Remote: LeftoverSweeping {
         var aborted = 0
         var keyMarker: String?
         var uploadMarker: String?
-        var pages = Pages(remote: transport.remoteName, listing: "multipart uploads")
+        var pages = Pages(remote: transport.remoteName, listing: "multipart uploads", limit: transport.bounds.maxListingPages)
         repeat {
             try pages.next()
             var query = [("uploads", ""), ("prefix", prefix)]

@@ -62,17 +62,21 @@ import Testing
         #expect(server.requests == 3, "pages a, b, then a again: no fourth request")
     }
 
+    /// Bounded at `maxListingPages` (10,000 by default; 50 here, so that the test asks 50
+    /// pages, not 10,000).
     @Test func anS3ListingOfEverNewTokensStopsAtMaxListingPages() async throws {
+        #expect(HTTPBounds().maxListingPages == RemoteLayout.maxListingPages)
+        #expect(RemoteLayout.maxListingPages == 10_000)
         let server = try HostileHTTPServer { request in
             let next = (Int(request.query["continuation-token"] ?? "0") ?? 0) + 1
             return .answer(status: 200, body: Self.listing(token: String(next), truncated: true))
         }
         defer { server.stop() }
-        let remote = try Self.s3(server)
+        let remote = try Self.s3(server, bounds: HTTPBounds(maxListingPages: 50))
         let error = await Self.failure { () async throws(ConcordError) in _ = try await remote.list(prefix: "") }
         #expect(error?.code == .remote)
-        #expect(error?.message.contains("more than \(RemoteLayout.maxListingPages) pages") == true, "\(String(describing: error))")
-        #expect(server.requests == RemoteLayout.maxListingPages)
+        #expect(error?.message.contains("more than 50 pages") == true, "\(String(describing: error))")
+        #expect(server.requests == 50)
     }
 
     @Test func aMultipartListingThatStaysTruncatedStopsTheSweepAtTheRepeatedMarker() async throws {
