@@ -15,9 +15,13 @@ extension ConcordError.Code {
 ///
 /// Deterministic: every random choice comes from a ``SeededGenerator`` seeded with
 /// ``seed``, so a seed replays the same faults for the same sequence of calls. Each call
-/// takes its own generator from the shared one when it starts, so concurrent calls replay
-/// too as long as they *start* in the same order. Listings of the wrapped remote are sorted
-/// by path before faults are applied, so its own listing order cannot change the outcome.
+/// has its own generator. By default it is drawn from the shared one when the call starts,
+/// so concurrent calls replay as long as they *start* in the same order; with
+/// `drawsPerCall`, it is derived from the seed, the call's kind and path, and how many
+/// calls of that kind and path came before — so each call meets the same faults in
+/// whatever order concurrent calls start (only the armed crash still counts mutations in
+/// start order). Listings of the wrapped remote are sorted by path before faults are
+/// applied, so its own listing order cannot change the outcome.
 ///
 /// Every call is counted (``counts``) — including ones that fail or crash — so a benchmark
 /// can report requests per sync; every injected fault is described in ``log``.
@@ -34,9 +38,15 @@ public final class FaultyRemote: Remote {
 
     private let state: Mutex<State>
 
+    /// Whether each call's generator comes from its kind, path and occurrence rather than
+    /// from the order calls start in.
+    public let drawsPerCall: Bool
+
     private struct State: Sendable {
         var plan: Plan
         var generator: SeededGenerator
+        /// Per call kind and path, the calls made (with `drawsPerCall`).
+        var occurrences: [String: UInt64] = [:]
         var counts = Counts()
         /// Mutations still allowed before the armed crash; nil when no crash is armed.
         var crashCountdown: Int?
@@ -46,11 +56,25 @@ public final class FaultyRemote: Remote {
         var log: [String] = []
     }
 
-    /// Wraps `base`; faults follow `plan` and every random choice comes from `seed`.
-    public init(wrapping base: any Remote, seed: UInt64, plan: Plan = .none) {
+    /// Wraps `base`; faults follow `plan` and every random choice comes from `seed`;
+    /// `drawsPerCall`: see the type's description.
+    public init(wrapping base: any Remote, seed: UInt64, plan: Plan = .none, drawsPerCall: Bool = false) {
         self.base = base
         self.seed = seed
+        self.drawsPerCall = drawsPerCall
         state = Mutex(State(plan: plan, generator: SeededGenerator(seed: seed)))
+    }
+
+    /// The seed of a call's generator with `drawsPerCall`: FNV-1a over the seed, the call's
+    /// kind and path and its occurrence, mixed once more by the generator itself.
+    static func callSeed(_ seed: UInt64, _ key: String, _ occurrence: UInt64) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ byte: UInt8) { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        for shift in stride(from: 0, to: 64, by: 8) { mix(UInt8(truncatingIfNeeded: seed >> UInt64(shift))) }
+        for byte in key.utf8 { mix(byte) }
+        for shift in stride(from: 0, to: 64, by: 8) { mix(UInt8(truncatingIfNeeded: occurrence >> UInt64(shift))) }
+        var generator = SeededGenerator(seed: hash)
+        return generator.next()
     }
 
     /// The faults injected from now on.
@@ -348,7 +372,16 @@ public final class FaultyRemote: Remote {
                 state.counts.crashed += 1
                 throw ConcordError(.simulatedCrash, "\(kind.rawValue) \(path) after a simulated crash (request \(number), seed \(seed)); call restart()")
             }
-            var call = Call(number: number, plan: state.plan, generator: SeededGenerator(seed: state.generator.next()))
+            let callSeed: UInt64
+            if drawsPerCall {
+                let key = "\(kind.rawValue) \(path)"
+                let occurrence = state.occurrences[key, default: 0]
+                state.occurrences[key] = occurrence + 1
+                callSeed = Self.callSeed(seed, key, occurrence)
+            } else {
+                callSeed = state.generator.next()
+            }
+            var call = Call(number: number, plan: state.plan, generator: SeededGenerator(seed: callSeed))
             if kind.mutates, let countdown = state.crashCountdown {
                 if countdown == 0 {
                     state.crashCountdown = nil

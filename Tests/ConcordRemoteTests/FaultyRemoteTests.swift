@@ -306,6 +306,41 @@ import Testing
         }
     }
 
+    /// With `drawsPerCall`, each call meets the same faults whatever order the calls start
+    /// in (as concurrent calls do): puts of 24 names, then gets of them, made in order and
+    /// in reverse, fail, tear and vanish the same names. Drawn in start order, they do not.
+    @Test(arguments: [true, false])
+    func perCallDrawsReplayInAnyOrder(drawsPerCall: Bool) async {
+        func outcomes(reversed: Bool) async -> [String: String] {
+            let base = MemoryRemote()
+            let remote = FaultyRemote(wrapping: base, seed: 77, plan: FaultyRemote.Plan(failure: 0.2, lostPut: 0.2, tornPut: 0.2), drawsPerCall: drawsPerCall)
+            let paths = (1...24).map { RemoteLayout.batch(Sample.a, seq: UInt64($0)) }
+            var result: [String: String] = [:]
+            for path in reversed ? paths.reversed() : paths {
+                do throws(ConcordError) {
+                    try await remote.put(path, Sample.bytes(64, salt: 1))
+                    result[path] = "put"
+                } catch {
+                    result[path] = "put threw"
+                }
+            }
+            for path in reversed ? paths.reversed() : paths {
+                var got = "threw"
+                if let bytes = try? await remote.get(path) { got = "\(bytes.count)" } else if (try? await base.get(path)) == nil { got = "none" }
+                result[path]! += ", stored \(base.contents[path]?.count ?? -1), got \(got)"
+            }
+            return result
+        }
+        let forward = await outcomes(reversed: false)
+        let backward = await outcomes(reversed: true)
+        #expect(Set(forward.values).count > 2, "the faults must vary by call: \(forward)")
+        if drawsPerCall {
+            #expect(forward == backward)
+        } else {
+            #expect(forward != backward)
+        }
+    }
+
     @Test func rollbackBringsBackAnEarlierCopyOfThePrefix() async throws {
         let remote = faulty(.none)
         try await remote.put(head(1), [1])

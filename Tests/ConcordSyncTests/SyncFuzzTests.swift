@@ -87,7 +87,7 @@ extension SyncFuzzTests {
     /// store inside a sync, which the oracle took for a lost write and a phantom entry.
     @Test(arguments: [UInt64(1288)])
     func schedulesThatOnceFailedConverge(seed: UInt64) async throws {
-        let run = FuzzRun(seed: seed)
+        let run = FuzzRun(seed: seed, drawsPerCall: false)  // found with faults drawn in start order
         let failures = try await run.run()
         #expect(failures.isEmpty, "sync schedule \(seed): \(failures.joined(separator: "\n"))")
         #expect(run.stats.snapshot()["writtenBack", default: 0] > 0, "schedule \(seed) no longer writes back what a purge took")
@@ -186,10 +186,13 @@ final class FuzzRun {
     static let secrets = ["fuzzcoll-one", "fuzzcoll-two", "fuzzrecord-x", "fuzzrecord-y", "fuzzrecord-z", "fuzzfield-a",
                           "fuzzfield-b", "fuzzset-s", "fuzzvalue-", "file content "]
 
-    /// Every fourth schedule syncs with 8 requests in flight: its faults then land in an
-    /// order the scheduler picks, so a failure there may not replay exactly (rerun it a few
-    /// times, or set CONCORD_SYNC_IN_FLIGHT=1 to replay it in order). The others make one
-    /// request at a time and replay exactly, two syncs at once included.
+    /// Every fourth schedule syncs with 8 requests in flight: its calls start in an order
+    /// the scheduler picks, so each call draws its faults from its own kind, path and
+    /// occurrence (`FaultyRemote.drawsPerCall`) and meets the same faults in any order; what
+    /// still depends on the order is which mutation an armed crash stops at, and how
+    /// concurrent calls interleave (rerun a failure a few times, or set
+    /// CONCORD_SYNC_IN_FLIGHT=1 to replay it in order). The others make one request at a
+    /// time and replay exactly, two syncs at once included.
     var requestsInFlight: Int {
         Int(ProcessInfo.processInfo.environment["CONCORD_SYNC_IN_FLIGHT"] ?? "") ?? (seed % 4 == 0 ? 8 : 1)
     }
@@ -212,8 +215,14 @@ final class FuzzRun {
     var forksReported: [String] = []
     var childRuns = 0
 
-    init(seed: UInt64) {
+    /// Whether the remotes draw faults per call (`FaultyRemote.drawsPerCall`): by default
+    /// when requests go several in flight; a regression seed found before per-call draws
+    /// keeps the draws it was found with.
+    let drawsPerCall: Bool?
+
+    init(seed: UInt64, drawsPerCall: Bool? = nil) {
         self.seed = seed
+        self.drawsPerCall = drawsPerCall
         random = SeededGenerator(seed: seed)
         ids = SeededReplicaIDs(seed: seed ^ 0x5eed_1d5)
         // tmpfs: the same code paths, with cheap fsyncs.
@@ -232,7 +241,7 @@ final class FuzzRun {
         let faulty = FaultyRemote(wrapping: folder, seed: seed &* 31 &+ UInt64(index), plan: FaultyRemote.Plan(
             failure: 0.05, lostPut: 0.03, tornPut: 0.05, tornPutReportsSuccess: index % 2 == 1,
             lostAcknowledgement: 0.05, lostDelete: 0.05, staleListing: 0.15,
-            incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2))
+            incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2), drawsPerCall: drawsPerCall ?? (requestsInFlight > 1))
         stores.append(store)
         knownIDs[index] = store.replicaID
         remotes.append(faulty)
