@@ -160,6 +160,20 @@ import Testing
 }
 
 @Suite struct DeterministicEncryptionTests {
+    /// The synthetic nonce is the keyed BLAKE2b-192 of "concord synthetic nonce v1", 0, the
+    /// path, 0 and the plaintext under the batches' sub-key, and the fingerprint its first 8
+    /// bytes read little-endian: pinned by a vector computed independently (Python's
+    /// hashlib.blake2b, the sub-key derived as crypto_kdf_derive_from_key does), so hashing
+    /// in parts gives the bytes every release sealed before.
+    @Test func theSyntheticNonceAndTheFingerprintMatchAnIndependentVector() throws {
+        let key = try StoreKey(bytes: Array(0..<32)).subkey(for: .batches)
+        let path = "replicas/3f2a9c0d4e5b6a718293a4b5c6d7e8f9/deltas/000000000000002a"
+        let plaintext = Array("a delta of a replica".utf8)
+        let sealed = EncryptedObject.encryptDeterministically(plaintext, path: path, key: key)
+        #expect(Array(sealed[4..<28]) == TestHex.decode("a2d0f19e18f6354af26c2e74de0c9f9417dcc7f9405dc4f5"))
+        #expect(EncryptedObject.fingerprint(of: plaintext, path: path, key: key) == 0x4a35_f618_9ef1_d0a2)
+    }
+
     @Test func sameInputsGiveSameBytesAndOpenNormally() throws {
         let key = StoreKey.random().subkey(for: .batches)
         let plaintext = Array("a delta".utf8)

@@ -24,15 +24,25 @@ extension EncryptedObject {
         syntheticNonce(plaintext, path: path, key: key).prefix(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 
+    /// The keyed BLAKE2b-192 of "concord synthetic nonce v1", 0, the path, 0 and the
+    /// plaintext, hashed in parts (the plaintext is not copied).
     private static func syntheticNonce(_ plaintext: some Collection<UInt8>, path: String, key: SubKey) -> [UInt8] {
         Sodium.ensureInitialized()
-        let message = Array("concord synthetic nonce v1".utf8) + [0] + Array(path.utf8) + [0] + Array(plaintext)
+        let prefix = Array("concord synthetic nonce v1".utf8) + [0] + Array(path.utf8) + [0]
         var nonce = [UInt8](repeating: 0, count: XChaCha20Poly1305.nonceByteCount)
-        key.secret.withKeyPointer { keyPointer in
-            message.withNonNullBytes { bytes, count in
-                _ = crypto_generichash(&nonce, nonce.count, bytes, UInt64(count), keyPointer, SubKey.byteCount)
-            }
+        let stateByteCount = crypto_generichash_statebytes()
+        // libsodium declares its BLAKE2b state 64-byte aligned.
+        let state = UnsafeMutableRawPointer.allocate(byteCount: stateByteCount, alignment: 64)
+        defer {
+            sodium_memzero(state, stateByteCount)
+            state.deallocate()
         }
+        key.secret.withKeyPointer { keyPointer in
+            _ = crypto_generichash_init(OpaquePointer(state), keyPointer, SubKey.byteCount, nonce.count)
+        }
+        prefix.withNonNullBytes { bytes, count in _ = crypto_generichash_update(OpaquePointer(state), bytes, UInt64(count)) }
+        plaintext.withNonNullBytes { bytes, count in _ = crypto_generichash_update(OpaquePointer(state), bytes, UInt64(count)) }
+        _ = crypto_generichash_final(OpaquePointer(state), &nonce, nonce.count)
         return nonce
     }
 }
