@@ -72,7 +72,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 7
+    static let version = 8
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -144,6 +144,9 @@ enum Schema {
         }
         migrator.registerMigration("v7") { db in
             try migrateToDeclaredCollections(db)
+        }
+        migrator.registerMigration("v8-declared-whole-rows") { db in
+            try migrateToWholeDeclaredRows(db)
         }
         return migrator
     }
