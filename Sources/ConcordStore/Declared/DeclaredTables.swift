@@ -190,10 +190,13 @@ struct Pivot {
     /// The full-text row's removal and insertion (copied from the declared row), when a
     /// field is searchable.
     private let search: (removal: BoundStatement, insert: BoundStatement)?
+    /// Whether a field is a set (else the elements table stays empty).
+    private let hasSets: Bool
 
     init(_ db: Database, _ declaration: CollectionDeclaration) throws {
         self.db = db
         self.declaration = declaration
+        hasSets = declaration.fields.contains { if case .set = $0.type { true } else { false } }
         let table = Rows.quoted(declaration.tableName)
         let elements = Rows.quoted(declaration.elementsTableName)
         let columns = declaration.allColumns
@@ -216,7 +219,7 @@ struct Pivot {
 
     /// Makes `ref`'s row what its merged state says: deleted unless the record is visible.
     func run(_ ref: RecordRef) throws {
-        try elementsRemoval.execute { $0.bind(ref.id, at: 1) }
+        if hasSets { try elementsRemoval.execute { $0.bind(ref.id, at: 1) } }
         try search?.removal.execute { $0.bind(ref.id, at: 1) }
         guard let record = try SlotIO.record(db, ref), record.isVisible else {
             try removal.execute { $0.bind(ref.id, at: 1) }

@@ -20,7 +20,11 @@ struct QueryCompiler {
 
     /// The rows of the records `query` keeps, in its order and window: `select`, a list of
     /// columns of table alias `t` (default: the id alone).
-    static func rows(_ query: Query, _ declaration: CollectionDeclaration, select: String = "t.id") throws(ConcordError) -> CompiledQuery {
+    ///
+    /// `floor`, with a cursor whose order starts ascending, is the cursor's row's value of
+    /// that first key when not NULL: every row past the cursor then has at least that value,
+    /// a bound an index on the key can start its scan at (the alternatives below cannot).
+    static func rows(_ query: Query, _ declaration: CollectionDeclaration, select: String = "t.id", floor: DeclaredValue? = nil) throws(ConcordError) -> CompiledQuery {
         var compiler = QueryCompiler(declaration)
         // The cursor's parameter comes first in the SQL (in FROM), so it is bound first.
         let cursor = query.after.map { compiler.parameter(.text($0)) }
@@ -58,6 +62,9 @@ struct QueryCompiler {
                 alternatives.append("(" + parts.joined(separator: " AND ") + ")")
             }
             condition = "(\(filter)) AND (\(alternatives.joined(separator: " OR ")))"
+            if let floor, let first = keys.first, !first.descending {
+                condition += " AND t.\(first.column) >= \(compiler.parameter(floor))"
+            }
         }
         var sql = "SELECT \(select) FROM \(from) WHERE \(condition) ORDER BY \(order.joined(separator: ", "))"
         if query.limit != nil || query.offset != nil {

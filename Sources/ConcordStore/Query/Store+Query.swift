@@ -21,11 +21,15 @@ extension Store {
     public func query(_ query: Query) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
         try read { db in
             let declaration = try declared(db, query.collection)
-            if let after = query.after { try Self.requireRow(db, declaration, after) }
+            var floor: DeclaredValue?
+            if let after = query.after {
+                try Self.requireRow(db, declaration, after)
+                floor = try Self.floor(db, declaration, query, after)
+            }
             // A whole row's record is read from its columns; any other from the merged state.
             let columns = ResultColumns(declaration)
             let elements = try ResultColumns.ElementReader(db, declaration)
-            let compiled = try QueryCompiler.rows(query, declaration, select: columns.selectList)
+            let compiled = try QueryCompiler.rows(query, declaration, select: columns.selectList, floor: floor)
             var results: [(id: String, fields: [(name: String, value: FieldValue)])?] = []
             var partial: [(index: Int, id: String)] = []
             try Self.eachRow(db, compiled) { row in
@@ -79,6 +83,25 @@ extension Store {
         if !found {
             throw ConcordError(.notFound, "the cursor's record \"\(id)\" is not in \"\(declaration.collection)\" (deleted since the page was read?)")
         }
+    }
+
+    /// The cursor's row's value of the query's first order key, when that key is ascending
+    /// and the value not NULL (``QueryCompiler/rows(_:_:select:floor:)``).
+    static func floor(_ db: Database, _ declaration: CollectionDeclaration, _ query: Query, _ id: String) throws -> DeclaredValue? {
+        guard let first = query.orders.first, !first.descending, let field = declaration.field(first.field),
+              case let .scalar(type) = field.type else { return nil }
+        let column = Rows.quoted(CollectionDeclaration.column(field.name))
+        var floor: DeclaredValue?
+        try eachRow(db, CompiledQuery(sql: "SELECT \(column) FROM \(Rows.quoted(declaration.tableName)) WHERE id = ?", arguments: [.text(id)])) { row in
+            guard !row.isNull(0) else { return }
+            switch type {
+            case .string: floor = .text(row.text(0))
+            case .int, .bool: floor = .int(row.int64(0))
+            case .double, .date: floor = .double(row.double(0))
+            case .bytes: floor = .blob(row.blob(0) ?? [])
+            }
+        }
+        return floor
     }
 
     func declared(_ db: Database, _ collection: String) throws -> CollectionDeclaration {
