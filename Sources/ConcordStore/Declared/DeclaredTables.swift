@@ -155,26 +155,25 @@ enum DeclaredTables {
         let declarations = try cache.all(db)
         var pivots: [[UInt8]: Pivot] = [:]
         var changed: Set<String> = []
-        let removal = try BoundStatement.cached(db, sql: "DELETE FROM concord_declared_pending WHERE collection = ?1 AND id = ?2")
-        let sql = "SELECT collection, id FROM concord_declared_pending LIMIT 256"
-        let page = try db.cachedStatement(sql: BoundStatement.marked(sql))
-        while true {
-            var refs: [RecordRef] = []
-            let columns = Columns(page.sqliteStatement)
-            sqlite3_reset(page.sqliteStatement)
-            try columns.forEachRow(sql: sql) { refs.append(RecordRef(collection: columns.text(0), id: columns.text(1))) }
-            sqlite3_reset(page.sqliteStatement)
-            if refs.isEmpty { return changed }
-            for ref in refs {
-                let key = Array(ref.collection.utf8)
-                if let declaration = declarations[key] {
-                    if pivots[key] == nil { pivots[key] = try Pivot(db, declaration) }
-                    try pivots[key]!.run(ref)
-                    changed.insert(ref.collection)
-                }
-                try removal.execute { $0.bind(ref) }
-            }
+        // One pass over the notes (as many as the records this transaction changed), then
+        // one statement clears them: the pivot writes only declared tables, which no
+        // trigger watches, so no note is added while they are read.
+        let sql = "SELECT collection, id FROM concord_declared_pending"
+        let notes = try db.cachedStatement(sql: BoundStatement.marked(sql))
+        let columns = Columns(notes.sqliteStatement)
+        sqlite3_reset(notes.sqliteStatement)
+        defer { sqlite3_reset(notes.sqliteStatement) }
+        try columns.forEachRow(sql: sql) {
+            let ref = RecordRef(collection: columns.text(0), id: columns.text(1))
+            let key = Array(ref.collection.utf8)
+            guard let declaration = declarations[key] else { return }
+            if pivots[key] == nil { pivots[key] = try Pivot(db, declaration) }
+            try pivots[key]!.run(ref)
+            changed.insert(ref.collection)
         }
+        sqlite3_reset(notes.sqliteStatement)
+        try BoundStatement.cached(db, sql: "DELETE FROM concord_declared_pending").execute { _ in }
+        return changed
     }
 }
 
@@ -192,11 +191,13 @@ struct Pivot {
     private let search: (removal: BoundStatement, insert: BoundStatement)?
     /// Whether a field is a set (else the elements table stays empty).
     private let hasSets: Bool
+    private let reader: PivotReader
 
     init(_ db: Database, _ declaration: CollectionDeclaration) throws {
         self.db = db
         self.declaration = declaration
         hasSets = declaration.fields.contains { if case .set = $0.type { true } else { false } }
+        reader = try PivotReader(db)
         let table = Rows.quoted(declaration.tableName)
         let elements = Rows.quoted(declaration.elementsTableName)
         let columns = declaration.allColumns
@@ -221,7 +222,7 @@ struct Pivot {
     func run(_ ref: RecordRef) throws {
         if hasSets { try elementsRemoval.execute { $0.bind(ref.id, at: 1) } }
         try search?.removal.execute { $0.bind(ref.id, at: 1) }
-        guard let record = try SlotIO.record(db, ref), record.isVisible else {
+        guard let record = try reader.record(ref), record.isVisible else {
             try removal.execute { $0.bind(ref.id, at: 1) }
             return
         }
