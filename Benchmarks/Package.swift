@@ -108,6 +108,18 @@ let package = Package(
             ],
             path: "Tools/SealBenchmark"
         ),
+        // Declared collections and queries against raw GRDB on a plain table, and a query's
+        // memory over a large collection (see README.md, "Queries"); one long run.
+        .executableTarget(
+            name: "QueryBenchmark",
+            dependencies: [
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordStore", package: "Concord"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            path: "Tools/QueryBenchmark"
+        ),
         // One store workload run once, for a profiler (see README.md, "Profiles").
         .executableTarget(
             name: "StoreProfile",

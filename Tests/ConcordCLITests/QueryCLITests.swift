@@ -98,4 +98,31 @@ import Testing
         }
         #expect(ids == [["zelda"], ["mana", "zelda"]])
     }
+
+    /// `--conflicted` and `--conflict KIND` keep the records with an open conflict: here a
+    /// delete on one replica concurrent with an update on the other.
+    @Test func conflictedKeepsTheRecordsWithAnOpenConflict() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        let names = ["a", "b"]
+        try cli.replicas(names)
+        try cli.on("a", ["put", "games", "zelda", "title=Zelda", "level=5"])
+        try cli.on("a", ["put", "games", "mana", "title=Mana", "level=4"])
+        try cli.syncAll(names)
+        try cli.on("a", ["delete", "games", "zelda"])
+        try cli.on("b", ["put", "games", "zelda", "level=6"])
+        try cli.syncAll(names)
+        try Self.schema.write(toFile: cli.path("schema.json"), atomically: true, encoding: .utf8)
+        for name in names {
+            try cli.on(name, ["schema", "apply", cli.path("schema.json")])
+            #expect(try Self.ids(cli.on(name, ["query", "games", "--json"])) == ["mana", "zelda"])
+            #expect(try Self.ids(cli.on(name, ["query", "games", "--conflicted", "--json"])) == ["zelda"], "\(name)")
+            #expect(try Self.ids(cli.on(name, ["query", "games", "--conflict", "deleteUpdate", "--where", "level>5", "--json"])) == ["zelda"])
+            #expect(try Self.ids(cli.on(name, ["query", "games", "--conflict", "fileFork", "--json"])).isEmpty)
+            #expect(try cli.on(name, ["query", "games", "--conflicted", "--count", "--json"]).object()["count"] as? Int == 1)
+        }
+        expectFailure(try cli.run(["query", "games", "--conflict", "fork", "--store", cli.path("a.db")]), status: 2, mentioning: ["fileFork"])
+        try cli.on("a", ["resolve", "games", "zelda", "--keep-record"])
+        #expect(try Self.ids(cli.on("a", ["query", "games", "--conflicted", "--json"])).isEmpty)
+    }
 }

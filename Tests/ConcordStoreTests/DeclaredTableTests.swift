@@ -24,6 +24,20 @@ import Testing
         return try CollectionDeclaration(collection, fields: fields)
     }
 
+    /// `old` with a field added or a field's index added or removed.
+    static func extended(_ old: CollectionDeclaration, _ random: inout SeededGenerator) throws -> CollectionDeclaration {
+        var fields = old.fields
+        let missing = names.filter { old.field($0) == nil }
+        if let name = missing.randomElement(using: &random), random.chance(0.7) {
+            let types: [CollectionDeclaration.FieldType] = [.string, .int, .double, .date, .file, .set(.string), .set(.int)]
+            fields.append(.init(name, random.pick(types), indexed: random.chance(0.5)))
+        } else if !fields.isEmpty {
+            let index = random.int(0...(fields.count - 1))
+            fields[index].indexed.toggle()
+        }
+        return try CollectionDeclaration(old.collection, fields: fields)
+    }
+
     static func randomScalar(_ random: inout SeededGenerator) -> ScalarValue {
         switch random.int(0...9) {
         case 0: .null
@@ -83,7 +97,13 @@ import Testing
                 try Self.exchange(stores)
                 try store.adoptIdentity(ReplicaID(high: 0xfeed, low: UInt64(step)), sharedThrough: store.sealedSeq())
             case 16, 17:
-                try store.declare(Self.randomDeclaration(random.pick(Self.collections.dropLast()), &random))
+                let collection = random.pick(Self.collections.dropLast())
+                if random.chance(0.5), let old = try store.declaration(of: collection) {
+                    // A field or an index added: the table altered in place.
+                    try store.declare(Self.extended(old, &random))
+                } else {
+                    try store.declare(Self.randomDeclaration(collection, &random))
+                }
             case 18:
                 try store.dropDeclaration(random.pick(Self.collections))
             default:
@@ -168,21 +188,23 @@ import Testing
     /// here from the public reads.
     static func check(_ store: Store, _ context: String) throws {
         for declaration in try store.declarations() {
-            var expectedRows: [String: [DatabaseValue]] = [:]
+            var expectedRows: [String: [String: DatabaseValue]] = [:]
             var expectedElements: [[DatabaseValue]] = []
             let conflicts = try store.conflicts()
-            for (id, fields) in try store.records(in: declaration.collection) {
-                var row: [DatabaseValue] = []
+            let records = try store.records(in: declaration.collection)
+            for (id, fields) in records {
+                var row: [String: DatabaseValue] = [:]
                 for field in declaration.fields {
                     let value = fields.first { $0.name.utf8.elementsEqual(field.name.utf8) }?.value
                     let (columns, elements) = expected(field.type, value)
-                    row += columns
                     let column = try #require(declaration.columnName(field.name))
+                    for (name, value) in zip(columnNames(field, column), columns) { row[name] = value }
                     expectedElements += elements.map { [id.databaseValue, column.databaseValue, $0] }
                 }
                 let mine = conflicts.filter { $0.ref == RecordRef(collection: declaration.collection, id: id) }
-                row.append((mine.contains { $0.kind == .deleteUpdate } ? 1 : 0 as Int64).databaseValue)
-                row.append(Int64(mine.filter { $0.kind == .fileFork }.count).databaseValue)
+                row["concord_delete_update"] = (mine.contains { $0.kind == .deleteUpdate } ? 1 : 0 as Int64).databaseValue
+                row["concord_file_forks"] = Int64(mine.filter { $0.kind == .fileFork }.count).databaseValue
+                row["concord_whole"] = (isWhole(fields, declaration) ? 1 : 0 as Int64).databaseValue
                 expectedRows[id] = row
             }
             let (rows, elements) = try store.reader.read { db in
@@ -199,12 +221,50 @@ import Testing
                 }
                 #expect(indexed == declared, "\(context): search table of \(declaration.collection)")
             }
-            var actualRows: [String: [DatabaseValue]] = [:]
-            for row in rows { actualRows[row["id"]] = Array(row.databaseValues.dropFirst()) }
+            var actualRows: [String: [String: DatabaseValue]] = [:]
+            for row in rows {
+                var values: [String: DatabaseValue] = [:]
+                for (name, value) in row where name != "id" { values[name] = value }
+                actualRows[row["id"]] = values
+            }
             #expect(actualRows == expectedRows, "\(context): table of \(declaration.collection)")
             let sortKey: ([DatabaseValue]) -> String = { "\($0)" }
             #expect(elements.map { Array($0.databaseValues) }.sorted { sortKey($0) < sortKey($1) }
                     == expectedElements.sorted { sortKey($0) < sortKey($1) }, "\(context): elements of \(declaration.collection)")
+            // A query reads whole rows from their columns and the others from the merged
+            // state: either way what the store's reads say, value for value.
+            let queried = try store.query(Query(declaration.collection))
+            #expect(queried.map(\.id) == records.map(\.id), "\(context): query of \(declaration.collection)")
+            for (read, record) in zip(queried, records) {
+                #expect(read.fields.map(\.name) == record.fields.map(\.name) && read.fields.map(\.value) == record.fields.map(\.value),
+                        "\(context): query's \(read.id) of \(declaration.collection)")
+            }
+        }
+    }
+
+    /// The columns of a field whose own column is `column`.
+    static func columnNames(_ field: CollectionDeclaration.Field, _ column: String) -> [String] {
+        field.type == .file ? [column, "concord_size__" + column, "concord_media_type__" + column] : [column]
+    }
+
+    /// Whether the record's fields are all declared and each reads back exactly from its
+    /// columns: strings, integers, booleans and bytes of their own type, doubles but NaN and
+    /// -0.0 (in a double or a date field), files, sets of such elements.
+    static func isWhole(_ fields: [(name: String, value: FieldValue)], _ declaration: CollectionDeclaration) -> Bool {
+        func exact(_ value: ScalarValue, _ type: CollectionDeclaration.ScalarType) -> Bool {
+            switch (type, value) {
+            case (.string, .string), (.int, .int), (.bool, .bool), (.bytes, .bytes): return true
+            case let (.double, .double(number)), let (.date, .double(number)): return !number.isNaN && number.bitPattern != (-0.0 as Double).bitPattern
+            default: return false
+            }
+        }
+        return fields.allSatisfy { field in
+            switch (declaration.field(field.name)?.type, field.value) {
+            case let (.scalar(type)?, .scalar(value)): exact(value, type)
+            case (.file?, .file): true
+            case let (.set(type)?, .set(elements)): elements.allSatisfy { exact($0, type) }
+            default: false
+            }
         }
     }
 
@@ -236,5 +296,47 @@ import Testing
             return ([Int64(elements.count).databaseValue], fitting)
         default: return ([.null], [])
         }
+    }
+
+    /// Declaring again with a field and an index added alters the table (its new columns
+    /// come after the others, as `ALTER TABLE … ADD COLUMN` puts them) and fills them.
+    @Test func addingAFieldOrAnIndexAltersTheTableInPlace() throws {
+        let directory = TemporaryDirectory()
+        let store = try Store.temporary(directory, "a", clock: ManualClock())
+        try store.declare(CollectionDeclaration("g", fields: [.init("a", .int, indexed: true)]))
+        for index in 0..<1_200 {
+            var fields: [String: FieldWrite] = ["a": .scalar(.int(Int64(index)))]
+            if index % 3 == 0 { fields["b"] = .scalar(.string("b\(index)")) }
+            if index % 5 == 0 { fields["s"] = .set([.int(Int64(index)), .int(1)]) }
+            try store.put(RecordRef(collection: "g", id: "r\(index)"), fields)
+        }
+        try Self.check(store, "declared with a")
+        func rowids() throws -> [String: Int64] {
+            try store.reader.read { db in
+                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, rowid FROM concord_c_g").map { ($0[0] as String, $0[1] as Int64) })
+            }
+        }
+        let before = try rowids()
+        let wider = try CollectionDeclaration("g", fields: [.init("a", .int, indexed: true), .init("b", .string, indexed: true), .init("s", .set(.int))])
+        try store.declare(wider)
+        #expect(try store.declaration(of: "g") == wider)
+        try Self.check(store, "declared again with b and s")
+        let (columns, indexes) = try store.reader.read { db in
+            (try Row.fetchAll(db, sql: "PRAGMA table_info(concord_c_g)").map { $0["name"] as String },
+             try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'concord_c_g' AND sql IS NOT NULL"))
+        }
+        #expect(Array(columns.suffix(3)) == ["concord_whole", "b", "s"], "altered, not made anew: \(columns)")
+        #expect(indexes.contains { $0.contains("(\"b\")") }, "b's index: \(indexes)")
+        #expect(try rowids() == before, "every row kept in place")
+        #expect(try store.query(Query("g").filter(.field("b", .equal, .string("b300")))).map(\.id) == ["r300"])
+        #expect(try store.count(Query("g").filter(.contains("s", .int(1)))) == 240)
+        // The index dropped again; later writes keep the altered table equal.
+        try store.declare(CollectionDeclaration("g", fields: [.init("a", .int, indexed: true), .init("b", .string), .init("s", .set(.int))]))
+        #expect(try store.reader.read { db in
+            try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'concord_c_g' AND sql IS NOT NULL")
+        }.allSatisfy { !$0.contains("(\"b\")") })
+        try store.set(RecordRef(collection: "g", id: "r1"), "b", .string("later"))
+        try store.delete(RecordRef(collection: "g", id: "r3"))
+        try Self.check(store, "written after")
     }
 }

@@ -76,4 +76,54 @@ import Testing
         try store.dropDeclaration("g")
         await #expect(throws: ConcordError.self) { _ = try await results.next() }
     }
+
+    /// The built `concord` binary, beside the test bundle (or `CONCORD_BINARY`).
+    static let concord: String = ProcessInfo.processInfo.environment["CONCORD_BINARY"]
+        ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("concord").path
+
+    /// Runs `concord` with `arguments` to its end; its exit status must be 0.
+    static func concord(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: concord)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["CONCORD_KDF_LIMITS"] = "minimum"
+        environment["CONCORD_PASSPHRASE"] = "correct horse battery staple"
+        environment["CONCORD_STORE"] = nil
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "concord \(arguments)")
+    }
+
+    /// Commits of another process on the same file (`concord put` here) wake the observed
+    /// query too: each one is seen, and a burst of them ends at the state after the last.
+    @Test(.timeLimit(.minutes(1))) func anotherProcessCommitsAreSeen() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("shared.db")
+        try Self.concord(["init", "--name", "cli", "--store", path])
+        let store = try Store(path: path)
+        try store.declare(Self.declaration)
+        var results = store.observe(Query("g").order(by: "level")).makeAsyncIterator()
+        #expect(try #require(try await results.next()).isEmpty)
+        for index in 0..<3 {
+            try Self.concord(["put", "g", "r\(index)", "level=\(index)", "--store", path])
+            let seen = try #require(try await results.next())
+            #expect(seen.map(\.id) == (0...index).map { "r\($0)" }, "after put \(index)")
+        }
+        // Five commits back to back: the observation yields states in their order, at most
+        // one per commit, and ends at the state after the last.
+        for index in 3..<8 { try Self.concord(["put", "g", "r\(index)", "level=\(index)", "--store", path]) }
+        var yields = 0
+        var ids: [String] = []
+        while ids.count < 8 {
+            ids = try #require(try await results.next()).map(\.id)
+            yields += 1
+            #expect(ids == (0..<ids.count).map { "r\($0)" })
+        }
+        #expect(yields <= 5)
+        #expect(try store.query(Query("g")).count == 8)
+    }
 }

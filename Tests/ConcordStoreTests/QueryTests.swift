@@ -67,7 +67,8 @@ import Testing
         x.lexicographicallyPrecedes(y) ? -1 : x == y ? 0 : 1
     }
 
-    static func matches(_ filter: Query.Filter, _ fields: [(name: String, value: FieldValue)]) -> Bool {
+    /// Whether a record of `fields`, whose open conflicts are of `conflicts` kinds, passes.
+    static func matches(_ filter: Query.Filter, _ fields: [(name: String, value: FieldValue)], conflicts: [Conflict.Kind] = []) -> Bool {
         func value(_ name: String) -> FieldValue? { fields.first { $0.name == name }?.value }
         switch filter {
         case let .field(name, comparison, query):
@@ -92,9 +93,10 @@ import Testing
             return elements.contains(element)
         case let .isNull(name): return cell(name, value(name)) == nil
         case .matches: return false
-        case let .and(filters): return filters.allSatisfy { matches($0, fields) }
-        case let .or(filters): return filters.contains { matches($0, fields) }
-        case let .not(filter): return !matches(filter, fields)
+        case let .conflict(kind): return kind.map(conflicts.contains) ?? !conflicts.isEmpty
+        case let .and(filters): return filters.allSatisfy { matches($0, fields, conflicts: conflicts) }
+        case let .or(filters): return filters.contains { matches($0, fields, conflicts: conflicts) }
+        case let .not(filter): return !matches(filter, fields, conflicts: conflicts)
         }
     }
 
@@ -112,7 +114,9 @@ import Testing
             if random.chance(0.5) { return .prefix("s", random.pick(strings)) }
             let set = random.pick(["tags", "nums"])
             return .contains(set, value(set, &random))
-        case 5: return .isNull(random.pick(scalarFields + ["tags", "nums"]))
+        case 5:
+            if random.chance(0.3) { return .conflict(random.pick([nil, .deleteUpdate, .fileFork])) }
+            return .isNull(random.pick(scalarFields + ["tags", "nums"]))
         case 6, 7: return .and((0..<random.int(0...3)).map { _ in randomFilter(&random, depth: depth + 1) })
         case 8: return .or((0..<random.int(0...3)).map { _ in randomFilter(&random, depth: depth + 1) })
         default: return .not(randomFilter(&random, depth: depth + 1))
@@ -136,6 +140,26 @@ import Testing
             }
             try store.put(RecordRef(collection: "q", id: "r\(index)"), fields)
         }
+        // Open conflicts on some records: another replica deletes records this one updates,
+        // and attaches other files to the fields this one attaches files to, concurrently.
+        let other = try Store.temporary(directory, "o", clock: ManualClock())
+        try other.apply(try #require(try store.seal()).delta)
+        let files = try (0..<2).map { index in try [store, other].map { try $0.blobs.add(bytes: Array("cover \(index)".utf8)) }[0] }
+        for index in 0..<40 where random.chance(0.4) {
+            let ref = RecordRef(collection: "q", id: "r\(index)")
+            if random.chance(0.5) {
+                try other.delete(ref)
+                try store.set(ref, "n", .int(Int64(index)))
+            } else {
+                try other.write { tx throws(ConcordError) in try tx.setFile(ref, "cover", files[0]) }
+                try store.write { tx throws(ConcordError) in try tx.setFile(ref, "cover", files[1]) }
+            }
+        }
+        if let delta = try other.seal()?.delta { try store.apply(delta) }
+        var conflicts: [String: [Conflict.Kind]] = [:]
+        for conflict in try store.conflicts() { conflicts[conflict.ref.id, default: []].append(conflict.kind) }
+        #expect(conflicts.values.contains { $0.contains(.deleteUpdate) } && conflicts.values.contains { $0.contains(.fileFork) },
+                "seed \(seed): both kinds of conflict are open")
         let records = try store.records(in: "q")
         for _ in 0..<150 {
             var query = Query("q", filter: random.chance(0.9) ? Self.randomFilter(&random) : nil)
@@ -158,7 +182,9 @@ import Testing
                 }
                 return a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
             }
-            let matching = records.filter { record in query.filter.map { filter in Self.matches(filter, record.fields) } ?? true }
+            let matching = records.filter { record in
+                query.filter.map { filter in Self.matches(filter, record.fields, conflicts: conflicts[record.id] ?? []) } ?? true
+            }
             let count = matching.count
             var expected = matching.sorted(by: precedes)
             if random.chance(0.3), let cursor = records.randomElement(using: &random) {

@@ -77,7 +77,9 @@ struct QueryCommand: AsyncParsableCommand {
         discussion: """
             --where FIELD OP VALUE, OP one of = != < <= > >= in prefix contains match, VALUE JSON as in \
             put: --where 'level>3' --where 'title prefix "Ze"' --where 'tags contains "rpg"'. Several \
-            --where are and-ed. --order FIELD[:desc], repeatable; ties are ordered by id.
+            --where are and-ed. --order FIELD[:desc], repeatable; ties are ordered by id. --conflicted \
+            keeps the records with an open conflict, --conflict deleteUpdate or --conflict fileFork those \
+            with one of that kind (and-ed with the --where).
             """)
 
     @Argument(help: "The collection (declared: `concord schema apply`).") var collection: String
@@ -85,6 +87,8 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(name: .customLong("order"), help: ArgumentHelp("Order by FIELD, or FIELD:desc.", valueName: "field[:desc]")) var orders: [String] = []
     @Option(name: .long, help: "At most N records.") var limit: Int?
     @Option(name: .long, help: "Skip the first N records.") var offset: Int?
+    @Flag(name: .long, help: "Only records with an open conflict (deleteUpdate or fileFork).") var conflicted = false
+    @Option(name: .long, help: ArgumentHelp("Only records with an open conflict of this kind.", valueName: "deleteUpdate|fileFork")) var conflict: String?
     @Flag(name: .long, help: "Print how many records match instead.") var count = false
     @Flag(name: .long, help: "Print the result again each time it changes (with --json, one document a line).") var follow = false
     @OptionGroup var options: GlobalOptions
@@ -96,7 +100,14 @@ struct QueryCommand: AsyncParsableCommand {
     }
 
     func query() throws -> Query {
-        let filters = try conditions.map(QueryExpression.filter)
+        var filters = try conditions.map(QueryExpression.filter)
+        if conflicted { filters.append(.hasConflict) }
+        if let conflict {
+            guard let kind = [Conflict.Kind.deleteUpdate, .fileFork].first(where: { $0.name == conflict }) else {
+                throw ValidationError("--conflict is deleteUpdate or fileFork, not \(conflict)")
+            }
+            filters.append(.hasConflict(kind))
+        }
         return Query(collection, filter: filters.isEmpty ? nil : filters.count == 1 ? filters[0] : .and(filters),
                      orders: try orders.map(QueryExpression.order), limit: limit, offset: offset)
     }
@@ -114,18 +125,21 @@ struct QueryCommand: AsyncParsableCommand {
     func run() async throws {
         let store = try options.openStore()
         let query = try query()
-        var last = try output(store, query)
-        options.emit(last.json, last.text)
-        guard follow else { return }
-        // Changes come from other processes (`put`, `sync`): the query runs again a few
-        // times a second and prints when its result differs.
-        fflush(nil)
-        while !Task.isCancelled {
-            try await Task.sleep(for: .milliseconds(200))
-            let next = try output(store, query)
-            if next.json.text != last.json.text {
-                last = next
-                options.emit(next.json, next.text)
+        guard follow else {
+            let output = try output(store, query)
+            return options.emit(output.json, output.text)
+        }
+        // Store.observe yields the results now and after each commit that changed them,
+        // this process's or another's (`put`, `sync` in another terminal).
+        if count {
+            for try await number in store.observeCount(query) {
+                options.emit(.object([("count", .int(Int64(number)))]), "\(number)")
+                fflush(nil)
+            }
+        } else {
+            for try await records in store.observe(query) {
+                let output = Format.records(collection, records, empty: "no records match")
+                options.emit(output.json, output.text)
                 fflush(nil)
             }
         }

@@ -17,7 +17,8 @@ import Foundation
 ///   `concord_size__<column>` and `concord_media_type__<column>` its size and media type.
 /// - Every row also has `concord_delete_update` (1 while the record has an open
 ///   `deleteUpdate` conflict) and `concord_file_forks` (how many of its file fields are
-///   forked), so open conflicts are columns too.
+///   forked), so open conflicts are columns too; and `concord_whole` (1 when the row holds
+///   its record whole, ``WholeRow``).
 ///
 /// - A collection with searchable fields also has `concord_search_<c_/x_ key>`, an FTS5
 ///   table of those fields' columns, each row's rowid its declared row's.
@@ -82,7 +83,7 @@ extension CollectionDeclaration {
 
     /// Every column after `id`, in table order.
     var allColumns: [String] {
-        fields.flatMap { columns(of: $0).map(\.name) } + ["concord_delete_update", "concord_file_forks"]
+        fields.flatMap { columns(of: $0).map(\.name) } + ["concord_delete_update", "concord_file_forks", Self.wholeColumn]
     }
 
     /// The statements that create the tables and indexes.
@@ -90,7 +91,7 @@ extension CollectionDeclaration {
         let table = Rows.quoted(tableName)
         let body = (["id TEXT PRIMARY KEY NOT NULL"]
             + fields.flatMap { columns(of: $0).map { "\(Rows.quoted($0.name)) \($0.type)" } }
-            + ["concord_delete_update INTEGER NOT NULL", "concord_file_forks INTEGER NOT NULL"]).joined(separator: ", ")
+            + ["concord_delete_update INTEGER NOT NULL", "concord_file_forks INTEGER NOT NULL", "\(Self.wholeColumn) INTEGER NOT NULL"]).joined(separator: ", ")
         var statements = ["CREATE TABLE \(table) (\(body))"]
         let elements = Rows.quoted(elementsTableName)
         statements.append("CREATE TABLE \(elements) (id TEXT NOT NULL, field TEXT NOT NULL, element)")
@@ -100,15 +101,18 @@ extension CollectionDeclaration {
             let columns = fields.filter(\.searchable).map { Rows.quoted(Self.column($0.name)) }.joined(separator: ", ")
             statements.append("CREATE VIRTUAL TABLE \(Rows.quoted(search)) USING fts5(\(columns))")
         }
-        for field in fields where field.indexed {
-            let column = Self.column(field.name)
-            statements.append("CREATE INDEX \(Rows.quoted(indexName(column))) ON \(table) (\(Rows.quoted(column)))")
-        }
+        statements += fields.filter(\.indexed).map(createIndexSQL)
         return statements
     }
 
+    /// The statement that creates a field's index.
+    func createIndexSQL(_ field: Field) -> String {
+        let column = Self.column(field.name)
+        return "CREATE INDEX \(Rows.quoted(indexName(column))) ON \(Rows.quoted(tableName)) (\(Rows.quoted(column)))"
+    }
+
     /// An index's name: the key's length keeps `(key, column)` pairs apart.
-    private func indexName(_ column: String) -> String {
+    func indexName(_ column: String) -> String {
         let key = Self.key(collection)
         return "concord_index_\(key.utf8.count)_\(key)_\(column)"
     }

@@ -28,15 +28,17 @@ enum DeclaredTables {
 
     /// The triggers that note changed records of declared collections. A note already there
     /// is looked for rather than ignored on conflict: a trigger's statement takes the
-    /// conflict policy of the statement that fired it (an upsert's, a `REPLACE`'s).
+    /// conflict policy of the statement that fired it (an upsert's, a `REPLACE`'s). The
+    /// declaration is looked up by its key (`EXISTS`), not with `IN (SELECT …)`, which made
+    /// SQLite build a temporary table at every row written.
     static var createTriggersSQL: String {
         watched.flatMap { table, update in
             [("insert", "INSERT", "NEW"), ("update", update, "NEW"), ("delete", "DELETE", "OLD")].map { name, event, row in
                 """
                 CREATE TRIGGER IF NOT EXISTS \(table)_declared_\(name) AFTER \(event) ON \(table)
-                WHEN \(row).collection IN (SELECT collection FROM concord_declarations)
-                BEGIN INSERT INTO concord_declared_pending (collection, id) SELECT \(row).collection, \(row).id
-                    WHERE NOT EXISTS (SELECT 1 FROM concord_declared_pending WHERE collection = \(row).collection AND id = \(row).id); END;
+                WHEN EXISTS (SELECT 1 FROM concord_declarations WHERE collection = \(row).collection)
+                    AND NOT EXISTS (SELECT 1 FROM concord_declared_pending WHERE collection = \(row).collection AND id = \(row).id)
+                BEGIN INSERT INTO concord_declared_pending (collection, id) VALUES (\(row).collection, \(row).id); END;
                 """
             }
         }.joined(separator: "\n")
@@ -77,12 +79,23 @@ enum DeclaredTables {
     // MARK: Declaring
 
     /// Declares (or declares again) a collection: its tables made anew and filled from the
-    /// merged state a page of records at a time.
+    /// merged state a page of records at a time, or altered in place when the declaration
+    /// only adds fields or changes indexes (`DeclaredTables+Alter.swift`).
     static func declare(_ db: Database, _ declaration: CollectionDeclaration) throws {
         let old = try self.declaration(db, declaration.collection)
         if old == declaration { return }
+        if let old, let change = alteration(from: old, to: declaration) {
+            return try alter(db, from: old, to: declaration, change)
+        }
         for sql in (old ?? declaration).dropSQL { try db.execute(sql: sql) }
         for sql in declaration.createSQL { try db.execute(sql: sql) }
+        try store(db, declaration)
+        try db.execute(sql: createTriggersSQL)
+        try rebuild(db, declaration)
+    }
+
+    /// Keeps `declaration` as its collection's.
+    static func store(_ db: Database, _ declaration: CollectionDeclaration) throws {
         try BoundStatement.cached(db, sql: """
             INSERT INTO concord_declarations (collection, declaration) VALUES (?1, ?2)
             ON CONFLICT (collection) DO UPDATE SET declaration = excluded.declaration
@@ -90,8 +103,6 @@ enum DeclaredTables {
             binder.bind(declaration.collection, at: 1)
             binder.bind(declaration.storedJSON, at: 2)
         }
-        try db.execute(sql: createTriggersSQL)
-        try rebuild(db, declaration)
     }
 
     /// Drops a declaration and its tables; the records stay as they are.
@@ -138,32 +149,31 @@ enum DeclaredTables {
     /// Pivots every record noted since the last call into its declared table, and clears
     /// the notes: run before every write transaction commits. Returns the collections whose
     /// tables it changed.
-    static func maintain(_ db: Database) throws -> Set<String> {
+    static func maintain(_ db: Database, _ cache: DeclarationCache) throws -> Set<String> {
         let probe = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM concord_declared_pending)")
         guard try Bool.fetchOne(probe) == true else { return [] }
-        let declarations = try all(db)
+        let declarations = try cache.all(db)
         var pivots: [[UInt8]: Pivot] = [:]
         var changed: Set<String> = []
-        let removal = try BoundStatement.cached(db, sql: "DELETE FROM concord_declared_pending WHERE collection = ?1 AND id = ?2")
-        let sql = "SELECT collection, id FROM concord_declared_pending LIMIT 256"
-        let page = try db.cachedStatement(sql: BoundStatement.marked(sql))
-        while true {
-            var refs: [RecordRef] = []
-            let columns = Columns(page.sqliteStatement)
-            sqlite3_reset(page.sqliteStatement)
-            try columns.forEachRow(sql: sql) { refs.append(RecordRef(collection: columns.text(0), id: columns.text(1))) }
-            sqlite3_reset(page.sqliteStatement)
-            if refs.isEmpty { return changed }
-            for ref in refs {
-                let key = Array(ref.collection.utf8)
-                if let declaration = declarations[key] {
-                    if pivots[key] == nil { pivots[key] = try Pivot(db, declaration) }
-                    try pivots[key]!.run(ref)
-                    changed.insert(ref.collection)
-                }
-                try removal.execute { $0.bind(ref) }
-            }
+        // One pass over the notes (as many as the records this transaction changed), then
+        // one statement clears them: the pivot writes only declared tables, which no
+        // trigger watches, so no note is added while they are read.
+        let sql = "SELECT collection, id FROM concord_declared_pending"
+        let notes = try db.cachedStatement(sql: BoundStatement.marked(sql))
+        let columns = Columns(notes.sqliteStatement)
+        sqlite3_reset(notes.sqliteStatement)
+        defer { sqlite3_reset(notes.sqliteStatement) }
+        try columns.forEachRow(sql: sql) {
+            let ref = RecordRef(collection: columns.text(0), id: columns.text(1))
+            let key = Array(ref.collection.utf8)
+            guard let declaration = declarations[key] else { return }
+            if pivots[key] == nil { pivots[key] = try Pivot(db, declaration) }
+            try pivots[key]!.run(ref)
+            changed.insert(ref.collection)
         }
+        sqlite3_reset(notes.sqliteStatement)
+        try BoundStatement.cached(db, sql: "DELETE FROM concord_declared_pending").execute { _ in }
+        return changed
     }
 }
 
@@ -179,10 +189,15 @@ struct Pivot {
     /// The full-text row's removal and insertion (copied from the declared row), when a
     /// field is searchable.
     private let search: (removal: BoundStatement, insert: BoundStatement)?
+    /// Whether a field is a set (else the elements table stays empty).
+    private let hasSets: Bool
+    private let reader: PivotReader
 
     init(_ db: Database, _ declaration: CollectionDeclaration) throws {
         self.db = db
         self.declaration = declaration
+        hasSets = declaration.fields.contains { if case .set = $0.type { true } else { false } }
+        reader = try PivotReader(db)
         let table = Rows.quoted(declaration.tableName)
         let elements = Rows.quoted(declaration.elementsTableName)
         let columns = declaration.allColumns
@@ -205,9 +220,9 @@ struct Pivot {
 
     /// Makes `ref`'s row what its merged state says: deleted unless the record is visible.
     func run(_ ref: RecordRef) throws {
-        try elementsRemoval.execute { $0.bind(ref.id, at: 1) }
+        if hasSets { try elementsRemoval.execute { $0.bind(ref.id, at: 1) } }
         try search?.removal.execute { $0.bind(ref.id, at: 1) }
-        guard let record = try SlotIO.record(db, ref), record.isVisible else {
+        guard let record = try reader.record(ref), record.isVisible else {
             try removal.execute { $0.bind(ref.id, at: 1) }
             return
         }
@@ -224,6 +239,7 @@ struct Pivot {
         let conflicts = record.conflicts(ref: ref)
         values.append(.int(conflicts.contains { $0.kind == .deleteUpdate } ? 1 : 0))
         values.append(.int(Int64(conflicts.filter { $0.kind == .fileFork }.count)))
+        values.append(.int(WholeRow.isWhole(fields, declaration) ? 1 : 0))
         try upsert.execute { binder in
             binder.bind(ref.id, at: 1)
             for (index, value) in values.enumerated() { binder.bind(value, at: Int32(index + 2)) }

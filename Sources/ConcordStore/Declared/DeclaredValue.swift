@@ -1,6 +1,7 @@
 import ConcordCore
 import Foundation
 import GRDBSQLite
+import Synchronization
 
 /// A value in a declared column: what a field's value becomes under its declared type.
 /// A value that does not fit the type is NULL in the column (and kept as written in the
@@ -33,12 +34,17 @@ enum DeclaredValue: Hashable, Sendable {
 
     /// An ISO 8601 date, with or without fractional seconds.
     static func date(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        if let date = plain.date(from: text) { return date }
+        dateFormatters.withLock { formatters in
+            formatters.plain.date(from: text) ?? formatters.fractional.date(from: text)
+        }
+    }
+
+    /// Made once: a formatter costs far more to make than a date to parse.
+    private static let dateFormatters = Mutex<(plain: ISO8601DateFormatter, fractional: ISO8601DateFormatter)>({
         let fractional = ISO8601DateFormatter()
         fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text)
-    }
+        return (ISO8601DateFormatter(), fractional)
+    }())
 
     /// The columns of `field` (``CollectionDeclaration/columns(of:)``) for its value, and the
     /// set's elements that fit its element type (distinct, in the set's order).

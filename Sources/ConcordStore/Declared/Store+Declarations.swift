@@ -21,6 +21,7 @@ extension Store {
     /// time, in one transaction. A declaration is this replica's own: it changes how this
     /// replica reads and indexes the records, never what it syncs.
     public func declare(_ declaration: CollectionDeclaration) throws(ConcordError) {
+        defer { declarationCache.forget() }
         try writeDatabase { db in try DeclaredTables.declare(db, declaration) }
         declaredChanges.committed([declaration.collection])
     }
@@ -29,6 +30,7 @@ extension Store {
     /// Returns whether it was declared.
     @discardableResult
     public func dropDeclaration(_ collection: String) throws(ConcordError) -> Bool {
+        defer { declarationCache.forget() }
         let dropped = try writeDatabase { db in try DeclaredTables.drop(db, collection) }
         declaredChanges.committed([collection])
         return dropped
@@ -36,12 +38,12 @@ extension Store {
 
     /// Every declared collection, sorted by name (its UTF-8 bytes).
     public func declarations() throws(ConcordError) -> [CollectionDeclaration] {
-        try read { db in try DeclaredTables.all(db).values.sorted { Bytewise.less($0.collection, $1.collection) } }
+        try read { db in try declarationCache.all(db).values.sorted { Bytewise.less($0.collection, $1.collection) } }
     }
 
     /// The declaration of `collection`, if it is declared.
     public func declaration(of collection: String) throws(ConcordError) -> CollectionDeclaration? {
-        try read { db in try DeclaredTables.declaration(db, collection) }
+        try read { db in try declarationCache.declaration(db, collection) }
     }
 }
 

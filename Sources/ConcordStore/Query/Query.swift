@@ -43,9 +43,18 @@ public struct Query: Hashable, Sendable {
         case isNull(String)
         /// A searchable string field matches an FTS5 full-text query.
         case matches(String, String)
+        /// The record has an open conflict of this kind (``/ConcordCore/Conflict/Kind/deleteUpdate``,
+        /// ``/ConcordCore/Conflict/Kind/fileFork``), or of any kind when nil: the declared
+        /// table's `concord_delete_update` and `concord_file_forks` columns.
+        case conflict(Conflict.Kind?)
         case and([Filter])
         case or([Filter])
         case not(Filter)
+
+        /// The record has an open conflict of any kind.
+        public static let hasConflict = Filter.conflict(nil)
+        /// The record has an open conflict of `kind`.
+        public static func hasConflict(_ kind: Conflict.Kind) -> Filter { .conflict(kind) }
 
         public static func && (lhs: Filter, rhs: Filter) -> Filter { .and([lhs, rhs]) }
         public static func || (lhs: Filter, rhs: Filter) -> Filter { .or([lhs, rhs]) }

@@ -18,8 +18,13 @@ struct QueryCompiler {
         table = Rows.quoted(declaration.tableName)
     }
 
-    /// The ids of the records `query` keeps, in its order and window.
-    static func ids(_ query: Query, _ declaration: CollectionDeclaration) throws(ConcordError) -> CompiledQuery {
+    /// The rows of the records `query` keeps, in its order and window: `select`, a list of
+    /// columns of table alias `t` (default: the id alone).
+    ///
+    /// `floor`, with a cursor whose order starts ascending, is the cursor's row's value of
+    /// that first key when not NULL: every row past the cursor then has at least that value,
+    /// a bound an index on the key can start its scan at (the alternatives below cannot).
+    static func rows(_ query: Query, _ declaration: CollectionDeclaration, select: String = "t.id", floor: DeclaredValue? = nil) throws(ConcordError) -> CompiledQuery {
         var compiler = QueryCompiler(declaration)
         // The cursor's parameter comes first in the SQL (in FROM), so it is bound first.
         let cursor = query.after.map { compiler.parameter(.text($0)) }
@@ -57,8 +62,11 @@ struct QueryCompiler {
                 alternatives.append("(" + parts.joined(separator: " AND ") + ")")
             }
             condition = "(\(filter)) AND (\(alternatives.joined(separator: " OR ")))"
+            if let floor, let first = keys.first, !first.descending {
+                condition += " AND t.\(first.column) >= \(compiler.parameter(floor))"
+            }
         }
-        var sql = "SELECT t.id FROM \(from) WHERE \(condition) ORDER BY \(order.joined(separator: ", "))"
+        var sql = "SELECT \(select) FROM \(from) WHERE \(condition) ORDER BY \(order.joined(separator: ", "))"
         if query.limit != nil || query.offset != nil {
             guard (query.limit ?? 0) >= 0, (query.offset ?? 0) >= 0 else {
                 throw ConcordError(.typeMismatch, "a query's limit and offset are not negative")
@@ -151,6 +159,14 @@ struct QueryCompiler {
             }
             let column = Rows.quoted(CollectionDeclaration.column(field.name))
             return "t.rowid IN (SELECT rowid FROM \(Rows.quoted(search)) WHERE \(column) MATCH \(parameter(.text(words))))"
+        case let .conflict(kind):
+            switch kind {
+            case nil: return "(t.concord_delete_update = 1 OR t.concord_file_forks > 0)"
+            case .deleteUpdate?: return "t.concord_delete_update = 1"
+            case .fileFork?: return "t.concord_file_forks > 0"
+            case let kind?:
+                throw ConcordError(.invalidQuery, "no conflict of kind \"\(kind)\" is queried: deleteUpdate and fileFork are")
+            }
         case let .and(filters):
             guard !filters.isEmpty else { return "1" }
             var parts: [String] = []

@@ -8,6 +8,7 @@ import Synchronization
 final class DeclaredChanges: Sendable {
     private let generations = Mutex<[[UInt8]: UInt64]>([:])
     private let signals = Broadcaster<Void>(bufferingPolicy: .bufferingNewest(1))
+    private let elsewhere = Mutex<UInt64>(0)
 
     /// After a commit: `collections`' declared tables (or declarations) changed.
     func committed(_ collections: Set<String>) {
@@ -18,8 +19,16 @@ final class DeclaredChanges: Sendable {
         signals.publish(())
     }
 
+    /// After another connection committed (``CommitWatcher``): which collections it changed
+    /// is not known, so every observed query reads again.
+    func committedElsewhere() {
+        elsewhere.withLock { $0 &+= 1 }
+        signals.publish(())
+    }
+
+    /// A count that changes after every commit that changed `collection`'s declared table.
     func generation(_ collection: String) -> UInt64 {
-        generations.withLock { $0[Array(collection.utf8)] ?? 0 }
+        generations.withLock { $0[Array(collection.utf8)] ?? 0 } &+ elsewhere.withLock { $0 }
     }
 
     func subscribe() -> AsyncStream<Void> { signals.subscribe() }
@@ -28,7 +37,8 @@ final class DeclaredChanges: Sendable {
 extension Store {
     /// The results of `query` now, then again after every commit that changed them — local
     /// writes, remote applies, snapshot joins, purges, identity changes, a declaration
-    /// made again or dropped — through this store.
+    /// made again or dropped — through this store or by another process on the same file
+    /// (`concord put` in another terminal, another app's sync).
     ///
     /// ```swift
     /// for try await games in store.observe(Query("games").filter(.field("level", .greater, .int(3)))) {
@@ -40,25 +50,42 @@ extension Store {
     /// consumed wake it once, it yields only when the results differ from the last it
     /// yielded, and a consumer slower than the commits finds only the newest results
     /// waiting. It never misses a change: after the last commit it yields the results as
-    /// they then are. A query that cannot run (its collection dropped, a field no longer
-    /// declared) ends the sequence with its error. Commits of other processes on the same
-    /// file are not seen.
+    /// they then are. This store's own commits wake it at once; another process's are
+    /// noticed within 50 ms (``CommitWatcher``: `PRAGMA data_version`, looked at while a
+    /// query is observed). A query that cannot run (its collection dropped, a field no
+    /// longer declared) ends the sequence with its error.
     public func observe(_ query: Query) -> AsyncThrowingStream<[(id: String, fields: [(name: String, value: FieldValue)])], any Error> {
+        observing(query.collection, { () throws(ConcordError) in try self.query(query) }, same: Self.same)
+    }
+
+    /// The number of records `query` keeps (``count(_:)``) now, then again after every
+    /// commit that changed it, as ``observe(_:)`` yields results.
+    public func observeCount(_ query: Query) -> AsyncThrowingStream<Int, any Error> {
+        observing(query.collection, { () throws(ConcordError) in try self.count(query) }, same: { $0 == $1 })
+    }
+
+    /// `read` now and after every commit that changed `collection`, yielded when it differs.
+    private func observing<Value: Sendable>(
+        _ collection: String, _ read: @escaping @Sendable () throws(ConcordError) -> Value, same: @escaping @Sendable (Value, Value) -> Bool
+    ) -> AsyncThrowingStream<Value, any Error> {
         let signals = declaredChanges.subscribe()
+        let watcher = commitWatcher
+        watcher.begin()
         return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
             let task = Task {
-                var last: [(id: String, fields: [(name: String, value: FieldValue)])]?
+                defer { watcher.end() }
+                var last: Value?
                 var seen: UInt64?
                 var iterator = signals.makeAsyncIterator()
                 repeat {
-                    let generation = declaredChanges.generation(query.collection)
+                    let generation = declaredChanges.generation(collection)
                     guard generation != seen else { continue }
                     seen = generation
                     do {
-                        let results = try self.query(query)
-                        if let previous = last, Self.same(previous, results) { continue }
-                        last = results
-                        continuation.yield(results)
+                        let value = try read()
+                        if let previous = last, same(previous, value) { continue }
+                        last = value
+                        continuation.yield(value)
                     } catch {
                         continuation.finish(throwing: error)
                         return

@@ -20,13 +20,33 @@ extension Store {
     ///   type; `notFound` when the cursor's record (``Query/after``) is not visible.
     public func query(_ query: Query) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
         try read { db in
-            let declaration = try Self.declared(db, query.collection)
-            if let after = query.after { try Self.requireRow(db, declaration, after) }
-            let compiled = try QueryCompiler.ids(query, declaration)
-            return try Self.ids(db, compiled).compactMap { id in
-                guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else { return nil }
-                return (id: id, fields: record.sortedFields)
+            let declaration = try declared(db, query.collection)
+            var floor: DeclaredValue?
+            if let after = query.after {
+                try Self.requireRow(db, declaration, after)
+                floor = try Self.floor(db, declaration, query, after)
             }
+            // A whole row's record is read from its columns; any other from the merged state.
+            let columns = ResultColumns(declaration)
+            let elements = try ResultColumns.ElementReader(db, declaration)
+            let compiled = try QueryCompiler.rows(query, declaration, select: columns.selectList, floor: floor)
+            var results: [(id: String, fields: [(name: String, value: FieldValue)])?] = []
+            var partial: [(index: Int, id: String)] = []
+            try Self.eachRow(db, compiled) { row in
+                if row.int64(1) == 1 {
+                    results.append((id: row.text(0), fields: try columns.fields(row, elements)))
+                } else {
+                    partial.append((results.count, row.text(0)))
+                    results.append(nil)
+                }
+            }
+            for (index, id) in partial {
+                guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else {
+                    throw ConcordError(.corrupt, "\"\(id)\" has a row in the declared table of \"\(query.collection)\" but is not visible")
+                }
+                results[index] = (id: id, fields: record.sortedFields)
+            }
+            return results.compactMap(\.self)
         }
     }
 
@@ -49,7 +69,7 @@ extension Store {
     public func count(_ query: Query) throws(ConcordError) -> Int {
         try read { db in
             var count = 0
-            try Self.eachRow(db, QueryCompiler.count(query, try Self.declared(db, query.collection))) { count = Int($0.int64(0)) }
+            try Self.eachRow(db, QueryCompiler.count(query, try declared(db, query.collection))) { count = Int($0.int64(0)) }
             return count
         }
     }
@@ -65,8 +85,27 @@ extension Store {
         }
     }
 
-    static func declared(_ db: Database, _ collection: String) throws -> CollectionDeclaration {
-        guard let declaration = try DeclaredTables.declaration(db, collection) else {
+    /// The cursor's row's value of the query's first order key, when that key is ascending
+    /// and the value not NULL (``QueryCompiler/rows(_:_:select:floor:)``).
+    static func floor(_ db: Database, _ declaration: CollectionDeclaration, _ query: Query, _ id: String) throws -> DeclaredValue? {
+        guard let first = query.orders.first, !first.descending, let field = declaration.field(first.field),
+              case let .scalar(type) = field.type else { return nil }
+        let column = Rows.quoted(CollectionDeclaration.column(field.name))
+        var floor: DeclaredValue?
+        try eachRow(db, CompiledQuery(sql: "SELECT \(column) FROM \(Rows.quoted(declaration.tableName)) WHERE id = ?", arguments: [.text(id)])) { row in
+            guard !row.isNull(0) else { return }
+            switch type {
+            case .string: floor = .text(row.text(0))
+            case .int, .bool: floor = .int(row.int64(0))
+            case .double, .date: floor = .double(row.double(0))
+            case .bytes: floor = .blob(row.blob(0) ?? [])
+            }
+        }
+        return floor
+    }
+
+    func declared(_ db: Database, _ collection: String) throws -> CollectionDeclaration {
+        guard let declaration = try declarationCache.declaration(db, collection) else {
             throw ConcordError(.unknownField, "collection \"\(collection)\" is not declared: declare it to query it")
         }
         return declaration
@@ -75,18 +114,13 @@ extension Store {
     /// Runs `compiled`, its arguments bound through SQLite's C API (so a string holding NUL
     /// is bound whole), and hands `row` each row's columns.
     static func eachRow(_ db: Database, _ compiled: CompiledQuery, _ row: (Columns) throws -> Void) throws {
-        let statement = try db.makeStatement(sql: compiled.sql)
+        // From the connection's cache: a query of one shape has one text, whatever its values.
+        let statement = try db.cachedStatement(sql: BoundStatement.marked(compiled.sql))
         let binder = BoundStatement.Binder(handle: statement.sqliteStatement)
         for (index, value) in compiled.arguments.enumerated() { binder.bind(value, at: Int32(index + 1)) }
         defer { sqlite3_reset(statement.sqliteStatement) }
         let columns = Columns(statement.sqliteStatement)
         try searching(compiled) { try columns.forEachRow(sql: compiled.sql) { try row(columns) } }
-    }
-
-    static func ids(_ db: Database, _ compiled: CompiledQuery) throws -> [String] {
-        var ids: [String] = []
-        try eachRow(db, compiled) { ids.append($0.text(0)) }
-        return ids
     }
 
     /// Runs `body`; an error of a full-text search SQLite could not read is `invalidQuery`.

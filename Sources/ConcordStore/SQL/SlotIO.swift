@@ -45,16 +45,7 @@ enum SlotIO {
     /// Every slot of one record, or nil if it has none: one cached query over the three
     /// tables that hold a record's entries.
     static func record(_ db: Database, _ ref: RecordRef) throws -> ConcordCore.Record? {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT 0 AS source, hlc, replica, NULL AS field, kind, NULL AS value, NULL AS file_size, NULL AS media_type, NULL AS element
-                FROM concord_dots WHERE collection = ?1 AND id = ?2
-            UNION ALL
-            SELECT 1, hlc, replica, field, kind, value, file_size, media_type, NULL FROM concord_fields WHERE collection = ?1 AND id = ?2
-            UNION ALL
-            SELECT 1, hlc, replica, field, kind, value, file_size, media_type, NULL FROM concord_field_versions WHERE collection = ?1 AND id = ?2
-            UNION ALL
-            SELECT 2, hlc, replica, field, 0, NULL, NULL, NULL, element FROM concord_elements WHERE collection = ?1 AND id = ?2
-            """), arguments: [ref.collection, ref.id])
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: recordSQL), arguments: [ref.collection, ref.id])
         // Columns by position: 0 source, 1 hlc, 2 replica, 3 field, 4 kind, 5 value,
         // 6 file_size, 7 media_type, 8 element.
         var slots: [SlotKey: ConcordCore.Slot] = [:]
@@ -78,6 +69,19 @@ enum SlotIO {
         for key in slots.keys where slots[key]!.entries.count > 1 { slots[key]!.entries.sort { $0.dot < $1.dot } }
         return ConcordCore.Record(slots: slots)
     }
+
+    /// The query of ``record(_:_:)``: every row of one record, `?1` its collection and `?2`
+    /// its id.
+    static let recordSQL = """
+        SELECT 0 AS source, hlc, replica, NULL AS field, kind, NULL AS value, NULL AS file_size, NULL AS media_type, NULL AS element
+            FROM concord_dots WHERE collection = ?1 AND id = ?2
+        UNION ALL
+        SELECT 1, hlc, replica, field, kind, value, file_size, media_type, NULL FROM concord_fields WHERE collection = ?1 AND id = ?2
+        UNION ALL
+        SELECT 1, hlc, replica, field, kind, value, file_size, media_type, NULL FROM concord_field_versions WHERE collection = ?1 AND id = ?2
+        UNION ALL
+        SELECT 2, hlc, replica, field, 0, NULL, NULL, NULL, element FROM concord_elements WHERE collection = ?1 AND id = ?2
+        """
 
     /// A record's liveness dots, whether it has any row at all, and whether it has set
     /// elements: the first write of a record in a transaction asks this. `statement` is

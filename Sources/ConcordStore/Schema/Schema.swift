@@ -158,6 +158,9 @@ enum Schema {
                 ALTER TABLE concord_origins ADD COLUMN batch_size INTEGER;
                 """)
         }
+        migrator.registerMigration("v8-declared-whole-rows") { db in
+            try migrateToWholeDeclaredRows(db)
+        }
         return migrator
     }
 }

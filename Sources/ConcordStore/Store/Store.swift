@@ -73,6 +73,10 @@ public final class Store: Sendable {
     let events: Broadcaster<ChangeEvent>
     /// What observed queries wait on: which declared collections changed (``observe(_:)``).
     let declaredChanges = DeclaredChanges()
+    /// The declarations last read, kept while the schema does not change.
+    let declarationCache = DeclarationCache()
+    /// What tells observed queries of other processes' commits (``observe(_:)``).
+    let commitWatcher: CommitWatcher
 
     /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
     ///
@@ -122,6 +126,7 @@ public final class Store: Sendable {
             throw Store.storageError(error, doing: "open \(path)")
         }
         pointReader = PointReader(path: path)
+        commitWatcher = CommitWatcher(path: path, changes: declaredChanges)
         blobs = BlobStore(directory: configuration.blobDirectory ?? path + ".blobs")
         do {
             try blobs.prepare()
@@ -168,7 +173,7 @@ public final class Store: Sendable {
             var changed: Set<String> = []
             let value = try database.write { db in
                 let value = try body(db)
-                changed = try DeclaredTables.maintain(db)
+                changed = try DeclaredTables.maintain(db, declarationCache)
                 return value
             }
             declaredChanges.committed(changed)

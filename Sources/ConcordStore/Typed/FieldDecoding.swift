@@ -15,6 +15,17 @@ enum FieldDecoder {
 
     /// Decodes one property from its field value (nil: the field is not set).
     static func value<T: Decodable>(_ type: T.Type, from field: FieldValue?, codingPath: [any CodingKey]) throws -> T {
+        // The common properties first, each from a value of its own type: what the
+        // decoding below would return, without a decoder made for each (a typed query reads
+        // thousands of records).
+        switch field {
+        case let .scalar(.string(text))? where T.self == String.self: return text as! T
+        case let .scalar(.int(number))? where T.self == Int.self: if let exact = Int(exactly: number) { return exact as! T }
+        case let .scalar(.int(number))? where T.self == Int64.self: return number as! T
+        case let .scalar(.double(number))? where T.self == Double.self: return number as! T
+        case let .scalar(.bool(flag))? where T.self == Bool.self: return flag as! T
+        default: break
+        }
         if T.self == FileRef.self {
             guard case let .file(file)? = field else { throw mismatch(T.self, field, codingPath) }
             return file as! T

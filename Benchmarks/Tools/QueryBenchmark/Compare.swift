@@ -1,0 +1,131 @@
+import ConcordCore
+import ConcordStore
+import Foundation
+import GRDB
+
+/// One figure: the rounds' times on each side and the median of their ratios.
+func line(_ name: String, raw: [Double], store: [Double], unit: String = "ms", scale: Double = 1_000) {
+    let ratios = zip(raw, store).map { $0 / $1 }
+    print(String(format: "%@: raw %.2f %@, store %.2f %@, ratio %.2f (rounds %@)", name, median(raw) * scale, unit,
+                 median(store) * scale, unit, median(ratios), ratios.map { String(format: "%.2f", $0) }.joined(separator: " ")))
+}
+
+/// The query of the benchmark: owned games of at least level `level`, by level then title,
+/// 50 at a time.
+func storeQuery(_ level: Int) -> Query {
+    Query(Game.collection)
+        .filter(.field("level", .greaterOrEqual, .int(Int64(level))) && .field("owned", .equal, .bool(true)))
+        .order(by: "level").order(by: "title").limit(50)
+}
+
+/// The same query on the plain table.
+let rawQuerySQL = "SELECT * FROM games WHERE level >= ? AND owned = 1 ORDER BY level, title, id LIMIT 50"
+
+/// A plain row as the store's results hold a record: its id and its fields by name.
+func fields(_ row: Row) -> (id: String, fields: [(name: String, value: FieldValue)]) {
+    (id: row[0], fields: [
+        ("level", .scalar(.int(row[1]))), ("note", .scalar(.string(row[2]))), ("owned", .scalar(.bool(row[3]))),
+        ("rating", .scalar(.double(row[4]))), ("title", .scalar(.string(row[5]))),
+    ])
+}
+
+func compare(directory: String, records: Int, rounds: Int) throws {
+    let storePath = directory + "/query-store.db"
+    let rawPath = directory + "/query-raw.db"
+    let undeclaredPath = directory + "/query-undeclared.db"
+    for path in [storePath, rawPath, undeclaredPath] { removeDatabase(path) }
+    defer { for path in [storePath, rawPath, undeclaredPath] { removeDatabase(path) } }
+    print("records=\(records) rounds=\(rounds) dir=\(directory)")
+
+    // (c) Local writes: the declared collection, the same collection undeclared, raw SQLite.
+    let store = try Store(path: storePath)
+    try store.declare(Game.self)
+    let undeclared = try Store(path: undeclaredPath)
+    let raw = [try seconds { try rawWrite(path: rawPath, records: records, perTransaction: 1_000) }]
+    let declaredWrite = [try seconds { try storeWrite(store, collection: Game.collection, records: records, perTransaction: 1_000) }]
+    let undeclaredWrite = [try seconds { try storeWrite(undeclared, collection: Game.collection, records: records, perTransaction: 1_000) }]
+    line("local writes, declared collection vs raw SQLite (\(records) records x 5 fields, 1,000 per transaction)", raw: raw, store: declaredWrite)
+    line("local writes, the same collection undeclared vs raw SQLite", raw: raw, store: undeclaredWrite)
+    line("local writes, declared vs undeclared (what the declared table costs)", raw: undeclaredWrite, store: declaredWrite)
+
+    let pool = try plainPool(rawPath)
+    guard try store.count(Query(Game.collection)) == records,
+          try pool.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM games") }) == records else {
+        throw Failure("the two sides do not hold \(records) records each")
+    }
+    // Both sides give the same answers before anything is timed.
+    for level in [0, 500, 990] {
+        let mine = try store.query(Game.self, storeQuery(level))
+        let theirs = try pool.read { db in try Game.fetchAll(db, sql: rawQuerySQL, arguments: [level]) }
+        guard mine == theirs, !mine.isEmpty else { throw Failure("the query's results differ at level \(level)") }
+    }
+    guard try store.load(Game.self, id: "game7") == pool.read({ db in try Game.fetchOne(db, key: "game7") }) else {
+        throw Failure("the point reads differ")
+    }
+
+    // (a) The query, 1,000 times a round with levels across the range.
+    let queries = 1_000
+    var rawTimes: [Double] = [], storeTimes: [Double] = [], rawTyped: [Double] = [], storeTyped: [Double] = []
+    for _ in 0..<rounds {
+        rawTimes.append(try seconds {
+            for index in 0..<queries {
+                let level = (index &* 37) % 1_000
+                let rows = try pool.read { db in try Row.fetchAll(db.cachedStatement(sql: rawQuerySQL), arguments: [level]).map(fields) }
+                if rows.isEmpty && level < 990 { throw Failure("no rows") }
+            }
+        })
+        storeTimes.append(try seconds {
+            for index in 0..<queries {
+                let level = (index &* 37) % 1_000
+                let rows = try store.query(storeQuery(level))
+                if rows.isEmpty && level < 990 { throw Failure("no rows") }
+            }
+        })
+        rawTyped.append(try seconds {
+            for index in 0..<queries {
+                let level = (index &* 37) % 1_000
+                let games = try pool.read { db in try Game.fetchAll(db.cachedStatement(sql: rawQuerySQL), arguments: [level]) }
+                if games.isEmpty && level < 990 { throw Failure("no rows") }
+            }
+        })
+        storeTyped.append(try seconds {
+            for index in 0..<queries {
+                let games = try store.query(Game.self, storeQuery((index &* 37) % 1_000))
+                if games.isEmpty && (index &* 37) % 1_000 < 990 { throw Failure("no rows") }
+            }
+        })
+    }
+    line("query (filter, order by 2 keys, limit 50) x \(queries), rows: store.query vs GRDB Row.fetchAll", raw: rawTimes, store: storeTimes)
+    line("query x \(queries), typed: store.query(Game.self) vs GRDB Game.fetchAll (FetchableRecord)", raw: rawTyped, store: storeTyped)
+
+    // (b) Point reads of a whole record, 10,000 a round.
+    let reads = 10_000
+    rawTimes = []; storeTimes = []; rawTyped = []; storeTyped = []
+    for _ in 0..<rounds {
+        rawTimes.append(try seconds {
+            for index in 0..<reads {
+                let row = try pool.read { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"]).map(fields) }
+                if row == nil { throw Failure("missing") }
+            }
+        })
+        storeTimes.append(try seconds {
+            for index in 0..<reads where try store.record(RecordRef(collection: Game.collection, id: "game\((index &* 7_919) % records)")) == nil {
+                throw Failure("missing")
+            }
+        })
+        rawTyped.append(try seconds {
+            for index in 0..<reads where try pool.read({ db in
+                try Game.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"])
+            }) == nil {
+                throw Failure("missing")
+            }
+        })
+        storeTyped.append(try seconds {
+            for index in 0..<reads where try store.load(Game.self, id: "game\((index &* 7_919) % records)") == nil {
+                throw Failure("missing")
+            }
+        })
+    }
+    line("point read x \(reads), fields: store.record vs GRDB Row.fetchOne", raw: rawTimes, store: storeTimes)
+    line("point read x \(reads), typed: store.load(Game.self) vs GRDB Game.fetchOne (cached statement)", raw: rawTyped, store: storeTyped)
+}

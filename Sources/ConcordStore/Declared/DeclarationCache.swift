@@ -1,0 +1,35 @@
+import ConcordCore
+import GRDB
+import Synchronization
+
+/// The declarations a store last read, kept between transactions: every write transaction
+/// that touched a declared collection and every query needs them, and reading them means
+/// parsing each declaration's JSON.
+///
+/// They are kept under SQLite's `schema_version` when they were read. Declaring, declaring
+/// again and dropping always change the schema (tables made, altered, dropped), in this
+/// process or another one on the same file, so a transaction that sees another
+/// `schema_version` reads them again. The store also forgets them after each of its own
+/// declarations (``Store/declare(_:)``), so a declaration rolled back — whose version a
+/// later one may reach again — is never taken for the committed one.
+final class DeclarationCache: Sendable {
+    private let kept = Mutex<(version: Int64, declarations: [[UInt8]: CollectionDeclaration])?>(nil)
+
+    /// Every declaration in the state `db` reads, by its collection's UTF-8 bytes.
+    func all(_ db: Database) throws -> [[UInt8]: CollectionDeclaration] {
+        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? -1
+        if let hit = kept.withLock({ $0?.version == version ? $0?.declarations : nil }) { return hit }
+        let declarations = try DeclaredTables.all(db)
+        kept.withLock { $0 = (version, declarations) }
+        return declarations
+    }
+
+    /// The declaration of `collection`, if declared.
+    func declaration(_ db: Database, _ collection: String) throws -> CollectionDeclaration? {
+        try all(db)[Array(collection.utf8)]
+    }
+
+    func forget() {
+        kept.withLock { $0 = nil }
+    }
+}
