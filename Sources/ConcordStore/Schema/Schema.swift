@@ -77,7 +77,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 8
+    static let version = 9
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
