@@ -9,7 +9,7 @@ struct SchemaCommand: ParsableCommand {
             A declaration is this replica's own: it changes how this store reads and indexes records, \
             never what it syncs. README, "Querying", gives the schema file's shape.
             """,
-        subcommands: [SchemaApply.self, SchemaShow.self, SchemaDrop.self])
+        subcommands: [SchemaApply.self, SchemaShow.self, SchemaDrop.self, SchemaMinimum.self])
 }
 
 struct SchemaApply: ParsableCommand {
@@ -27,8 +27,10 @@ struct SchemaApply: ParsableCommand {
         let store = try options.openStore()
         for declaration in declarations { try store.declare(declaration) }
         options.emit(
-            .object([("declared", .array(declarations.map { .object([("collection", .string($0.collection)), ("table", .string($0.tableName))]) }))]),
-            declarations.isEmpty ? "the schema declares no collection" : declarations.map { "declared \($0.collection): table \($0.tableName)" }.joined(separator: "\n"))
+            .object([("declared", .array(declarations.map {
+                .object([("collection", .string($0.collection)), ("table", .string($0.tableName)), ("version", .int(Int64($0.version)))])
+            }))]),
+            declarations.isEmpty ? "the schema declares no collection" : declarations.map { "declared \($0.collection) (version \($0.version)): table \($0.tableName)" }.joined(separator: "\n"))
     }
 }
 
@@ -47,11 +49,13 @@ struct SchemaShow: ParsableCommand {
         }
         guard !declarations.isEmpty else { return print("no collection is declared") }
         for declaration in declarations {
-            print("\(declaration.collection) (table \(declaration.tableName))")
+            print("\(declaration.collection) (table \(declaration.tableName), version \(declaration.version))")
             for field in declaration.fields {
                 let notes = [field.indexed ? "indexed" : nil, field.searchable ? "searched" : nil, field.collation.map { "collation \($0.rawValue)" }].compactMap { $0 }
+                    + SchemaNotes.changes(of: field, in: declaration)
                 print("  \(field.name): \(field.type)\(notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")") column \(declaration.columnName(field.name) ?? "")")
             }
+            for field in declaration.evolution.retired { print("  \(field.name): \(field.type) (retired: kept as written, no column)") }
         }
     }
 }

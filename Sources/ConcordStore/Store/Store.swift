@@ -73,6 +73,8 @@ public final class Store: Sendable {
     let events: Broadcaster<ChangeEvent>
     /// What observed queries wait on: which declared collections changed (``observe(_:)``).
     let declaredChanges = DeclaredChanges()
+    /// The fleet's schema-version events (``schemaEvents()``).
+    let schemaEventStream = Broadcaster<SchemaEvent>(bufferingPolicy: .unbounded)
 
     /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
     ///
