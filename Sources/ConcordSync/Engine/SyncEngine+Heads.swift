@@ -177,7 +177,7 @@ extension SyncEngine {
             if let head, seenAt ?? 0 < head.syncedAt { try store.setReplicaFact(.seen, of: replica, head.syncedAt) }
         }
         try store.setUnopenedHeads(memory)
-        for (replica, head) in heads.read { try store.noteSchemaVersions(head.schema, of: replica) }
+        try await noteSchemaVersions(heads, signatures)
         if passedOver > 0 {
             heads.rejected.append("\(RemoteLayout.headsPrefix): \(passedOver) head name\(passedOver == 1 ? "" : "s") of replicas never seen did not open when last read and \(passedOver == 1 ? "is" : "are") unchanged since: not read again (`concord doctor` names them)")
         }
