@@ -162,6 +162,13 @@ struct GameV2: StoredRecord, Equatable {
         try exchange([old, new])
         let after = try #require(try new.loadReporting(GameV2.self, id: "zelda"))
         #expect(after.value == GameV2(id: "zelda", title: "Zelda II", tier: 6, rating: 4.5, released: Self.march, notes: "classic", genres: ["adventure"]))
+        // Declared from the type itself, evolved, it is the schema file's declaration.
+        let fromType = try CollectionDeclaration(GameV2.self, indexed: ["tier"]).evolved(version: 2, changes: [
+            "tier": .init(renamedFrom: "level"), "notes": .init(defaultValue: .scalar(.string(""))),
+            "released": .init(convertedFrom: .init(from: .string, format: "yyyy-MM-dd")),
+        ], retired: [.init("tags", .set(.string))])
+        #expect(fromType.fields.map(\.name) == ["genres", "notes", "rating", "released", "tier", "title"])
+        #expect(fromType.evolution == (try Self.declaration(Self.version2)).evolution)
         // An old version that changes the property on purpose does write it.
         renamed.rating = 3
         #expect(try old.save(renamed) == ["rating"])

@@ -136,6 +136,20 @@ extension CollectionDeclaration {
         try checkEvolution()
     }
 
+    /// This declaration at schema `version`, with what changed since earlier versions: for
+    /// a declaration read from a type.
+    ///
+    /// ```swift
+    /// try store.declare(CollectionDeclaration(GameV2.self, indexed: ["tier"]).evolved(
+    ///     version: 2, changes: ["tier": .init(renamedFrom: "level")], retired: [.init("tags", .set(.string))]))
+    /// ```
+    public func evolved(version: Int, changes: [String: FieldChange] = [:], retired: [Field] = []) throws(ConcordError) -> CollectionDeclaration {
+        var evolved = self
+        evolved.evolution = Evolution(version: version, changes: changes, retired: retired)
+        try evolved.checkEvolution()
+        return evolved
+    }
+
     /// The checks ``init(_:version:fields:changes:retired:)`` promises.
     func checkEvolution() throws(ConcordError) {
         func fail(_ message: String) -> ConcordError { ConcordError(.invalidDeclaration, "\"\(collection)\": \(message)") }

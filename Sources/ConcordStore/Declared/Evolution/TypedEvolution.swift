@@ -53,6 +53,14 @@ enum TypedEvolution {
         return changes
     }
 
+    /// The declaration of `collection`, read alone: one point read, and nothing parsed
+    /// for a collection that is not declared (a typed load's common case).
+    static func declaration(_ db: Database, _ collection: String) throws -> CollectionDeclaration? {
+        let statement = try db.cachedStatement(sql: "SELECT declaration FROM concord_declarations WHERE collection = ?")
+        guard let json = try String.fetchOne(statement, arguments: [collection]) else { return nil }
+        return try DeclaredTables.stored(collection, json)
+    }
+
     static func same(_ a: FieldWrite, _ b: FieldWrite) -> Bool {
         switch (a, b) {
         case let (.scalar(x), .scalar(y)): x == y
@@ -81,7 +89,7 @@ extension Store {
     /// renamed fields load under their new names, converted ones converted, and a missing
     /// field with a default loads its default.
     public func loadReporting<T: StoredRecord>(_ type: T.Type, id: String) throws(ConcordError) -> Loaded<T>? {
-        let declaration = try declaration(of: T.collection)
+        let declaration = try read { db in try TypedEvolution.declaration(db, T.collection) }
         guard let fields = try record(RecordRef(collection: T.collection, id: id)) else { return nil }
         return try TypedEvolution.decode(T.self, id: id, stored: fields, declaration: declaration).loaded
     }
@@ -89,7 +97,7 @@ extension Store {
     /// Every visible record of `T`'s collection, sorted by id, each read as
     /// ``loadReporting(_:id:)`` reads it.
     public func loadAllReporting<T: StoredRecord>(_ type: T.Type) throws(ConcordError) -> [Loaded<T>] {
-        let declaration = try declaration(of: T.collection)
+        let declaration = try read { db in try TypedEvolution.declaration(db, T.collection) }
         return try records(in: T.collection).map { (record) throws(ConcordError) -> Loaded<T> in
             try TypedEvolution.decode(T.self, id: record.id, stored: record.fields, declaration: declaration).loaded
         }
@@ -100,7 +108,7 @@ extension WriteTransaction {
     /// The declaration of `collection` inside this transaction, if declared.
     func declaration(of collection: String) throws(ConcordError) -> CollectionDeclaration? {
         do {
-            return try DeclaredTables.declaration(db, collection)
+            return try TypedEvolution.declaration(db, collection)
         } catch let error as ConcordError {
             throw error
         } catch {
