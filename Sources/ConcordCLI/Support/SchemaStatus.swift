@@ -26,7 +26,7 @@ struct SchemaStatus {
         guard own != nil || !fleet.isEmpty else { return [] }
         var lines = ["  schema: this replica " + (own.map { "writes version \($0.writes)\($0.minimum.map { ", requires \($0) or newer" } ?? "")" } ?? "declares no version")]
         for (replica, versions) in fleet {
-            let mark = versions.writes > (own?.reads ?? 0) ? " (newer)" : ""
+            let mark = own.map { versions.writes > $0.reads } == true ? " (newer)" : ""
             lines.append("    \(replica): version \(versions.writes)\(mark)\(versions.minimum.map { ", requires \($0) or newer" } ?? "")")
         }
         if newer != nil { lines.append("  " + Self.newerLine) }
@@ -44,7 +44,7 @@ struct SchemaStatus {
         [
             ("schema", own.map { .object(Self.document($0)) } ?? .null),
             ("fleetSchema", .array(fleet.map { entry in
-                .object([("replica", .string(entry.replica.description))] + Self.document(entry.versions) + [("newer", .bool(entry.versions.writes > (own?.reads ?? 0)))])
+                .object([("replica", .string(entry.replica.description))] + Self.document(entry.versions) + [("newer", .bool(own.map { entry.versions.writes > $0.reads } == true))])
             })),
             ("newerSchema", .bool(newer != nil)),
             ("writesRefused", .bool(writable != nil)),

@@ -91,12 +91,12 @@ extension Store {
         try read { db in try Self.fleet(db) }
     }
 
-    /// The newest version another replica writes, when it is newer than this replica reads
-    /// (or this replica declares none): "another device uses a newer version of this app's
-    /// data: update to see all of it".
+    /// The newest version another replica writes, when it is newer than this replica reads:
+    /// "another device uses a newer version of this app's data: update to see all of it".
+    /// nil for a replica that declares no version (a tool, not a version of the app).
     public func newerSchemaVersion() throws(ConcordError) -> (replica: ReplicaID, version: Int)? {
         try read { db in
-            let own = try Self.schemaVersions(db)?.reads ?? 0
+            guard let own = try Self.schemaVersions(db)?.reads else { return nil }
             return try Self.fleet(db).filter { $0.value.writes > own }.max { ($0.value.writes, $1.key) < ($1.value.writes, $0.key) }
                 .map { ($0.key, $0.value.writes) }
         }
@@ -131,7 +131,7 @@ extension Store {
             guard let versions else { return [] }
             let own = try Self.schemaVersions(db)
             var events: [SchemaEvent] = []
-            if versions.writes > (own?.reads ?? 0), versions.writes > (before?.writes ?? 0) {
+            if let own, versions.writes > own.reads, versions.writes > (before?.writes ?? 0) {
                 events.append(SchemaEvent(kind: .newerVersion, replica: replica, versions: versions, own: own))
             }
             let required = versions.minimum ?? 0
