@@ -71,6 +71,8 @@ import Testing
         #expect(phoneStatus.contains(newer) && phoneStatus.contains("version 2 (newer)") && phoneStatus.contains("this replica writes version 1"))
         #expect(try cli.on("phone", ["status", "--json"]).object()["newerSchema"] as? Bool == true)
         #expect(!(try cli.on("laptop", ["status"]).stdout.contains(newer)))
+        let listed = try #require(try cli.on("phone", ["replicas", "--json"]).object()["replicas"] as? [[String: Any]])
+        #expect(listed.compactMap { ($0["schema"] as? [String: Any])?["writes"] as? Int }.sorted() == [1, 2])
         // It keeps working.
         try cli.on("phone", ["put", "games", "mana", "title=Mana", "level=4"])
 

@@ -279,6 +279,7 @@ struct Replicas: ParsableCommand {
     static func document(_ info: ReplicaInfo, self own: ReplicaID) -> JSON {
         .object([
             ("id", .string(info.id.description)), ("name", .string(info.deviceName)), ("lastSync", .uint(info.lastSync)),
+            ("schema", info.schema.map { .object(SchemaStatus.document($0)) } ?? .null),
             ("seq", .uint(info.seq)), ("self", .bool(info.id == own)), ("status", .string(info.status.rawValue)),
         ])
     }
