@@ -36,7 +36,13 @@ import Testing
         try cli.on("laptop", ["schema", "apply", cli.path("v1.json")])
         let applied = try cli.on("laptop", ["schema", "apply", cli.path("v2.json"), "--json"]).object()
         #expect((applied["declared"] as? [[String: Any]])?.first?["version"] as? Int == 2)
+        #expect(try cli.on("phone", ["schema", "apply", cli.path("v1.json")]).stdout.contains("declared games (version 1)"))
         try cli.syncAll(["phone", "laptop"])
+        // Applied again with the records there, the day that does not convert is said.
+        let again = try cli.on("laptop", ["schema", "apply", cli.path("v2.json")])
+        #expect(again.stdout.contains("games.released: 1 value kept as written, not read as date"))
+        let unread = try cli.on("laptop", ["schema", "apply", cli.path("v2.json"), "--json"]).object()
+        #expect(((unread["declared"] as? [[String: Any]])?.first?["unread"] as? [String: Any])?["released"] as? Int == 1)
 
         // Version 2 queries under the new names; the stored records are unchanged.
         let strong = try cli.on("laptop", ["query", "games", "--where", "tier>3", "--json"])

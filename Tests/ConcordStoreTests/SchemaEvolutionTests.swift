@@ -96,6 +96,7 @@ struct GameV2: StoredRecord, Equatable {
         // A value that fails its conversion is null, and kept as written; not the default.
         #expect(try ids(.isNull("released")) == ["noted", "odd"])
         #expect(try store.record(RecordRef(collection: "games", id: "odd"))?.first { $0.name == "released" }?.value == .scalar(.string("someday")))
+        #expect(try store.unreadValues(in: "games") == ["released": 1])
         // Records that lack `notes` read its default; one that has it, its value.
         #expect(try ids(.field("notes", .equal, .string(""))) == ["odd", "zelda"])
         #expect(try ids(.field("notes", .equal, .string("fun"))) == ["noted"])

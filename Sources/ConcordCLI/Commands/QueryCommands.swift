@@ -26,11 +26,23 @@ struct SchemaApply: ParsableCommand {
         let declarations = try CollectionDeclaration.schema(json: Array(data))
         let store = try options.openStore()
         for declaration in declarations { try store.declare(declaration) }
+        // Values kept as written that a column does not read (another type, a failed
+        // conversion): said, never changed.
+        var unread: [String: [String: Int]] = [:]
+        for declaration in declarations { unread[declaration.collection] = try store.unreadValues(in: declaration.collection) }
+        var lines = declarations.map { "declared \($0.collection) (version \($0.version)): table \($0.tableName)" }
+        for declaration in declarations {
+            for (field, count) in (unread[declaration.collection] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                lines.append("  \(declaration.collection).\(field): \(count) value\(count == 1 ? "" : "s") kept as written, not read as \(declaration.field(field)!.type) (`concord query \(declaration.collection) --where '\(field) = null'` lists them)")
+            }
+        }
         options.emit(
-            .object([("declared", .array(declarations.map {
-                .object([("collection", .string($0.collection)), ("table", .string($0.tableName)), ("version", .int(Int64($0.version)))])
+            .object([("declared", .array(declarations.map { declaration in
+                .object([("collection", .string(declaration.collection)), ("table", .string(declaration.tableName)),
+                         ("unread", .object((unread[declaration.collection] ?? [:]).sorted(by: { $0.key < $1.key }).map { ($0.key, .int(Int64($0.value))) })),
+                         ("version", .int(Int64(declaration.version)))])
             }))]),
-            declarations.isEmpty ? "the schema declares no collection" : declarations.map { "declared \($0.collection) (version \($0.version)): table \($0.tableName)" }.joined(separator: "\n"))
+            declarations.isEmpty ? "the schema declares no collection" : lines.joined(separator: "\n"))
     }
 }
 
