@@ -65,11 +65,18 @@ struct GameV2: StoredRecord, Equatable {
         #expect(games.storedName(of: try #require(games.field("tier"))) == "level")
         #expect(games.evolution.changes["notes"]?.defaultValue == .scalar(.string("")))
         #expect(games.evolution.changes["released"]?.convertedFrom == .init(from: .string, format: "yyyy-MM-dd"))
+        let defaults = try Self.declaration(#"{"version": 2, "collections": {"d": {"fields": {"one": {"type": "int", "default": 1}, "zero": {"type": "int", "default": 0}, "yes": {"type": "bool", "default": true}, "half": {"type": "double", "default": 0.5}, "big": {"type": "int", "default": 9007199254740993}, "set": {"type": "set<int>", "default": [1, 2]}}}}}"#)
+        #expect(defaults.evolution.changes.mapValues { $0.defaultValue } == [
+            "one": .scalar(.int(1)), "zero": .scalar(.int(0)), "yes": .scalar(.bool(true)), "half": .scalar(.double(0.5)),
+            "big": .scalar(.int(9_007_199_254_740_993)), "set": .set([.int(1), .int(2)]),
+        ])
         let again = try #require(try CollectionDeclaration.schema(json: CollectionDeclaration.schemaJSON([games])).first)
         #expect(again == games)
         for (bad, why) in [
             (#""rating": {"type": "double", "convertedFrom": {"type": "bytes"}}"#, "no conversion from bytes"),
             (#""notes": {"type": "string", "default": 3}"#, "default"),
+            (#""count": {"type": "int", "default": true}"#, "default"),
+            (#""flag": {"type": "bool", "default": 1}"#, "default"),
             (#""tags": {"type": "set<string>", "retired": true, "index": true}"#, "retired"),
             (#""tier": {"type": "int", "renamedFrom": "title"}, "title": {"type": "string"}"#, "stored as"),
             (#""when": {"type": "date", "convertedFrom": {"type": "int", "format": "yyyy"}}"#, "format"),

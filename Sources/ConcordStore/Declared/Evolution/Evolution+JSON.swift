@@ -87,16 +87,25 @@ extension CollectionDeclaration.Evolution {
     private static func scalarValue(_ json: Any, _ type: CollectionDeclaration.ScalarType) -> ScalarValue? {
         switch type {
         case .string: return (json as? String).map(ScalarValue.string)
-        case .bool: return (json as? Bool).map(ScalarValue.bool)
+        case .bool: return isBoolean(json) ? (json as? Bool).map(ScalarValue.bool) : nil
         case .int:
-            guard let number = json as? NSNumber, let exact = Int64(exactly: number.doubleValue) else { return nil }
-            return .int(number.int64Value == exact ? number.int64Value : exact)
-        case .double: return (json as? NSNumber).map { .double($0.doubleValue) }
+            if isBoolean(json) { return nil }
+            if let integer = json as? Int { return .int(Int64(integer)) }
+            return (json as? NSNumber).flatMap { Int64(exactly: $0.doubleValue) }.map(ScalarValue.int)
+        case .double: return isBoolean(json) ? nil : (json as? NSNumber).map { .double($0.doubleValue) }
         case .date:
             if let text = json as? String { return DeclaredValue.date(text).map { .double($0.timeIntervalSinceReferenceDate) } }
             return (json as? NSNumber).map { .double($0.doubleValue) }
         case .bytes: return nil
         }
+    }
+
+    /// Whether a parsed JSON value is `true` or `false` rather than a number (Foundation
+    /// bridges 0 and 1 to `Bool` too): a boolean is a Swift `Bool`, or a number of type `c`.
+    private static func isBoolean(_ json: Any) -> Bool {
+        if type(of: json) == Bool.self { return true }
+        guard let number = json as? NSNumber else { return false }
+        return String(cString: number.objCType) == "c"
     }
 
     /// A default as JSON.

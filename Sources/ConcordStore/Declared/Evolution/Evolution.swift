@@ -31,8 +31,8 @@ extension CollectionDeclaration {
     /// How one declared field relates to what earlier versions wrote.
     public struct FieldChange: Hashable, Sendable {
         /// The name the field is stored under, which an earlier version declared: the
-        /// stored name stays the old one, and this version reads and writes it under its new
-        /// name (a queries' and typed loads' alias).
+        /// stored name stays the old one, and this version's queries, declared table and
+        /// typed records read and write it under its new name.
         public var renamedFrom: String?
         /// What a record that lacks the field reads (in the declared table and typed loads).
         /// Never replaces a value that is there, even one that does not fit or convert.
@@ -85,14 +85,6 @@ extension CollectionDeclaration {
             case let (.int, .date, .int(number)): return Double(exactly: number).map(ScalarValue.double)
             case (.double, .date, .double): return value
             default: return value
-            }
-        }
-
-        /// Whether `value` is of the type this conversion converts from.
-        func applies(to value: ScalarValue) -> Bool {
-            switch (from, value) {
-            case (.string, .string), (.int, .int), (.double, .double), (.bool, .bool), (.bytes, .bytes): true
-            default: false
             }
         }
 
