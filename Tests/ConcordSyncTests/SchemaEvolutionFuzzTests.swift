@@ -81,7 +81,7 @@ struct SchemaFuzzRun {
             try fleet.stores[index].declare(FuzzSchema.declaration(version))
         }
         let oracle = SchemaOracle(replicas: count)
-        for _ in 0..<random.int(12...30) {
+        for _ in 0..<random.int(10...26) {
             step += 1
             fleet.clock.advance(by: 1)
             let replica = random.int(0...(count - 1))
