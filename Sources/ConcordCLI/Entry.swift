@@ -60,7 +60,7 @@ enum Entry {
         switch error {
         case let error as ConcordError:
             // A schema or query that cannot be used is bad input, as a malformed argument is.
-            let badInput: [ConcordError.Code] = [.invalidDeclaration, .unknownField, .typeMismatch, .invalidQuery]
+            let badInput: [ConcordError.Code] = [.invalidDeclaration, .unknownField, .typeMismatch, .invalidQuery, .incompatibleSchema]
             (status, code, message) = (badInput.contains(error.code) ? ExitStatus.usage : ExitStatus.failure, error.code.name, error.message)
         case let error as ExitCode:
             exit(error.rawValue)

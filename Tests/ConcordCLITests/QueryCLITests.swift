@@ -71,7 +71,7 @@ import Testing
         }
         let failure = try cli.run(["query", "games", "--where", "nope=1", "--json"] + store).object()
         #expect((failure["error"] as? [String: Any])?["code"] as? String == "unknownField")
-        try "{\"version\": 2}".write(toFile: cli.path("bad.json"), atomically: true, encoding: .utf8)
+        try "{\"version\": 0, \"collections\": {}}".write(toFile: cli.path("bad.json"), atomically: true, encoding: .utf8)
         expectFailure(try cli.run(["schema", "apply", cli.path("bad.json")] + store), status: 2, mentioning: ["version"])
         try "{\"version\": 1, \"collections\": {\"g\": {\"fields\": {\"x\": {\"type\": \"set<file>\"}}}}}".write(toFile: cli.path("bad.json"), atomically: true, encoding: .utf8)
         expectFailure(try cli.run(["schema", "apply", cli.path("bad.json")] + store), status: 2, mentioning: ["type"])

@@ -9,7 +9,7 @@ struct SchemaCommand: ParsableCommand {
             A declaration is this replica's own: it changes how this store reads and indexes records, \
             never what it syncs. README, "Querying", gives the schema file's shape.
             """,
-        subcommands: [SchemaApply.self, SchemaShow.self, SchemaDrop.self])
+        subcommands: [SchemaApply.self, SchemaShow.self, SchemaDrop.self, SchemaMinimum.self])
 }
 
 struct SchemaApply: ParsableCommand {
@@ -26,9 +26,23 @@ struct SchemaApply: ParsableCommand {
         let declarations = try CollectionDeclaration.schema(json: Array(data))
         let store = try options.openStore()
         for declaration in declarations { try store.declare(declaration) }
+        // Values kept as written that a column does not read (another type, a failed
+        // conversion): said, never changed.
+        var unread: [String: [String: Int]] = [:]
+        for declaration in declarations { unread[declaration.collection] = try store.unreadValues(in: declaration.collection) }
+        var lines = declarations.map { "declared \($0.collection) (version \($0.version)): table \($0.tableName)" }
+        for declaration in declarations {
+            for (field, count) in (unread[declaration.collection] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                lines.append("  \(declaration.collection).\(field): \(count) value\(count == 1 ? "" : "s") kept as written, not read as \(declaration.field(field)!.type) (`concord query \(declaration.collection) --where '\(field) = null'` lists them)")
+            }
+        }
         options.emit(
-            .object([("declared", .array(declarations.map { .object([("collection", .string($0.collection)), ("table", .string($0.tableName))]) }))]),
-            declarations.isEmpty ? "the schema declares no collection" : declarations.map { "declared \($0.collection): table \($0.tableName)" }.joined(separator: "\n"))
+            .object([("declared", .array(declarations.map { declaration in
+                .object([("collection", .string(declaration.collection)), ("table", .string(declaration.tableName)),
+                         ("unread", .object((unread[declaration.collection] ?? [:]).sorted(by: { $0.key < $1.key }).map { ($0.key, .int(Int64($0.value))) })),
+                         ("version", .int(Int64(declaration.version)))])
+            }))]),
+            declarations.isEmpty ? "the schema declares no collection" : lines.joined(separator: "\n"))
     }
 }
 
@@ -47,11 +61,13 @@ struct SchemaShow: ParsableCommand {
         }
         guard !declarations.isEmpty else { return print("no collection is declared") }
         for declaration in declarations {
-            print("\(declaration.collection) (table \(declaration.tableName))")
+            print("\(declaration.collection) (table \(declaration.tableName), version \(declaration.version))")
             for field in declaration.fields {
                 let notes = [field.indexed ? "indexed" : nil, field.searchable ? "searched" : nil, field.collation.map { "collation \($0.rawValue)" }].compactMap { $0 }
+                    + SchemaNotes.changes(of: field, in: declaration)
                 print("  \(field.name): \(field.type)\(notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")") column \(declaration.columnName(field.name) ?? "")")
             }
+            for field in declaration.evolution.retired { print("  \(field.name): \(field.type) (retired: kept as written, no column)") }
         }
     }
 }

@@ -260,6 +260,8 @@ struct Status: AsyncParsableCommand {
             lines.append("  warning: this device's clock reads past the year 10889, the end of a stamp's range: its writes are stamped by counting on from its last one; set the clock to update from network time")
         }
         lines.append("  open conflicts: \(conflicts.count)\(conflicts.isEmpty ? "" : " (`concord conflicts` lists them)")")
+        let schema = try SchemaStatus(store)
+        lines += schema.lines
         options.emit(
             .object([
                 ("replica", .string(store.replicaID.description)), ("name", .string(name)), ("store", .string(store.path)),
@@ -270,7 +272,7 @@ struct Status: AsyncParsableCommand {
                 ("clockSkews", .array(skews.map { .object([("replica", .string($0.0.description)), ("aheadByMs", .uint($0.1))]) })),
                 ("clockBeyondRange", .bool(clockBeyondRange)),
                 ("conflicts", .int(Int64(conflicts.count))),
-            ]),
+            ] + schema.json),
             lines.joined(separator: "\n"))
     }
 }
@@ -284,6 +286,7 @@ struct Replicas: ParsableCommand {
     static func document(_ info: ReplicaInfo, self own: ReplicaID) -> JSON {
         .object([
             ("id", .string(info.id.description)), ("name", .string(info.deviceName)), ("lastSync", .uint(info.lastSync)),
+            ("schema", info.schema.map { .object(SchemaStatus.document($0)) } ?? .null),
             ("seq", .uint(info.seq)), ("self", .bool(info.id == own)), ("status", .string(info.status.rawValue)),
         ])
     }

@@ -25,31 +25,34 @@ extension CollectionDeclaration {
         for key in top.keys where key != "version" && key != "collections" {
             throw ConcordError(.invalidDeclaration, "a schema has no key \"\(key)\" (only \"version\" and \"collections\")")
         }
-        guard let version = top["version"] as? Int, version == 1 else {
-            throw ConcordError(.invalidDeclaration, "a schema says \"version\": 1 (the only version this release reads)")
+        guard let version = top["version"] as? Int, version >= 1 else {
+            throw ConcordError(.invalidDeclaration, "a schema says its \"version\": 1, 2, … (README, \"Evolving your model\")")
         }
         guard let collections = top["collections"] as? [String: Any] else {
             throw ConcordError(.invalidDeclaration, "a schema's \"collections\" is an object of collection names")
         }
         var result: [CollectionDeclaration] = []
         for (name, body) in collections.sorted(by: { Bytewise.less($0.key, $1.key) }) {
-            result.append(try declaration(name, body))
+            result.append(try declaration(name, body, version: version))
         }
         return result
     }
 
     /// The declaration of `collection` from its object in a schema (`{"fields": {…}}`).
-    static func declaration(_ collection: String, _ body: Any) throws(ConcordError) -> CollectionDeclaration {
-        guard let body = body as? [String: Any], let fields = body["fields"] as? [String: Any], body.count == 1 else {
+    static func declaration(_ collection: String, _ body: Any, version: Int = 1) throws(ConcordError) -> CollectionDeclaration {
+        // The stored form (``storedJSON``) also says its version.
+        guard let body = body as? [String: Any], let fields = body["fields"] as? [String: Any],
+              body.keys.allSatisfy({ $0 == "fields" || $0 == "version" }), body["version"] == nil || body["version"] is Int else {
             throw ConcordError(.invalidDeclaration, "collection \"\(collection)\" is declared as {\"fields\": {…}}")
         }
+        var evolution = Evolution(version: body["version"] as? Int ?? version)
         var declared: [Field] = []
         for (name, spec) in fields {
             guard let spec = spec as? [String: Any] else {
                 throw ConcordError(.invalidDeclaration, "field \"\(name)\" of \"\(collection)\" is declared as an object, {\"type\": …}")
             }
-            for key in spec.keys where !["type", "index", "search", "collation"].contains(key) {
-                throw ConcordError(.invalidDeclaration, "field \"\(name)\" of \"\(collection)\": unknown key \"\(key)\" (type, index, search, collation)")
+            for key in spec.keys where !(["type", "index", "search", "collation"] + Evolution.keys).contains(key) {
+                throw ConcordError(.invalidDeclaration, "field \"\(name)\" of \"\(collection)\": unknown key \"\(key)\" (type, index, search, collation, \(Evolution.keys.joined(separator: ", ")))")
             }
             guard let typeName = spec["type"] as? String, let type = FieldType(name: typeName) else {
                 throw ConcordError(.invalidDeclaration, "field \"\(name)\" of \"\(collection)\" needs a \"type\": string, int, double, bool, bytes, date, file or set<T>")
@@ -68,9 +71,10 @@ extension CollectionDeclaration {
                 }
                 collation = known
             }
-            declared.append(Field(name, type, indexed: try flag("index"), searchable: try flag("search"), collation: collation))
+            let field = Field(name, type, indexed: try flag("index"), searchable: try flag("search"), collation: collation)
+            if try evolution.read(field, spec, collection: collection) { declared.append(field) }
         }
-        return try CollectionDeclaration(collection, fields: declared)
+        return try CollectionDeclaration(collection, version: evolution.version, fields: declared, changes: evolution.changes, retired: evolution.retired)
     }
 
     /// The declaration's object in a schema: `{"fields": {…}}`, keys sorted.
@@ -81,14 +85,17 @@ extension CollectionDeclaration {
             if field.indexed { spec["index"] = true }
             if field.searchable { spec["search"] = true }
             if let collation = field.collation { spec["collation"] = collation.rawValue }
-            fields[field.name] = spec
+            fields[field.name] = spec.merging(evolution.jsonObject(of: field)) { _, change in change }
         }
+        for field in evolution.retired { fields[field.name] = ["type": field.type.description, "retired": true] }
         return ["fields": fields]
     }
 
     /// The declaration as kept in `concord_declarations`.
     var storedJSON: String {
-        let data = (try? JSONSerialization.data(withJSONObject: jsonObject, options: [.sortedKeys])) ?? Data("{}".utf8)
+        var object = jsonObject
+        if version != 1 { object["version"] = version }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -96,7 +103,7 @@ extension CollectionDeclaration {
     public static func schemaJSON(_ declarations: [CollectionDeclaration]) -> [UInt8] {
         var collections: [String: Any] = [:]
         for declaration in declarations { collections[declaration.collection] = declaration.jsonObject }
-        let object: [String: Any] = ["version": 1, "collections": collections]
+        let object: [String: Any] = ["version": declarations.map(\.version).max() ?? 1, "collections": collections]
         return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
     }
 }

@@ -99,6 +99,9 @@ public struct CollectionDeclaration: Hashable, Sendable {
     public let collection: String
     /// The fields, sorted by their names' UTF-8 bytes.
     public let fields: [Field]
+    /// The schema version this declaration is, and what changed since earlier versions:
+    /// renamed, defaulted, converted and retired fields (``Evolution``).
+    public internal(set) var evolution = Evolution()
 
     /// A declaration of `collection` with `fields`.
     ///

@@ -22,9 +22,16 @@ enum WholeRow {
         }
     }
 
-    /// Whether the record's visible `fields` (sorted by name) are all declared and all exact.
+    /// Whether the record's visible `fields` (sorted by name) are all declared and all exact,
+    /// and none is read otherwise than as stored: a field stored under a renamed field's old
+    /// name is not declared by that name, and a declared field with a default that the record
+    /// lacks reads its default in its column, which the record does not hold.
     static func isWhole(_ fields: [(name: String, value: FieldValue)], _ declaration: CollectionDeclaration) -> Bool {
-        fields.allSatisfy { field in
+        for (name, change) in declaration.evolution.changes where change.defaultValue != nil {
+            let stored = declaration.field(name).map(declaration.storedName(of:)) ?? name
+            if !fields.contains(where: { Bytewise.equal($0.name, stored) }) { return false }
+        }
+        return fields.allSatisfy { field in
             guard let declared = declaration.field(field.name) else { return false }
             switch (declared.type, field.value) {
             case let (.scalar(type), .scalar(value)): return exact(value, type)

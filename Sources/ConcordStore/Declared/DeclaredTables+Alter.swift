@@ -6,12 +6,14 @@ import GRDBSQLite
 /// indexes, alters the declared table (`ALTER TABLE … ADD COLUMN`, `CREATE INDEX`, `DROP
 /// INDEX`) instead of making it anew, and pivots again only the records that hold an added
 /// field, a page of ids at a time. Any other change (a field's type, search or collation
-/// changed, a field removed, a searchable field added) makes the table anew.
+/// changed, a field removed, a searchable field added, a change of schema version or of
+/// what the declaration's evolution says — a rename, a default or a conversion changes
+/// what records it reads, not only the ones holding an added field) makes the table anew.
 extension DeclaredTables {
     /// What `new` adds to `old`, or nil when the table must be made anew.
     static func alteration(from old: CollectionDeclaration, to new: CollectionDeclaration)
         -> (added: [CollectionDeclaration.Field], indexed: [CollectionDeclaration.Field], unindexed: [CollectionDeclaration.Field])? {
-        guard Bytewise.equal(old.collection, new.collection) else { return nil }
+        guard Bytewise.equal(old.collection, new.collection), old.evolution == new.evolution else { return nil }
         var indexed: [CollectionDeclaration.Field] = []
         var unindexed: [CollectionDeclaration.Field] = []
         for field in old.fields {

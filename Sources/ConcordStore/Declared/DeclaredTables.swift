@@ -84,6 +84,7 @@ enum DeclaredTables {
     static func declare(_ db: Database, _ declaration: CollectionDeclaration) throws {
         let old = try self.declaration(db, declaration.collection)
         if old == declaration { return }
+        if let old { try declaration.checkCompatible(replacing: old) }
         if let old, let change = alteration(from: old, to: declaration) {
             return try alter(db, from: old, to: declaration, change)
         }
@@ -230,7 +231,10 @@ struct Pivot {
         var values: [DeclaredValue] = []
         var elements: [(column: String, value: DeclaredValue)] = []
         for field in declaration.fields {
-            let value = fields.first { Bytewise.equal($0.name, field.name) }?.value
+            // Renamed, converted or defaulted as the declaration's evolution says.
+            let value = declaration.evolution.changes[field.name] == nil
+                ? fields.first { Bytewise.equal($0.name, field.name) }?.value
+                : declaration.reading(field, in: record.fields).value
             let (columns, fitting) = DeclaredValue.columns(field, value)
             values += columns
             let column = CollectionDeclaration.column(field.name)

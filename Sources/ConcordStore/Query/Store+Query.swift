@@ -6,7 +6,8 @@ import GRDBSQLite
 extension Store {
     /// The records of a declared collection that `query` keeps, in its order: each one's id
     /// and visible fields, read as ``record(_:)`` reads them (a value that does not fit its
-    /// declared type reads back as written).
+    /// declared type reads back as written), but for a renamed field, which is under its new
+    /// name.
     ///
     /// ```swift
     /// let strong = try store.query(Query("games").filter(.field("level", .greater, .int(3))).order(by: "level", descending: true))
@@ -44,7 +45,7 @@ extension Store {
                 guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else {
                     throw ConcordError(.corrupt, "\"\(id)\" has a row in the declared table of \"\(query.collection)\" but is not visible")
                 }
-                results[index] = (id: id, fields: record.sortedFields)
+                results[index] = (id: id, fields: declaration.renamed(record.sortedFields))
             }
             return results.compactMap(\.self)
         }
@@ -60,8 +61,9 @@ extension Store {
         guard Bytewise.equal(query.collection, T.collection) else {
             throw ConcordError(.typeMismatch, "\(T.self) is stored in \"\(T.collection)\", not in \"\(query.collection)\"")
         }
+        let declaration = try declaration(of: T.collection)
         return try self.query(query).map { (record) throws(ConcordError) -> T in
-            try FieldDecoder.decode(T.self, from: record.fields + [(name: "id", value: .scalar(.string(record.id)))])
+            try TypedEvolution.decode(T.self, id: record.id, stored: record.fields, declaration: declaration).loaded.value
         }
     }
 

@@ -22,6 +22,7 @@ extension Store {
     public func write<T>(_ body: (WriteTransaction) throws(ConcordError) -> T) throws(ConcordError) -> T {
         var changes = ChangedFields()
         let result: T = try writeDatabase { db in
+            try Self.checkWritableSchema(db)
             let transaction = WriteTransaction(db: db, store: self)
             let value = try body(transaction)
             try transaction.finish()

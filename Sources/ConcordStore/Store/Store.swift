@@ -77,6 +77,8 @@ public final class Store: Sendable {
     let declarationCache = DeclarationCache()
     /// What tells observed queries of other processes' commits (``observe(_:)``).
     let commitWatcher: CommitWatcher
+    /// The fleet's schema-version events (``schemaEvents()``).
+    let schemaEventStream = Broadcaster<SchemaEvent>(bufferingPolicy: .unbounded)
 
     /// Opens the store at `path`, creating it (with a fresh replica id) if missing.
     ///

@@ -53,11 +53,13 @@ struct NeedsJSON: Error {}
 
 struct TopDecoder: Decoder {
     let fields: [String: FieldValue]
+    /// Set for a load that reads what it can and reports the rest (``UnreadLog``).
+    var log: UnreadLog? = nil
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(Fields<Key>(fields: fields))
+        KeyedDecodingContainer(Fields<Key>(fields: fields, log: log))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
@@ -65,6 +67,7 @@ struct TopDecoder: Decoder {
 
     struct Fields<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let fields: [String: FieldValue]
+        let log: UnreadLog?
         var codingPath: [any CodingKey] { [] }
         var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
 
@@ -78,19 +81,21 @@ struct TopDecoder: Decoder {
         }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-            try FieldDecoder.value(T.self, from: fields[key.stringValue], codingPath: [key])
+            if let log { return try log.decode(T.self, key.stringValue, fields[key.stringValue], codingPath: [key]) }
+            return try FieldDecoder.value(T.self, from: fields[key.stringValue], codingPath: [key])
         }
 
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-            try decodeNil(forKey: key) ? nil : decode(T.self, forKey: key)
+            if let log { return try log.decodeIfPresent(T.self, key.stringValue, fields[key.stringValue], codingPath: [key]) }
+            return try decodeNil(forKey: key) ? nil : decode(T.self, forKey: key)
         }
 
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
             throw NeedsJSON()
         }
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { throw NeedsJSON() }
-        func superDecoder() throws -> any Decoder { TopDecoder(fields: fields) }
-        func superDecoder(forKey key: Key) throws -> any Decoder { TopDecoder(fields: fields) }
+        func superDecoder() throws -> any Decoder { TopDecoder(fields: fields, log: log) }
+        func superDecoder(forKey key: Key) throws -> any Decoder { TopDecoder(fields: fields, log: log) }
     }
 }
 

@@ -34,7 +34,10 @@ extension Store {
     /// ```
     ///
     /// Fields whose value the store already holds are not written, so another replica's
-    /// concurrent change to a different property survives the merge.
+    /// concurrent change to a different property survives the merge. Nor are fields `T`
+    /// does not have, nor fields it loaded without reading them (``loadReporting(_:id:)``)
+    /// and the app left as loaded: a version of the app never blanks what a newer one wrote.
+    /// Under a declaration, a renamed field is written under the name it is stored as.
     @discardableResult
     public func save<T: StoredRecord>(_ value: T) throws(ConcordError) -> [String] {
         let ref = RecordRef(collection: T.collection, id: value.id)
@@ -42,13 +45,14 @@ extension Store {
         fields["id"] = nil  // the record's id; supplied again on load
         return try write { tx throws(ConcordError) -> [String] in
             let current = try tx.fields(of: ref)
-            let changed = fields.filter { name, write in !FieldEncoder.matches(write, current?[name]) }
+            let changed = try TypedEvolution.changes(T.self, id: value.id, encoded: fields, current: current, declaration: try tx.declaration(of: T.collection))
             if !changed.isEmpty || current == nil { try tx.put(ref, changed) }
             return changed.keys.sorted()
         }
     }
 
-    /// Loads the record `id` as a `T`, or nil if it is not visible.
+    /// Loads the record `id` as a `T`, or nil if it is not visible: ``loadReporting(_:id:)``
+    /// without its report (a field it cannot read holds nil or a placeholder).
     ///
     /// ```swift
     /// if var mario = try store.load(Game.self, id: "mario") {
@@ -57,8 +61,7 @@ extension Store {
     /// }
     /// ```
     public func load<T: StoredRecord>(_ type: T.Type, id: String) throws(ConcordError) -> T? {
-        guard let fields = try record(RecordRef(collection: T.collection, id: id)) else { return nil }
-        return try FieldDecoder.decode(T.self, from: fields + [(name: "id", value: .scalar(.string(id)))])
+        try loadReporting(T.self, id: id)?.value
     }
 
     /// Every visible record of `T`'s collection, sorted by id.
@@ -67,9 +70,7 @@ extension Store {
     /// let games = try store.loadAll(Game.self)
     /// ```
     public func loadAll<T: StoredRecord>(_ type: T.Type) throws(ConcordError) -> [T] {
-        try records(in: T.collection).map { (record) throws(ConcordError) -> T in
-            try FieldDecoder.decode(T.self, from: record.fields + [(name: "id", value: .scalar(.string(record.id)))])
-        }
+        try loadAllReporting(T.self).map(\.value)
     }
 }
 

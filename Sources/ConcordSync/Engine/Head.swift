@@ -1,4 +1,5 @@
 import ConcordCore
+import ConcordStore
 import Foundation
 
 /// A replica's head on the remote, `heads/<replica>-<seq>` (docs/ARCHITECTURE.md §4): what it
@@ -36,6 +37,10 @@ public struct Head: Codable, Hashable, Sendable {
     /// `seq`. A deletion every active replica's `stable` covers is causally stable, and
     /// the deleted record's metadata can be purged. Absent while it had unsealed changes.
     public var stable: [String: UInt64]?
+    /// The schema versions it writes and reads, and the minimum it requires, when its app
+    /// declares any (README, "Evolving your model"). Absent in heads of replicas that
+    /// declare none, and of releases before it.
+    public var schema: SchemaVersions?
 
     /// Replica-keyed values as heads hold them: keyed by the replica's 32 hex digits.
     static func hexKeyed(_ values: [ReplicaID: UInt64]) -> [String: UInt64] {
@@ -82,6 +87,8 @@ public struct ReplicaInfo: Hashable, Sendable {
     public let seq: UInt64
     /// Whether compaction waits for it (active), or treats it as retired.
     public let status: ReplicaStatus
+    /// The schema versions its head says it uses, if it says any.
+    public var schema: SchemaVersions? = nil
 }
 
 /// A replica whose stamps run ahead of this device's clock by more than the allowed drift

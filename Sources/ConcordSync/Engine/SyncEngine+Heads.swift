@@ -177,6 +177,7 @@ extension SyncEngine {
             if let head, seenAt ?? 0 < head.syncedAt { try store.setReplicaFact(.seen, of: replica, head.syncedAt) }
         }
         try store.setUnopenedHeads(memory)
+        try await noteSchemaVersions(heads, signatures)
         if passedOver > 0 {
             heads.rejected.append("\(RemoteLayout.headsPrefix): \(passedOver) head name\(passedOver == 1 ? "" : "s") of replicas never seen did not open when last read and \(passedOver == 1 ? "is" : "are") unchanged since: not read again (`concord doctor` names them)")
         }
@@ -239,6 +240,7 @@ extension SyncEngine {
         let snapshot = try snapshotSeq()
         if snapshot > 0 { head.snapshot = snapshot }
         head.stable = try store.stableVector(pushedSeq: seq).map { Head.hexKeyed($0.entries) }
+        head.schema = try store.schemaVersions()
         return head
     }
 

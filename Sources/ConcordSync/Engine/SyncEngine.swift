@@ -326,9 +326,10 @@ public actor SyncEngine {
     /// read is left out; `doctor` reports it.
     public func replicas() async throws(ConcordError) -> [ReplicaInfo] {
         let standings = try await standings(try await listHeads())
+        for (replica, standing) in standings { if let head = standing.head { try store.noteSchemaVersions(head.schema, of: replica) } }
         return standings.sorted(by: { $0.key < $1.key }).compactMap { replica, standing in
             standing.head.map { head in
-                ReplicaInfo(id: replica, deviceName: head.device, lastSync: head.syncedAt, seq: head.seq, status: standing.status)
+                ReplicaInfo(id: replica, deviceName: head.device, lastSync: head.syncedAt, seq: head.seq, status: standing.status, schema: head.schema)
             }
         }
     }
