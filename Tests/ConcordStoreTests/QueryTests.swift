@@ -281,4 +281,31 @@ import Testing
         #expect(try store.query(Game.self, Query("games").filter(.field("released", .less, .date(date.addingTimeInterval(1))))).map(\.id) == ["zelda"])
         #expect(try store.query(Game.self, Query("games").filter(.matches("title", "mana"))).map(\.id) == ["mana"])
     }
+
+    /// Key paths name the fields (checked by the compiler), and give the same records as
+    /// the same query with names; a computed property names no field: `unknownField`.
+    @Test func keyPathsNameTheFields() throws {
+        let directory = TemporaryDirectory()
+        let store = try Store.temporary(directory, "q", clock: ManualClock())
+        let date = Date(timeIntervalSinceReferenceDate: 1_000)
+        try store.save(Game(id: "zelda", title: "Zelda", level: 5, tags: ["rpg"], released: date, notes: ["a": 1]))
+        try store.save(Game(id: "tetris", title: "Tetris", level: 2, tags: ["puzzle"]))
+        try store.save(Game(id: "mana", title: "Mana", level: 4, rating: 4.5, tags: ["rpg", "action"]))
+        try store.declare(Game.self)
+        let typed = TypedQuery(Game.self).filter(\.level, .greaterOrEqual, 4).order(by: \.title, descending: true)
+        #expect(typed.query == Query("games").filter(.field("level", .greaterOrEqual, .int(4))).order(by: "title", descending: true))
+        #expect(try store.query(typed).map(\.id) == ["zelda", "mana"])
+        #expect(try store.query(TypedQuery(Game.self).filter(\.rating, .greater, 4.0)).map(\.id) == ["mana"])
+        #expect(try store.query(TypedQuery(Game.self).filter(\.released, .equal, date)).map(\.id) == ["zelda"])
+        #expect(try store.query(TypedQuery(Game.self).filter(isNull: \.rating).order(by: \.level)).map(\.id) == ["tetris", "zelda"])
+        #expect(try store.count(TypedQuery(Game.self).filter(\.title, in: ["Mana", "Tetris"])) == 2)
+        #expect(TypedQuery(Game.self).order(by: \.tags).query.orders.map(\.field) == ["tags"])
+        #expect(TypedQuery(Game.self).order(by: \.cover).query.orders.map(\.field) == ["cover"])
+        #expect(throws: ConcordError.self) { try store.query(TypedQuery(Game.self).filter(\.shout, .equal, "ZELDA")) }
+    }
+}
+
+extension QueryTests.Game {
+    /// Computed: stored in no field.
+    var shout: String { title.uppercased() }
 }

@@ -5,7 +5,7 @@ import Foundation
 enum FieldDecoder {
     static func decode<T: Decodable>(_ type: T.Type, from fields: [(name: String, value: FieldValue)]) throws(ConcordError) -> T {
         do {
-            return try T(from: TopDecoder(fields: Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })))
+            return try T(from: TopDecoder(fields: FieldTable(fields)))
         } catch let error as ConcordError {
             throw error
         } catch {
@@ -51,8 +51,34 @@ enum FieldDecoder {
 /// Signals a value stored as JSON.
 struct NeedsJSON: Error {}
 
+/// A record's fields by name, as a dictionary of `String` keys finds them (the last of
+/// names Swift holds equal): a scan of the list for a record of a few fields (a typed query
+/// decodes thousands), a dictionary for more.
+struct FieldTable {
+    private let list: [(name: String, value: FieldValue)]
+    private let map: [String: FieldValue]?
+
+    init(_ list: [(name: String, value: FieldValue)]) {
+        self.list = list
+        map = list.count > 16 ? Dictionary(list.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }) : nil
+    }
+
+    /// The fields of a dictionary.
+    init(_ map: [String: FieldValue]) {
+        list = []
+        self.map = map
+    }
+
+    subscript(name: String) -> FieldValue? {
+        if let map { return map[name] }
+        return list.last { $0.name == name }?.value
+    }
+
+    var keys: [String] { map.map { Array($0.keys) } ?? list.map(\.name) }
+}
+
 struct TopDecoder: Decoder {
-    let fields: [String: FieldValue]
+    let fields: FieldTable
     /// Set for a load that reads what it can and reports the rest (``UnreadLog``).
     var log: UnreadLog? = nil
     var codingPath: [any CodingKey] { [] }
@@ -66,7 +92,7 @@ struct TopDecoder: Decoder {
     func singleValueContainer() throws -> any SingleValueDecodingContainer { throw NeedsJSON() }
 
     struct Fields<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let fields: [String: FieldValue]
+        let fields: FieldTable
         let log: UnreadLog?
         var codingPath: [any CodingKey] { [] }
         var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }

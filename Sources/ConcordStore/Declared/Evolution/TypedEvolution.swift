@@ -14,7 +14,7 @@ enum TypedEvolution {
         fields["id"] = .scalar(.string(id))
         let log = UnreadLog(unconvertible: unconvertible) { declaration?.storedName(ofProperty: $0) ?? $0 }
         do {
-            let value = try T(from: TopDecoder(fields: fields, log: log))
+            let value = try T(from: TopDecoder(fields: FieldTable(fields), log: log))
             return (Loaded(value: value, unread: log.unread), log)
         } catch let error as ConcordError {
             throw error
