@@ -49,7 +49,7 @@ extension CollectionDeclaration {
 }
 
 extension Schema {
-    /// Migration "v8-declared-whole-rows": every declared table made again with its
+    /// Migration "v9-declared-whole-rows": every declared table made again with its
     /// `concord_whole` column (``WholeRow``) and filled from the merged state, and the
     /// triggers that note changed records made again (their declaration looked up by key).
     static func migrateToWholeDeclaredRows(_ db: Database) throws {

@@ -63,7 +63,9 @@ import GRDB
 /// - `concord_declarations` and `concord_declared_pending` (migration "v7"): the declared
 ///   collections, and the records whose declared rows wait to be pivoted before their
 ///   transaction commits (`Declared/DeclaredTables.swift`). Each declaration has tables of
-///   its own (``CollectionDeclaration/tableName``), made by ``Store/declare(_:)``.
+///   its own (``CollectionDeclaration/tableName``), made by ``Store/declare(_:)``; each
+///   row says whether it holds its record whole (`concord_whole`, migration
+///   "v9-declared-whole-rows", which makes every declared table again).
 /// - `concord_settings`: an application's settings, text by key (the `concord` command
 ///   line's remote); the store never reads them.
 ///
@@ -158,7 +160,7 @@ enum Schema {
                 ALTER TABLE concord_origins ADD COLUMN batch_size INTEGER;
                 """)
         }
-        migrator.registerMigration("v8-declared-whole-rows") { db in
+        migrator.registerMigration("v9-declared-whole-rows") { db in
             try migrateToWholeDeclaredRows(db)
         }
         return migrator
