@@ -66,8 +66,10 @@ import GRDB
 ///   its own (``CollectionDeclaration/tableName``), made by ``Store/declare(_:)``; each
 ///   row says whether it holds its record whole (`concord_whole`, migration
 ///   "v9-declared-whole-rows", which makes every declared table again).
-/// - `concord_settings`: an application's settings, text by key (the `concord` command
-///   line's remote); the store never reads them.
+/// - `concord_settings`: text by key: an application's settings (the `concord` command
+///   line's remote), which the store never reads, and under `schema.` keys what the store
+///   and the sync keep of schema versions — the fleet's, the minimum, the heads last read
+///   for them (`Declared/Evolution/SchemaVersions.swift`).
 ///
 /// The tables apps read (`concord_fields`, `concord_elements`, `concord_dots`) are rowid
 /// tables: SQLite does not report changes to WITHOUT ROWID tables to its update hook, and
