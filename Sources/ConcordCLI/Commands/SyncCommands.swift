@@ -253,6 +253,8 @@ struct Status: AsyncParsableCommand {
             lines.append("  warning: this device's clock reads past the year 10889, the end of a stamp's range: its writes are stamped by counting on from its last one; set the clock to update from network time")
         }
         lines.append("  open conflicts: \(conflicts.count)\(conflicts.isEmpty ? "" : " (`concord conflicts` lists them)")")
+        let files = try store.fileCacheStatus()
+        lines += FilesStatus.lines(files).map { "  " + $0 }
         options.emit(
             .object([
                 ("replica", .string(store.replicaID.description)), ("name", .string(name)), ("store", .string(store.path)),
@@ -263,6 +265,7 @@ struct Status: AsyncParsableCommand {
                 ("clockSkews", .array(skews.map { .object([("replica", .string($0.0.description)), ("aheadByMs", .uint($0.1))]) })),
                 ("clockBeyondRange", .bool(clockBeyondRange)),
                 ("conflicts", .int(Int64(conflicts.count))),
+                ("files", FilesStatus.document(files)),
             ]),
             lines.joined(separator: "\n"))
     }

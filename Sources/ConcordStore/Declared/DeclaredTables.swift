@@ -218,6 +218,7 @@ struct Pivot {
             let value = fields.first { Bytewise.equal($0.name, field.name) }?.value
             let (columns, fitting) = DeclaredValue.columns(field, value)
             values += columns
+            if case .file = field.type { values.append(try Store.declaredLocal(db, value)) }
             let column = CollectionDeclaration.column(field.name)
             elements += fitting.map { (column, $0) }
         }

@@ -145,6 +145,9 @@ enum Schema {
         migrator.registerMigration("v7") { db in
             try migrateToDeclaredCollections(db)
         }
+        migrator.registerMigration("v8-files-on-demand") { db in
+            try migrateToFilesOnDemand(db)
+        }
         return migrator
     }
 }

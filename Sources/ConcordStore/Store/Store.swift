@@ -128,6 +128,7 @@ public final class Store: Sendable {
         } catch {
             throw error
         }
+        try reconcileLocalFilesIfPending()
     }
 
     /// Read access for apps: query the `concord_` tables with SQL, or observe them with
