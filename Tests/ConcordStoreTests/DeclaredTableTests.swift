@@ -177,6 +177,14 @@ import Testing
                     let value = fields.first { $0.name.utf8.elementsEqual(field.name.utf8) }?.value
                     let (columns, elements) = expected(field.type, value)
                     row += columns
+                    // A file field's `concord_local__` column: whether its content is here.
+                    if case .file = field.type {
+                        if case let .file(file)? = value {
+                            row.append((store.blobs.contains(file.hash) ? 1 : 0 as Int64).databaseValue)
+                        } else {
+                            row.append(.null)
+                        }
+                    }
                     let column = try #require(declaration.columnName(field.name))
                     expectedElements += elements.map { [id.databaseValue, column.databaseValue, $0] }
                 }

@@ -77,6 +77,10 @@ extension Store {
         guard let chosen else { return nil }
         // Rows first (committed), then the files: a crash between leaves files without rows.
         for hash in chosen { try blobs.delete(hash) }
+        // A record pivoted between the commit and the unlink saw the file still there.
+        if !chosen.isEmpty {
+            try writeDatabase { db in for hash in chosen { try Self.setDeclaredLocal(db, hash, false) } }
+        }
         result.evicted = chosen
         return result
     }

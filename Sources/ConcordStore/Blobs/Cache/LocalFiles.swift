@@ -56,9 +56,10 @@ extension Store {
         }
     }
 
-    /// Whether content `hash` is local, as the declared tables' pivot reads it.
+    /// Whether content `hash` is local, as the declared tables' pivot reads it: the blob
+    /// directory itself, through `concord_blob_local`.
     static func isLocal(_ db: Database, _ hash: ContentHash) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM concord_local_files WHERE hash = ?)"), arguments: [Data(hash.bytes)]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT concord_blob_local(?)"), arguments: [Data(hash.bytes)]) ?? false
     }
 
     /// Notes that content `hash` was just read (least recently read contents are evicted
@@ -134,6 +135,16 @@ extension CollectionDeclaration {
 }
 
 extension BlobStore {
+    /// The SQL function `concord_blob_local(hash)`: 1 when the content with that 32-byte
+    /// hash is in `directory`, else 0 (NULL for anything but a hash).
+    static func localFunction(directory: String) -> DatabaseFunction {
+        let blobs = BlobStore(directory: directory)
+        return DatabaseFunction("concord_blob_local", argumentCount: 1, pure: false) { values in
+            guard let data = Data.fromDatabaseValue(values[0]), let hash = ContentHash(bytes: [UInt8](data)) else { return nil }
+            return blobs.contains(hash) ? 1 : 0
+        }
+    }
+
     /// The size of stored content `hash`, nil when it is not here.
     func size(of hash: ContentHash) -> UInt64? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path(for: hash)),
