@@ -7,7 +7,8 @@ import GRDB
 ///
 /// - ``Mode-swift.enum/eager`` (the default): a pull fetches every file a batch or snapshot
 ///   references before it applies it, so a record appears with its files, and every file a
-///   record references is local.
+///   record references is local (a replica switched back from on demand fetches what it
+///   lacks in its next syncs).
 /// - ``Mode-swift.enum/onDemand``: a pull applies records at once, each file field's hash,
 ///   size and media type known and its content not local; reading the content
 ///   (`SyncEngine.localFile(_:)`, `concord export`) fetches it, checks it against its hash and
@@ -52,11 +53,25 @@ extension Store {
             throw ConcordError(.invalidOperation, "a budget of \(budget) bytes is past the largest the store records (2^63 − 1)")
         }
         try writeDatabase { db in
+            // Back to eager from on demand: the next syncs fetch what is not local.
+            let wasOnDemand = try Self.filePolicy(db).mode == .onDemand
+            let fill = policy.mode == .eager && wasOnDemand
             try db.execute(sql: """
-                INSERT INTO concord_file_policy (singleton, on_demand, budget) VALUES (1, ?, ?)
-                ON CONFLICT (singleton) DO UPDATE SET on_demand = excluded.on_demand, budget = excluded.budget
-                """, arguments: [policy.mode == .onDemand ? 1 : 0, policy.budget.map { Int64($0) }])
+                INSERT INTO concord_file_policy (singleton, on_demand, budget, fill_pending) VALUES (1, ?, ?, ?)
+                ON CONFLICT (singleton) DO UPDATE SET on_demand = excluded.on_demand, budget = excluded.budget,
+                    fill_pending = max(fill_pending, excluded.fill_pending)
+                """, arguments: [policy.mode == .onDemand ? 1 : 0, policy.budget.map { Int64($0) }, fill ? 1 : 0])
         }
+    }
+
+    /// Whether an eager replica still has contents to fetch since it left on demand.
+    package func eagerFillPending() throws(ConcordError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT fill_pending FROM concord_file_policy WHERE singleton = 1") ?? false }
+    }
+
+    /// Notes that an eager replica holds every content it references again.
+    package func eagerFillDone() throws(ConcordError) {
+        try writeDatabase { db in try db.execute(sql: "UPDATE concord_file_policy SET fill_pending = 0 WHERE on_demand = 0") }
     }
 
     static func filePolicy(_ db: Database) throws -> FilePolicy {
@@ -76,7 +91,8 @@ extension Schema {
         try db.execute(sql: """
             CREATE TABLE concord_file_policy (
                 singleton INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
-                on_demand INTEGER NOT NULL, budget INTEGER
+                on_demand INTEGER NOT NULL, budget INTEGER,
+                fill_pending INTEGER NOT NULL DEFAULT 0  -- eager again: fetch what is not local
             ) STRICT;
             CREATE TABLE concord_local_files (
                 hash BLOB PRIMARY KEY NOT NULL, size INTEGER NOT NULL,

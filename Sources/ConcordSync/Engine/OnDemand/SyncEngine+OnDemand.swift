@@ -135,6 +135,8 @@ extension SyncEngine {
     /// unavailable and the rest go on. Then the cache is brought within its budget.
     func fetchWantedFiles(into report: inout SyncReport) async throws(ConcordError) {
         let policy = try store.filePolicy()
+        // Eager: batches fetched their own files; only a replica that left on demand lacks any.
+        if policy.mode == .eager, try !store.eagerFillPending() { return }
         let wanted = policy.mode == .eager
             ? try store.referencedFileSizes().filter { !store.blobs.contains($0.key) }
             : try store.pinnedFilesNotLocal()
@@ -151,6 +153,9 @@ extension SyncEngine {
                     try store.markUnavailable(file.key, reason: reason)
                 }
             }
+        }
+        if policy.mode == .eager, try store.referencedFileSizes().allSatisfy({ store.blobs.contains($0.key) }) {
+            try store.eagerFillDone()
         }
         try store.evictToBudget(keeping: Set(onDemand.reading.keys))
     }
