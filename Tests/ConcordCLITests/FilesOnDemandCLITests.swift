@@ -86,6 +86,40 @@ import Testing
         #expect((get["files"] as? [String: String]) == ["image": "unavailable"])
     }
 
+    /// An export on demand of a 48 MiB file streams it: the exporting process's peak
+    /// resident set (`/usr/bin/time -f %M`) exceeds that of exporting a 10 KB file by far
+    /// less than the file.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/time")))
+    func exportOnDemandStreamsInBoundedMemory() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        let big = cli.folder.appendingPathComponent("big")
+        #expect(FileManager.default.createFile(atPath: big.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: big)
+        var generator = SeededBytes(seed: 48)
+        let block = generator.bytes(1 << 20)
+        for index in 0..<48 { try handle.write(contentsOf: Data([UInt8(index)]) + Data(block.dropFirst())) }
+        try handle.close()
+        try Data(generator.bytes(10_000)).write(to: cli.folder.appendingPathComponent("small"))
+        try cli.on("a", ["attach", "videos", "big", "clip", big.path])
+        try cli.on("a", ["attach", "videos", "small", "clip", cli.path("small")])
+        try cli.on("a", ["sync"])
+        try cli.on("b", ["files", "policy", "on-demand"])
+        try cli.on("b", ["sync"])
+        func peakKiB(_ id: String) throws -> Int {
+            let result = try cli.run(["-f", "%M", CLI.binary.path, "export", "videos", id, "clip", cli.path("\(id).out"), "--store", cli.path("b.db")],
+                                     executable: "/usr/bin/time")
+            #expect(result.status == 0, "export \(id): \(result.stderr)")
+            return Int(result.stderrLines.last.map(String.init) ?? "") ?? Int.max
+        }
+        let small = try peakKiB("small")
+        let large = try peakKiB("big")
+        #expect(try Data(contentsOf: cli.folder.appendingPathComponent("big.out")) == Data(contentsOf: big))
+        print("export on demand: 48 MiB peaked at \(large) KiB, 10 KB at \(small) KiB")
+        #expect(large - small < 24 << 10, "exporting 48 MiB on demand peaked at \(large) KiB, a 10 KB file at \(small) KiB")
+    }
+
     /// One process evicts over and over while another exports: every export is whole and
     /// right, fetched again when it was evicted, never torn or missing.
     @Test func evictionInOneProcessNeverTearsAReadInAnother() throws {
