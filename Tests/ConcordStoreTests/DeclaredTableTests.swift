@@ -199,6 +199,14 @@ import Testing
                     let (columns, elements) = expected(field.type, value)
                     let column = try #require(declaration.columnName(field.name))
                     for (name, value) in zip(columnNames(field, column), columns) { row[name] = value }
+                    // A file field's `concord_local__` column: whether its content is here.
+                    if case .file = field.type {
+                        if case let .file(file)? = value {
+                            row["concord_local__" + column] = (store.blobs.contains(file.hash) ? 1 : 0 as Int64).databaseValue
+                        } else {
+                            row["concord_local__" + column] = .null
+                        }
+                    }
                     expectedElements += elements.map { [id.databaseValue, column.databaseValue, $0] }
                 }
                 let mine = conflicts.filter { $0.ref == RecordRef(collection: declaration.collection, id: id) }

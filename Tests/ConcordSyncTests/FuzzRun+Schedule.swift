@@ -32,6 +32,7 @@ extension FuzzRun {
             let ref = random.pick(Self.refs)
             let field = random.pick(["fuzzfield-a", "fuzzfield-b"])
             let roll = random.int(0...23)
+            if onDemand, try stores[r].filePolicy().mode == .onDemand { try await onDemandStep(r) }
             switch roll {
             case 0...5:
                 // Integers wide enough that the plaintext scan can look for their encoding.
@@ -53,6 +54,8 @@ extension FuzzRun {
             case 12:
                 if let conflict = try store.conflicts().first {
                     if conflict.kind == .fileFork, let version = conflict.versions.first {
+                        // On demand, a version is kept only once it is local.
+                        if onDemand, !store.blobs.contains(version.file.hash) { _ = try? await engines[r].localFile(version.file) }
                         try local(r, conflict.ref, "keep \(conflict.ref)", kind: "resolve") {
                             try store.keepVersion(conflict.ref, conflict.field!, hash: version.file.hash)
                         }

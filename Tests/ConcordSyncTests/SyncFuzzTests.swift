@@ -214,6 +214,12 @@ final class FuzzRun {
     /// audit checks it), so any is a false alarm.
     var forksReported: [String] = []
     var childRuns = 0
+    /// With on-demand replicas (``OnDemandFuzzTests``): every odd-numbered replica fetches
+    /// contents when read, with a budget of 40 bytes (one or two of its contents), and reads and evicts at
+    /// random steps. Off, no schedule draws anything more, so every seed replays as before.
+    var onDemand = false
+    /// What on-demand reads found wrong (a content whose bytes did not hash to its name).
+    var onDemandFailures: [String] = []
 
     /// Whether the remotes draw faults per call (`FaultyRemote.drawsPerCall`): by default
     /// when requests go several in flight; a regression seed found before per-call draws
@@ -242,6 +248,7 @@ final class FuzzRun {
             failure: 0.05, lostPut: 0.03, tornPut: 0.05, tornPutReportsSuccess: index % 2 == 1,
             lostAcknowledgement: 0.05, lostDelete: 0.05, staleListing: 0.15,
             incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2), drawsPerCall: drawsPerCall ?? (requestsInFlight > 1))
+        if onDemand, index % 2 == 1 { try store.setFilePolicy(FilePolicy(.onDemand, budget: 40)) }
         stores.append(store)
         knownIDs[index] = store.replicaID
         remotes.append(faulty)

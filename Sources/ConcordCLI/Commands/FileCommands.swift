@@ -27,8 +27,10 @@ struct Attach: ParsableCommand {
     }
 }
 
-struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write a file field's content (or one of its versions) to a file.")
+struct Export: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a file field's content (or one of its versions) to a file.",
+        discussion: "A content that is not on this device is fetched from the remote (and kept, within the file budget).")
 
     @Argument(help: "The collection.") var collection: String
     @Argument(help: "The record id.") var id: String
@@ -40,10 +42,18 @@ struct Export: ParsableCommand {
 
     func validate() throws { if let version { _ = try contentHash(version) } }
 
-    func run() throws {
+    func run() async throws {
         let ref = try recordRef(collection, id)
         let store = try options.openStore()
-        let file: FileRef
+        let file = try chosenFile(ref, store)
+        let destination = Paths.absolute(out)
+        try await FileFetching.export(file, of: "\(ref) \(field)", to: destination, store: store, options: options)
+        let text = "wrote \(destination) (\(Format.file(file)))"
+        options.emit(.object([("path", .string(destination)), ("file", .file(file))]), text)
+    }
+
+    /// The field's current file, or the version `--version` names.
+    private func chosenFile(_ ref: RecordRef, _ store: Store) throws -> FileRef {
         if let version {
             let hash = try contentHash(version)
             let forkVersions = try store.rawRecord(ref)?.fileVersions(field).map(\.file) ?? []
@@ -51,27 +61,18 @@ struct Export: ParsableCommand {
             guard let found = (forkVersions + superseded).first(where: { $0.hash == hash }) else {
                 throw ConcordError(.notFound, "\(ref) \(field) has no version \(hash.hex): `concord conflicts` and `concord versions \(collection) \(id) \(field)` list them")
             }
-            file = found
-        } else {
-            guard let fields = try store.record(ref) else {
-                throw ConcordError(.notFound, "no record \(ref) in \(store.path)")
-            }
-            guard let value = fields.first(where: { $0.name == field })?.value else {
-                throw ConcordError(.notFound, "\(ref) has no field \(field)")
-            }
-            guard case let .file(current) = value else {
-                throw ConcordError(.notAFile, "\(ref) \(field) is not a file field (it holds \(Format.value(value)))")
-            }
-            file = current
+            return found
         }
-        guard store.blobs.contains(file.hash) else {
-            throw ConcordError(.missingBlob, "the content \(file.hash.hex) is not in this replica's blob directory yet: run `concord sync` to fetch it")
+        guard let fields = try store.record(ref) else {
+            throw ConcordError(.notFound, "no record \(ref) in \(store.path)")
         }
-        let destination = Paths.absolute(out)
-        try store.blobs.export(file.hash, to: destination)
-        options.emit(
-            .object([("path", .string(destination)), ("file", .file(file))]),
-            "wrote \(destination) (\(Format.file(file)))")
+        guard let value = fields.first(where: { $0.name == field })?.value else {
+            throw ConcordError(.notFound, "\(ref) has no field \(field)")
+        }
+        guard case let .file(current) = value else {
+            throw ConcordError(.notAFile, "\(ref) \(field) is not a file field (it holds \(Format.value(value)))")
+        }
+        return current
     }
 }
 

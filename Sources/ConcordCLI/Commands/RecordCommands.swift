@@ -118,7 +118,19 @@ struct Get: ParsableCommand {
         guard let fields = try store.record(ref) else {
             throw ConcordError(.notFound, "no record \(ref) in \(store.path): `concord list \(collection)` lists the records")
         }
-        options.emit(.record(ref, fields), Format.record(ref, fields))
+        // Where each file field's content is: {"files": {FIELD: "local"|"notLocal"|"unavailable"}}.
+        var states: [(String, FileState)] = []
+        for field in fields {
+            if case let .file(file) = field.value { states.append((field.name, try store.fileState(file.hash))) }
+        }
+        var document = JSON.record(ref, fields)
+        var text = Format.record(ref, fields)
+        if !states.isEmpty, case let .object(members) = document {
+            let files: [(String, JSON)] = states.map { state in (state.0, JSON.string(state.1.name)) }
+            document = .object(members + [("files", JSON.object(files))])
+            for state in states { text += "\n  \(state.0): content \(state.1.name)" }
+        }
+        options.emit(document, text)
     }
 }
 

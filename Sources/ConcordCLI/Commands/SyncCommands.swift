@@ -262,6 +262,8 @@ struct Status: AsyncParsableCommand {
         lines.append("  open conflicts: \(conflicts.count)\(conflicts.isEmpty ? "" : " (`concord conflicts` lists them)")")
         let schema = try SchemaStatus(store)
         lines += schema.lines
+        let files = try store.fileCacheStatus()
+        lines += FilesStatus.lines(files).map { "  " + $0 }
         options.emit(
             .object([
                 ("replica", .string(store.replicaID.description)), ("name", .string(name)), ("store", .string(store.path)),
@@ -272,6 +274,7 @@ struct Status: AsyncParsableCommand {
                 ("clockSkews", .array(skews.map { .object([("replica", .string($0.0.description)), ("aheadByMs", .uint($0.1))]) })),
                 ("clockBeyondRange", .bool(clockBeyondRange)),
                 ("conflicts", .int(Int64(conflicts.count))),
+                ("files", FilesStatus.document(files)),
             ] + schema.json),
             lines.joined(separator: "\n"))
     }

@@ -14,7 +14,8 @@ import Foundation
 /// - A field's column is its name when that is 1 to 64 of `a-z 0-9 _`, starting with a
 ///   letter or `_`, not `id`, `rowid`, `oid`, `_rowid_` nor starting with `concord_`; else
 ///   `concord_f_<hex of its UTF-8 bytes>`. A file field's column holds the content hash;
-///   `concord_size__<column>` and `concord_media_type__<column>` its size and media type.
+///   `concord_size__<column>` and `concord_media_type__<column>` its size and media type,
+///   `concord_local__<column>` whether the content is on this device (1 or 0).
 /// - Every row also has `concord_delete_update` (1 while the record has an open
 ///   `deleteUpdate` conflict) and `concord_file_forks` (how many of its file fields are
 ///   forked), so open conflicts are columns too; and `concord_whole` (1 when the row holds
@@ -76,7 +77,8 @@ extension CollectionDeclaration {
         case .scalar(.int), .scalar(.bool): return [(column, "INTEGER")]
         case .scalar(.double), .scalar(.date): return [(column, "REAL")]
         case .scalar(.bytes): return [(column, "BLOB")]
-        case .file: return [(column, "BLOB"), ("concord_size__" + column, "INTEGER"), ("concord_media_type__" + column, "TEXT")]
+        case .file:
+            return [(column, "BLOB"), ("concord_size__" + column, "INTEGER"), ("concord_media_type__" + column, "TEXT"), (Self.localColumn(column), "INTEGER")]
         case .set: return [(column, "INTEGER")]
         }
     }

@@ -237,6 +237,7 @@ struct Pivot {
                 : declaration.reading(field, in: record.fields).value
             let (columns, fitting) = DeclaredValue.columns(field, value)
             values += columns
+            if case .file = field.type { values.append(try Store.declaredLocal(db, value)) }
             let column = CollectionDeclaration.column(field.name)
             elements += fitting.map { (column, $0) }
         }

@@ -82,6 +82,7 @@ extension Store {
                 try blobs.delete(hash)
                 deleted.append(hash)
             }
+            try Self.forgetLocal(db, deleted)
             return deleted
         }
     }

@@ -81,7 +81,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 9
+    static let version = 10
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -164,6 +164,9 @@ enum Schema {
         }
         migrator.registerMigration("v9-declared-whole-rows") { db in
             try migrateToWholeDeclaredRows(db)
+        }
+        migrator.registerMigration("v10-files-on-demand") { db in
+            try migrateToFilesOnDemand(db)
         }
         return migrator
     }

@@ -11,7 +11,8 @@ public enum StoreApplyResult: Hashable, Sendable {
     case alreadyApplied
     /// It references files not yet in the blob directory: nothing was applied. Add the
     /// files (``BlobStore/add(mediaType:expected:read:)``) and apply it again — records
-    /// and their files become visible as one unit.
+    /// and their files become visible as one unit. Never under the on-demand
+    /// ``FilePolicy``: there records apply without their files.
     case heldBack(missingFiles: [ContentHash])
 }
 
@@ -38,7 +39,9 @@ extension Store {
             if !missing.isEmpty {
                 throw ConcordError(.notReady, "delta \(delta.seq) from \(delta.origin) needs \(VersionVector(missing)) applied first")
             }
-            let missingFiles = missingFiles(in: delta.records.flatMap { $0.slots.flatMap(\.entries) }, seen: context)
+            // On demand, records apply at once and their files stay where they are.
+            let missingFiles = try Self.filePolicy(db).mode == .onDemand ? []
+                : missingFiles(in: delta.records.flatMap { $0.slots.flatMap(\.entries) }, seen: context)
             if !missingFiles.isEmpty { return .heldBack(missingFiles: missingFiles) }
             let held = try fieldsHeldAgainstPurge(db, delta)
             if vector[delta.origin] != delta.dependencies[delta.origin] {

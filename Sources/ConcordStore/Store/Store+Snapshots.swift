@@ -106,7 +106,8 @@ extension Store {
             // First pass: every record checked, and the files they need found.
             var missing: Set<ContentHash> = []
             var scan = reader
-            while let (_, slots) = try scan.nextSlots() {
+            let withoutFiles = try Self.filePolicy(db).mode == .onDemand
+            while !withoutFiles, let (_, slots) = try scan.nextSlots() {
                 for (key, entries) in slots {
                     guard case .field = key else { continue }
                     for entry in entries {
@@ -138,7 +139,7 @@ extension Store {
     ) throws -> StoreApplyResult {
         if old.context.union(snapshot.context) == old.context, old.joined(snapshot) == old { return .alreadyApplied }
         let entries = snapshot.records.values.flatMap { $0.slots.values.flatMap(\.entries) }
-        let missing = missingFiles(in: entries, seen: old.context)
+        let missing = try Self.filePolicy(db).mode == .onDemand ? [] : missingFiles(in: entries, seen: old.context)
         if !missing.isEmpty { return .heldBack(missingFiles: missing) }
         if old.records.isEmpty, old.context.isEmpty {
             // A new replica's first snapshot (the bootstrap): the join is the snapshot

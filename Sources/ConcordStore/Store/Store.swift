@@ -99,6 +99,10 @@ public final class Store: Sendable {
         do {
             var config = GRDB.Configuration()
             config.busyMode = .timeout(10)
+            // `concord_blob_local(hash)`: whether a content is in the blob directory (the
+            // declared tables' `concord_local__` columns are pivoted with it).
+            let blobFunction = BlobStore.localFunction(directory: configuration.blobDirectory ?? path + ".blobs")
+            config.prepareDatabase { db in db.add(function: blobFunction) }
             database = try DatabasePool(path: path, configuration: config)
             // Every commit synced to the disk: an acknowledged write survives a power cut.
             // Set on the writer once the pool is open — GRDB sets `synchronous = NORMAL` on
@@ -135,6 +139,7 @@ public final class Store: Sendable {
         } catch {
             throw error
         }
+        try reconcileLocalFilesIfPending()
     }
 
     /// Read access for apps: query the `concord_` tables with SQL, or observe them with

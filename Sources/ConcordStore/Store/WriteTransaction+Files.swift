@@ -3,17 +3,27 @@ import ConcordCore
 extension WriteTransaction {
     // MARK: Files
 
-    /// Sets one file field to content already in the blob directory (rule 6).
+    /// Sets one file field to content already in the blob directory (rule 6). The content
+    /// must be local — a write references only files this replica holds, so a push never
+    /// lacks one (on demand, fetch it first: `SyncEngine.localFile(_:)`).
     public func setFile(_ ref: RecordRef, _ field: String, _ file: FileRef) throws(ConcordError) {
+        let lock = try FileCacheLock(store.blobs)
+        defer { lock.release() }
+        // Shared: an eviction that committed before this write cannot unlink it under us.
+        try lock.acquire(exclusive: false)
         guard store.blobs.contains(file.hash) else {
-            throw ConcordError(.missingBlob, "file \(file.hash.hex) is not in the store's blob directory; attach it first")
+            throw ConcordError(.missingBlob, "file \(file.hash.hex) is not in the store's blob directory; attach it first (or, on demand, fetch it)")
         }
+        try run { try store.noteLocal(db, file.hash, size: file.size, onRemote: false) }
         try put(ref, [field: .file(file)])
     }
 
     /// Stores the file at `path` in the blob directory and sets the field to it.
     @discardableResult
     public func attachFile(_ ref: RecordRef, _ field: String, path: String, mediaType: String? = nil) throws(ConcordError) -> FileRef {
+        let lock = try FileCacheLock(store.blobs)
+        defer { lock.release() }
+        try lock.acquire(exclusive: false)
         let file = try store.blobs.add(contentsOf: path, mediaType: mediaType)
         try setFile(ref, field, file)
         return file
@@ -22,6 +32,9 @@ extension WriteTransaction {
     /// Stores `bytes` in the blob directory and sets the field to them.
     @discardableResult
     public func attachFile(_ ref: RecordRef, _ field: String, bytes: [UInt8], mediaType: String? = nil) throws(ConcordError) -> FileRef {
+        let lock = try FileCacheLock(store.blobs)
+        defer { lock.release() }
+        try lock.acquire(exclusive: false)
         let file = try store.blobs.add(bytes: bytes, mediaType: mediaType)
         try setFile(ref, field, file)
         return file
@@ -35,6 +48,9 @@ extension WriteTransaction {
         _ ref: RecordRef, _ field: String, mediaType: String? = nil,
         read: (UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int
     ) throws(ConcordError) -> FileRef {
+        let lock = try FileCacheLock(store.blobs)
+        defer { lock.release() }
+        try lock.acquire(exclusive: false)
         let file = try store.blobs.add(mediaType: mediaType, expected: nil, read: read)
         try setFile(ref, field, file)
         return file
@@ -52,6 +68,6 @@ extension WriteTransaction {
         })?.payload else {
             throw ConcordError(.notFound, "\(ref) has no version of \(field) with content \(hash.hex); `concord conflicts` lists the versions")
         }
-        try put(ref, [field: .file(file)])
+        try setFile(ref, field, file)
     }
 }

@@ -51,6 +51,9 @@ public actor SyncEngine {
     /// fetched again before the next sync, however often a batch or snapshot needing them is
     /// tried (``fetchFiles(_:of:into:)``). So each costs at most its encrypted size a sync.
     var rejectedFiles: Set<ContentHash> = []
+    /// Files being fetched on demand, shared by every reader that waits for one
+    /// (``localFile(_:)``).
+    var onDemand = OnDemandDownloads()
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
     /// total); ends when the engine goes away.
@@ -298,6 +301,7 @@ public actor SyncEngine {
             if mode != .pushOnly {
                 try await bootstrapIfNew(into: &report)
                 try await pull(heads, into: &report, progress: emit)
+                try await fetchWantedFiles(into: &report)
             }
             if mode != .pullOnly { try await push(into: &report, progress: emit, listed: heads.all) }
         } catch where error.code == .storeRestored && report.restoredCopy == nil {

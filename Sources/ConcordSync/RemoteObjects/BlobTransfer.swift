@@ -59,8 +59,13 @@ package enum BlobTransfer {
     /// from its authenticated reference: the download is refused
     /// (``ConcordCore/ConcordError/Code/limitExceeded``) as soon as it would pass the
     /// encrypted size of that many bytes, so the temporary file never grows past it.
+    /// `install` runs the final step (decrypting into the blob directory) and may wrap it
+    /// (the store records the arrival: ``ConcordStore/Store/installFile(_:onRemote:_:)``);
+    /// `received` hears the count of encrypted bytes so far.
     package static func download(
-        _ hash: ContentHash, size: UInt64, into blobs: BlobStore, from remote: any Remote, path: String, key: SubKey
+        _ hash: ContentHash, size: UInt64, into blobs: BlobStore, from remote: any Remote, path: String, key: SubKey,
+        install: (() throws(ConcordError) -> Void) throws(ConcordError) -> Void = { (add: () throws(ConcordError) -> Void) throws(ConcordError) in try add() },
+        received: (@Sendable (UInt64) -> Void)? = nil
     ) async throws(ConcordError) -> Bool {
         // The encrypted stream goes to a temporary file (constant memory), then is opened
         // frame by frame straight into the blob directory.
@@ -73,7 +78,10 @@ package enum BlobTransfer {
         let found: Bool
         do {
             let limit = BlobStream.sealedByteCount(plaintextByteCount: size)
+            var count: UInt64 = 0
             found = try await remote.getStream(path, limit: limit) { (chunk: [UInt8]) throws(ConcordError) in
+                count += UInt64(chunk.count)
+                received?(count)
                 do { try output.write(contentsOf: chunk) } catch {
                     throw ConcordError(.storage, "could not write \(temporary): \(error)", cause: error)
                 }
@@ -84,8 +92,10 @@ package enum BlobTransfer {
         guard let input = FileHandle(forReadingAtPath: temporary) else { throw ConcordError(.storage, "could not reopen \(temporary)") }
         defer { try? input.close() }
         let reader = try Download(input: input, key: key, name: path)
-        _ = try blobs.add(expected: hash) { (buffer: UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int in
-            try reader.fill(buffer)
+        try install { () throws(ConcordError) in
+            _ = try blobs.add(expected: hash) { (buffer: UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int in
+                try reader.fill(buffer)
+            }
         }
         return true
     }

@@ -46,11 +46,16 @@ extension SyncEngine {
         return nil
     }
 
-    /// Downloads one file of `size` bytes into the blob directory.
-    func fetchFile(_ hash: ContentHash, size: UInt64) async throws(ConcordError) -> FileFetch {
+    /// Downloads one file of `size` bytes into the blob directory, recording its arrival
+    /// (``ConcordStore/Store/installFile(_:onRemote:_:)``); `received` hears its bytes so far.
+    func fetchFile(_ hash: ContentHash, size: UInt64, received: (@Sendable (UInt64) -> Void)? = nil) async throws(ConcordError) -> FileFetch {
         let path = BlobName.remotePath(for: hash, key: keys.blobNames)
+        let store = store
         do {
-            return try await BlobTransfer.download(hash, size: size, into: store.blobs, from: remote, path: path, key: keys.blobContents) ? .fetched : .absent
+            return try await BlobTransfer.download(
+                hash, size: size, into: store.blobs, from: remote, path: path, key: keys.blobContents,
+                install: { (add: () throws(ConcordError) -> Void) throws(ConcordError) in try store.installFile(hash, onRemote: true, add) },
+                received: received) ? .fetched : .absent
         } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion
             || error.code == .limitExceeded || error.code == .unreadableObject {
             return .rejected("\(path): \(error.message)")
