@@ -135,6 +135,9 @@ func idleRequests(_ configuration: AutoSync.Configuration, settle: UInt64, watch
     let counting = FaultyRemote(wrapping: folder, seed: 1)
     let store = try Store(path: root + "/idle.db")
     let engine = SyncEngine(store: store, remote: counting, key: key, storeID: storeID)
+    // A replica that holds something (an empty one also looks for a snapshot to start from).
+    try store.set(RecordRef(collection: "notes", id: "n0"), "title", .string("before the hour"))
+    try await engine.sync()
     var watcher: (any RemoteWatcher)?
     if watched { watcher = try RemoteWatch.watcher(for: folder, ignoring: store.replicaID).get() }
     // The mark is just after the start sync, so the hour counts only idle pulls.
