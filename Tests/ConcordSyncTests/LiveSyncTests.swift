@@ -1,4 +1,5 @@
 import ConcordCore
+import Foundation
 import ConcordRemote
 import ConcordStore
 import ConcordSync
@@ -75,6 +76,31 @@ import Testing
         #expect(signals.withLock { $0 } == 2, "one signal per push of the other replica, none for this replica's own")
     }
 
+    /// A watcher started on a store no replica pushed to yet — its `heads/` not there — is
+    /// watching once the first push creates it.
+    @Test func theWatcherFollowsAHeadsFolderCreatedLater() async throws {
+        let fleet = try await Fleet(count: 1)
+        let root = try #require(fleet.remote as? FolderRemote).root
+        try? FileManager.default.removeItem(atPath: root + "/heads")
+        #expect(!FileManager.default.fileExists(atPath: root + "/heads"))
+        let watcher = try RemoteWatch.watcher(for: fleet.remote, debounce: 10).get()
+        defer { watcher.stop() }
+        var signals = watcher.signals().makeAsyncIterator()
+        try fleet.stores[0].set(Self.note(1), "title", .string("first push"))
+        try await fleet.engines[0].sync()
+        let signalled = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [watcher] in
+                try? await Task.sleep(for: .seconds(30))
+                watcher.stop()  // ends the stream: no signal came
+                return false
+            }
+            let got = await signals.next() != nil
+            group.cancelAll()
+            return got
+        }
+        #expect(signalled, "the push into the new heads/ was signalled")
+    }
+
     /// With a watcher and an hour-long pull interval, a change another replica pushes is
     /// pulled at once: only the watcher can have started that sync.
     @Test func aWatchedLoopPullsAssoonAsAnotherReplicaPushes() async throws {
@@ -107,7 +133,11 @@ import Testing
         #expect(await auto.status.pullInterval == 600_000, "while watching, the interval is only the safety net")
         watcher.stop()
         #expect(await Self.eventually(auto) { !$0.isWatching })
-        #expect(await auto.status.pullInterval == 1_000)
+        // The poll starts from its fastest interval: a pull comes long before the ten
+        // minutes the safety net would wait.
+        #expect(await Self.eventually(auto) { $0.counters.intervalSyncs >= 1 }, "the loop polls")
+        let interval = try #require(await auto.status.pullInterval)
+        #expect(interval < 600_000, "an adaptive interval, not the safety net's")
         await auto.stop()
     }
     #endif
