@@ -106,14 +106,14 @@ extension AutoSync {
         /// Syncs started by the push debounce, the pull interval, a retry, and start or resume.
         public var pushSyncs = 0
         public var intervalSyncs = 0
+        public var retrySyncs = 0
+        public var promptSyncs = 0
         /// Syncs started by a ``RemoteWatcher``'s signal.
         public var watchSyncs = 0
         /// Watcher signals received (several may be covered by one sync).
         public var watchSignals = 0
         /// Looks of the commit probe that found a commit leaving changes to push.
         public var probedCommits = 0
-        public var retrySyncs = 0
-        public var promptSyncs = 0
         /// Debounced pushes that found nothing left to push (an earlier sync took it) and so
         /// made no request.
         public var skippedPushes = 0

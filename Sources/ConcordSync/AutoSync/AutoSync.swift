@@ -283,6 +283,7 @@ public actor AutoSync {
     }
 
     private func stopLiveSources() {
+        watching = false
         watcher?.stop()
         remoteWatch?.cancel()
         remoteWatch = nil
