@@ -15,6 +15,10 @@
 // counted by a counting remote: polling every minute (AutoSync's default), the adaptive
 // poll from the moment activity stopped, the adaptive poll once settled, and a watched
 // folder's safety net. Prints `idle mode=… requests_per_hour=…` for each.
+//
+// Coalescing: 1,000 writes in a burst, each its own transaction, on a live replica —
+// through its own store, then through another `Store` of the same file, as another process
+// writes (found by the commit probe). Prints `burst mode=… writes=1000 burst_ms=… batches=…`.
 import ConcordCore
 import ConcordRemote
 import ConcordStore
@@ -156,6 +160,41 @@ for (watched, name) in [(true, "watched folder (inotify)"), (false, "polling onl
         format: "latency mode=%@ writes=%d median_ms=%.1f p99_ms=%.1f max_ms=%.1f",
         watched ? "watch" : "poll", sorted.count, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0)
     print(summary + "   # \(name)")
+}
+
+/// A burst of `count` writes, each its own transaction, on a live replica — through its own
+/// store, or through another `Store` of the same file as another process would — and the
+/// batches its loop pushed for them; with the burst's own duration.
+func burst(count: Int, fromAnotherWriter: Bool, run: String) async throws -> (batches: Int, milliseconds: Double) {
+    let root = directory + "/" + run
+    try? FileManager.default.removeItem(atPath: root)
+    try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: root) }
+    let folder = try FolderRemote(root: root + "/remote", createIfMissing: true)
+    let (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "benchmark", limits: .minimum)
+    let store = try Store(path: root + "/burst.db")
+    let engine = SyncEngine(store: store, remote: folder, key: key, storeID: storeID)
+    let auto = AutoSync(engine: engine, configuration: .live())
+    await auto.start()
+    _ = await auto.wait { $0.counters.succeeded >= 1 }
+    let writer = fromAnotherWriter ? try Store(path: root + "/burst.db") : store
+    let clock = ContinuousClock()
+    let start = clock.now
+    for index in 0..<count {
+        try writer.set(RecordRef(collection: "notes", id: "n\(index)"), "title", .string("burst \(index)"))
+    }
+    let elapsed = milliseconds(clock.now - start)
+    while try store.hasPendingChanges() || store.sealedSeq() > (try SyncEngine.pushedSeq(in: store)) {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    let batches = await auto.status.counters.batchesPushed
+    await auto.stop()
+    return (batches, elapsed)
+}
+
+for (other, mode) in [(false, "same-store"), (true, "another-writer")] {
+    let (batches, elapsed) = try await burst(count: 1_000, fromAnotherWriter: other, run: "burst-\(mode)")
+    print(String(format: "burst mode=%@ writes=1000 burst_ms=%.0f batches=%d", mode, elapsed, batches))
 }
 
 var everyMinute = AutoSync.Configuration(pullInterval: 60_000)
