@@ -84,6 +84,26 @@ extension LiveSyncTests {
         await auto.stop()
     }
 
+    /// A push seals what was pending when it began, once, however busy the writer: a burst
+    /// still being written is not sealed a few writes at a time (it was: a push's seal loop
+    /// went on while writes kept landing, 727 batches for a 1,000-write burst). What lands
+    /// meanwhile goes with the next push, and nothing is lost.
+    @Test func aPushSealsWhatWasPendingNotABurstStillBeingWritten() async throws {
+        var fleet = try await Fleet(count: 1)
+        let store = fleet.stores[0]
+        try store.set(Self.note(0), "title", .string("before the push"))
+        let writing = Task.detached {
+            for index in 1...2_000 { try store.set(Self.note(index), "title", .string("burst \(index)")) }
+        }
+        let during = try await fleet.engines[0].sync()
+        #expect(during.pushed == 1, "one seal of what was pending, not one per few writes")
+        try await writing.value
+        #expect(try await fleet.engines[0].sync().pushed <= 1)
+        try await fleet.add(name: "reader")
+        try await fleet.engines[1].sync()
+        #expect(try fleet.stores[1].records(in: "notes").count == 2_001)
+    }
+
     /// With no watcher, two live loops that only poll still converge: each sees the
     /// other's write.
     @Test func withoutNotificationsThePollStillConverges() async throws {
