@@ -120,6 +120,19 @@ let package = Package(
             ],
             path: "Tools/QueryBenchmark"
         ),
+        // Live sync: two replicas watching one folder, the latency of 100 writes (watched and
+        // polled), and an idle hour's storage requests (see README.md, "Live sync").
+        .executableTarget(
+            name: "LiveBenchmark",
+            dependencies: [
+                .product(name: "ConcordCore", package: "Concord"),
+                .product(name: "ConcordStore", package: "Concord"),
+                .product(name: "ConcordRemote", package: "Concord"),
+                .product(name: "ConcordSync", package: "Concord"),
+                .product(name: "ConcordTesting", package: "Concord"),
+            ],
+            path: "Tools/LiveBenchmark"
+        ),
         // One store workload run once, for a profiler (see README.md, "Profiles").
         .executableTarget(
             name: "StoreProfile",

@@ -13,6 +13,7 @@ import Testing
         ["sync", "--push-only", "--pull-only"],
         ["sync", "--watch", "--interval", "-1"],
         ["sync", "--interval", "5"],
+        ["sync", "--poll"],
         ["resolve", "saves", "s1", "data"],
         ["resolve", "saves", "s1", "data", "--keep", "nothex"],
         ["remote", "set", "ftp://example.com/x"],

@@ -15,14 +15,19 @@ struct Sync: AsyncParsableCommand {
         abstract: "Pull other replicas' changes and push this one's.",
         discussion: """
             A progress bar on a terminal, plain lines otherwise, only the JSON document with --json. \
-            With --watch, syncs every --interval seconds until interrupted (Ctrl-C finishes the \
-            current sync, then stops); with --json each sync then prints one JSON line.
+            With --watch, keeps the replica live until interrupted (Ctrl-C finishes the current \
+            sync, then stops): it pushes about 50 ms after every commit to the store, other \
+            processes' included, and pulls as soon as a watched folder remote shows a new head \
+            (inotify on Linux), or polls — from every second after activity, slowing to every \
+            --interval seconds when idle — where the remote cannot be watched or with --poll. \
+            With --json each sync then prints one JSON line.
             """)
 
     @Flag(name: .customLong("push-only"), help: "Only push local changes.") var pushOnly = false
     @Flag(name: .customLong("pull-only"), help: "Only apply remote changes.") var pullOnly = false
     @Flag(name: .long, help: "Keep syncing until interrupted.") var watch = false
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Seconds between syncs with --watch (default 30; 0.1 to a year).", valueName: "seconds")) var interval: Double?
+    @Flag(name: .long, help: "With --watch, poll the remote even where its folder could be watched.") var poll = false
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --watch, the slowest poll: seconds between listings when idle (default 300; 0.1 to a year).", valueName: "seconds")) var interval: Double?
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
@@ -32,6 +37,7 @@ struct Sync: AsyncParsableCommand {
             // Below a tenth of a second a watch only hammers the remote (1e-9 is a typo).
             guard interval >= 0.1, interval <= 86_400 * 365 else { throw ValidationError("--interval must be a number of seconds from 0.1 to a year, not \(interval)") }
         }
+        guard !poll || watch else { throw ValidationError("--poll applies to --watch") }
     }
 
     var mode: SyncMode { pushOnly ? .pushOnly : pullOnly ? .pullOnly : .twoWay }
@@ -70,10 +76,11 @@ struct Sync: AsyncParsableCommand {
 
     /// Opens the remote for `--watch`, retrying while it cannot be reached — the server down,
     /// a drive not mounted yet, a captive portal answering in its place — with a backoff
-    /// from one second doubling up to the interval. A wrong key, another store, or no
-    /// remote at all stop at once. Nil when stopped (Ctrl-C) before the remote answered.
+    /// from one second doubling up to the interval (at most 30 s). A wrong key, another
+    /// store, or no remote at all stop at once. Nil when stopped (Ctrl-C) before the remote
+    /// answered.
     func firstContact(_ store: Store, stop: StopSignal) async throws -> RemoteConnection? {
-        let interval = self.interval ?? 30
+        let interval = min(self.interval ?? 30, 30)
         var wait = min(1.0, interval)
         while !stop.isSet {
             do {
@@ -93,35 +100,6 @@ struct Sync: AsyncParsableCommand {
     /// What a remote that is down, not mounted yet or behind a captive portal answers at
     /// first contact: worth trying again.
     static let transientAtFirstContact: Set<ConcordError.Code> = [.remote, .noFolder, .malformed, .noRemoteStore]
-
-    func watchLoop(_ store: Store, _ connection: RemoteConnection, stop: StopSignal) async throws {
-        let interval = self.interval ?? 30
-        options.say("watching \(connection.location.url) every \(interval) s; press Ctrl-C to stop")
-        var count = 0
-        while !stop.isSet {
-            do {
-                let report = try await Self.syncOnce(store, connection, mode: mode, display: nil)
-                count += 1
-                Self.warn(report)
-                if options.json {
-                    print(Self.document(report, connection).text)
-                } else {
-                    print("[\(Format.time(Format.now()))] \(Self.counts(report))")
-                }
-                fflush(nil)  // one line per sync, even into a pipe or a log file
-            } catch let error as ConcordError where [.wrongKey, .storeMismatch, .newerSchema, .corrupt].contains(error.code) {
-                throw error
-            } catch {
-                let message = (error as? ConcordError)?.message ?? "\(error)"
-                FileHandle.standardError.write(Data("concord: sync failed: \(Entry.oneLine(message)); retrying in \(interval) s\n".utf8))
-            }
-            let deadline = Date().addingTimeInterval(interval)
-            while !stop.isSet && Date() < deadline {
-                try? await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        options.say("stopped after \(count) sync\(count == 1 ? "" : "s")")
-    }
 
     static func counts(_ report: SyncReport) -> String {
         var parts = ["applied \(report.applied) change\(report.applied == 1 ? "" : "s") from other replicas", "pushed \(report.pushed)"]
@@ -242,6 +220,8 @@ struct Status: AsyncParsableCommand {
             "  last sync: \(lastSync.map(Format.time) ?? "never")",
             "  remote: \(location?.url ?? "none (`concord remote set file:///path`)")",
         ]
+        let live = try location.map { try Self.live(store, folder: $0.folder) }
+        if let live { lines.append(live.line) }
         if let replicas {
             lines.append("  remote replicas: \(replicas.count)")
             for info in replicas {
@@ -268,7 +248,7 @@ struct Status: AsyncParsableCommand {
             .object([
                 ("replica", .string(store.replicaID.description)), ("name", .string(name)), ("store", .string(store.path)),
                 ("pendingChanges", .int(Int64(pending))), ("unpushedBatches", .uint(unpushed)),
-                ("lastSync", .uint(lastSync)), ("remote", .string(location?.url)),
+                ("lastSync", .uint(lastSync)), ("remote", .string(location?.url)), ("live", live?.document ?? .null),
                 ("remoteReplicas", replicas.map { .array($0.map { Replicas.document($0, self: store.replicaID) }) } ?? .null),
                 ("remoteError", .string(remoteError)),
                 ("clockSkews", .array(skews.map { .object([("replica", .string($0.0.description)), ("aheadByMs", .uint($0.1))]) })),

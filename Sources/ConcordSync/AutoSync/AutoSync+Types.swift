@@ -24,6 +24,19 @@ extension AutoSync {
         /// other replicas did and pushing what was written before — or waits for the first
         /// local commit or the first interval.
         public var syncOnStart: Bool
+        /// The adaptive poll (default nil: every pull waits ``pullInterval``). When set and
+        /// no ``RemoteWatcher`` is watching, a pull comes this many milliseconds after
+        /// activity — a local commit, a sync that pushed or applied anything — and each
+        /// idle pull doubles the wait, up to ``pullInterval``: quick while people work,
+        /// one listing per ``pullInterval`` when nobody does. While a watcher watches, pulls
+        /// follow its signals and the interval is only the safety net, always ``pullInterval``.
+        public var pullAfterActivity: UInt64?
+        /// How often, in milliseconds, to look for commits other processes made to the
+        /// store file (default nil: never). ``Store/changes()`` publishes only this
+        /// instance's commits; the look is a ``CommitProbe`` (`PRAGMA data_version`, about
+        /// a microsecond), and a commit that left changes to push plans a push as a local
+        /// commit does. Set it when another process may write the same store.
+        public var commitProbeInterval: UInt64?
 
         /// A configuration; every parameter has the default described on its property.
         public init(
@@ -36,6 +49,19 @@ extension AutoSync {
             self.pullInterval = pullInterval.map { max(1, $0) }
             self.backoff = backoff
             self.syncOnStart = syncOnStart
+        }
+
+        /// The configuration of a live replica, which `concord sync --watch` uses: push 50 ms
+        /// after a commit (at most 1 s after the first of a steady stream), look for other
+        /// processes' commits every 100 ms, and poll adaptively from 1 s after activity up to
+        /// `slowestPull` (default 5 min) when no watcher watches.
+        public static func live(mode: SyncMode = .twoWay, slowestPull: UInt64 = 300_000) -> Self {
+            var configuration = Self(
+                mode: mode, pushDebounce: 50, pushMaxDelay: 1_000, pullInterval: slowestPull,
+                backoff: Backoff(base: 1_000, max: Swift.max(1_000, Swift.min(300_000, slowestPull))))
+            configuration.pullAfterActivity = Swift.min(1_000, slowestPull)
+            configuration.commitProbeInterval = 100
+            return configuration
         }
     }
 
@@ -82,6 +108,12 @@ extension AutoSync {
         public var intervalSyncs = 0
         public var retrySyncs = 0
         public var promptSyncs = 0
+        /// Syncs started by a ``RemoteWatcher``'s signal.
+        public var watchSyncs = 0
+        /// Watcher signals received (several may be covered by one sync).
+        public var watchSignals = 0
+        /// Looks of the commit probe that found a commit leaving changes to push.
+        public var probedCommits = 0
         /// Debounced pushes that found nothing left to push (an earlier sync took it) and so
         /// made no request.
         public var skippedPushes = 0
@@ -106,5 +138,10 @@ extension AutoSync {
         public var consecutiveFailures: Int
         /// Running totals.
         public var counters: Counters
+        /// Whether a ``RemoteWatcher`` is watching the remote (false when there was none,
+        /// or it failed and the loop polls).
+        public var isWatching: Bool
+        /// How long after a sync the next pull comes, as planned now (nil: none on a timer).
+        public var pullInterval: UInt64?
     }
 }

@@ -12,7 +12,13 @@ import Logging
 ///   before it, so it cancels the planned push; a push planned by a commit that a sync
 ///   already in flight took along finds nothing left and makes no request.
 /// - **Pull, on an interval.** ``Configuration/pullInterval`` after the last successful
-///   sync. Changes applied from other replicas do not plan a push.
+///   sync — or sooner after activity, with ``Configuration/pullAfterActivity`` (the
+///   adaptive poll). Changes applied from other replicas do not plan a push.
+/// - **Pull, when the remote says so.** With a ``RemoteWatcher`` (a watched folder), each
+///   of its signals plans a sync at once (waiting only for a retry in progress). If its
+///   stream ends, the loop polls adaptively from then on.
+/// - **Other processes' commits.** With ``Configuration/commitProbeInterval``, commits
+///   made to the store file by other processes plan a push as local commits do.
 /// - **Backoff.** A failed sync is retried after ``Configuration/backoff``'s delay for the
 ///   number of consecutive failures (jittered with the injected generator, capped); while
 ///   retrying, the push and pull timers wait for the retry, which syncs both ways. One
@@ -37,6 +43,8 @@ public actor AutoSync {
     public let configuration: Configuration
     /// Where time comes from.
     public nonisolated let scheduler: any SyncScheduler
+    /// What tells the loop the remote changed, if anything does.
+    public nonisolated let watcher: (any RemoteWatcher)?
 
     private var generator: any RandomNumberGenerator & Sendable
     private let broadcaster = Broadcaster<Event>(bufferingPolicy: .bufferingNewest(1_024))
@@ -51,6 +59,11 @@ public actor AutoSync {
     private var pullDue: UInt64?
     /// The next retry after a failure; while set, the push and pull timers wait for it.
     private var retryDue: UInt64?
+    /// The pull a watcher's signal asked for.
+    private var remoteDue: UInt64?
+    /// Pulls since the last activity that found nothing: how far the adaptive poll backed off.
+    private var idlePulls = 0
+    private var watching = false
 
     private var phase = Phase.notStarted
     private var paused = false
@@ -59,7 +72,9 @@ public actor AutoSync {
     private var counters = Counters()
 
     private var driver: Task<Void, Never>?
-    private var watcher: Task<Void, Never>?
+    private var localWatch: Task<Void, Never>?
+    private var remoteWatch: Task<Void, Never>?
+    private var prober: Task<Void, Never>?
     /// The loop's sleep: resumed by its timer or by ``wake()``.
     private var wakeUp: CheckedContinuation<Void, Never>?
     /// What the loop's current sleep waits for (nil: a wake-up only).
@@ -75,7 +90,7 @@ public actor AutoSync {
     }
 
     private enum Trigger {
-        case prompt, push, interval, retry
+        case prompt, push, interval, retry, remote
     }
 
     /// A loop for `engine`, idle until ``start()``.
@@ -87,15 +102,19 @@ public actor AutoSync {
     ///
     /// `scheduler` supplies time (tests pass a
     /// virtual one) and `generator` the backoff's jitter (tests pass a seeded one).
+    /// `watcher` (``RemoteWatch/watcher(for:ignoring:debounce:)``) makes pulls follow the
+    /// remote's changes; the loop stops it when it stops.
     public init(
         engine: SyncEngine, configuration: Configuration = Configuration(),
         scheduler: any SyncScheduler = SystemScheduler(),
-        generator: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+        generator: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+        watcher: (any RemoteWatcher)? = nil
     ) {
         self.engine = engine
         self.configuration = configuration
         self.scheduler = scheduler
         self.generator = generator
+        self.watcher = watcher
     }
 
     // MARK: Observing
@@ -120,7 +139,8 @@ public actor AutoSync {
         Status(
             phase: stopping && phase != .stopped ? .stopping : phase, isPaused: paused,
             nextSync: paused || stopping || phase == .stopped || phase == .notStarted ? nil : nextDeadline(),
-            consecutiveFailures: consecutiveFailures, counters: counters)
+            consecutiveFailures: consecutiveFailures, counters: counters, isWatching: watching,
+            pullInterval: configuration.mode == .pushOnly ? nil : currentPullInterval())
     }
 
     /// Suspends until `condition` holds of ``status`` (checked now and after every change of
@@ -174,12 +194,13 @@ public actor AutoSync {
     public func start() {
         guard phase == .notStarted, !stopping else { return }
         let changes = engine.store.changes()
-        watcher = Task { [weak self] in
+        localWatch = Task { [weak self] in
             for await change in changes where change.origin == .local {
                 guard let self else { return }
                 await self.noteLocalCommit()
             }
         }
+        startLiveSources()
         let now = scheduler.now()
         if configuration.syncOnStart {
             promptDue = now
@@ -219,8 +240,9 @@ public actor AutoSync {
     public func stop() async {
         guard phase != .stopped else { return }
         stopping = true
-        watcher?.cancel()
-        watcher = nil
+        localWatch?.cancel()
+        localWatch = nil
+        stopLiveSources()
         wake()
         changed()
         if let driver { await driver.value }
@@ -232,10 +254,84 @@ public actor AutoSync {
         waiters = [:]
     }
 
+    // MARK: The remote's and other processes' news
+
+    private func startLiveSources() {
+        if let watcher {
+            watching = true
+            let signals = watcher.signals()
+            remoteWatch = Task { [weak self] in
+                for await _ in signals {
+                    guard let self else { return }
+                    await self.remoteChanged()
+                }
+                await self?.watcherEnded()
+            }
+        }
+        if let interval = configuration.commitProbeInterval, configuration.mode != .pullOnly {
+            let probe = engine.store.commitProbe()
+            let scheduler = self.scheduler
+            prober = Task { [weak self] in
+                while !Task.isCancelled {
+                    do { try await scheduler.sleep(until: scheduler.now() + max(1, interval)) } catch { return }
+                    guard probe.committedSinceLastLook() else { continue }
+                    guard let self else { return }
+                    await self.noteProbedCommit()
+                }
+            }
+        }
+    }
+
+    private func stopLiveSources() {
+        watching = false
+        watcher?.stop()
+        remoteWatch?.cancel()
+        remoteWatch = nil
+        prober?.cancel()
+        prober = nil
+    }
+
+    /// A watcher's signal: pull at once (after a retry in progress, if one is).
+    private func remoteChanged() {
+        counters.watchSignals += 1
+        guard !stopping, configuration.mode != .pushOnly else { return }
+        idlePulls = 0
+        remoteDue = remoteDue ?? scheduler.now()
+        if !paused && wakeUp != nil && sleepingUntil != nextDeadline() { wake() }
+        changed()
+    }
+
+    /// The watcher failed or was stopped: poll from now on.
+    private func watcherEnded() {
+        guard watching else { return }
+        watching = false
+        if !stopping {
+            engine.logger(ConcordLogLabel.autoSync).notice("the remote's watcher stopped; polling instead")
+            idlePulls = 0
+            if pullDue != nil { planPull(after: scheduler.now()) }
+            if !paused && wakeUp != nil && sleepingUntil != nextDeadline() { wake() }
+        }
+        changed()
+    }
+
+    /// Some connection committed to the store file: plan a push if that left changes to
+    /// push (another process's write; this process's own are noted through `changes()` too).
+    private func noteProbedCommit() {
+        guard !stopping, (try? engine.store.hasPendingChanges()) ?? true else { return }
+        counters.probedCommits += 1
+        planPush()
+    }
+
     // MARK: The loop
 
     private func noteLocalCommit() {
         counters.localChanges += 1
+        planPush()
+    }
+
+    /// Plans the debounced push for a commit just noted.
+    private func planPush() {
+        idlePulls = 0
         if configuration.mode != .pullOnly && !stopping {
             let now = scheduler.now()
             let first = firstPendingAt ?? now
@@ -259,23 +355,32 @@ public actor AutoSync {
     }
 
     /// The next planned sync: a prompt one first; while retrying, the retry; else the
-    /// earlier of the push and the pull.
+    /// earliest of the watcher's pull, the push and the interval's pull.
     private func nextDeadline() -> UInt64? {
         if let promptDue { return promptDue }
         if let retryDue { return retryDue }
-        return [pushDue, pullDue].compactMap { $0 }.min()
+        return [remoteDue, pushDue, pullDue].compactMap { $0 }.min()
     }
 
     private func dueTrigger(at now: UInt64) -> Trigger? {
         if let promptDue, now >= promptDue { return .prompt }
         if let retryDue { return now >= retryDue ? .retry : nil }
+        if let remoteDue, now >= remoteDue { return .remote }
         if let pushDue, now >= pushDue { return .push }
         if let pullDue, now >= pullDue { return .interval }
         return nil
     }
 
     private func planPull(after now: UInt64) {
-        pullDue = configuration.mode == .pushOnly ? nil : configuration.pullInterval.map { now + $0 }
+        pullDue = configuration.mode == .pushOnly ? nil : currentPullInterval().map { now + $0 }
+    }
+
+    /// The interval's pull: ``Configuration/pullInterval``, or with the adaptive poll and no
+    /// watcher, ``Configuration/pullAfterActivity`` doubled once per idle pull up to it.
+    private func currentPullInterval() -> UInt64? {
+        guard let slowest = configuration.pullInterval else { return nil }
+        guard let fastest = configuration.pullAfterActivity, !watching else { return slowest }
+        return Backoff(base: fastest, max: slowest, jitter: 0).nominalDelay(attempt: idlePulls + 1)
     }
 
     private func perform(_ trigger: Trigger) async {
@@ -300,6 +405,7 @@ public actor AutoSync {
         // plan held; commits noted from here on plan the next push.
         promptDue = nil
         pushDue = nil
+        remoteDue = nil
         firstPendingAt = nil
         phase = .syncing
         counters.syncs += 1
@@ -308,6 +414,7 @@ public actor AutoSync {
         case .push: counters.pushSyncs += 1
         case .interval: counters.intervalSyncs += 1
         case .retry: counters.retrySyncs += 1
+        case .remote: counters.watchSyncs += 1
         }
         changed()
         let logger = engine.logger(ConcordLogLabel.autoSync)
@@ -317,6 +424,8 @@ public actor AutoSync {
             let report = try await engine.sync(mode: configuration.mode)
             consecutiveFailures = 0
             retryDue = nil
+            let active = report.pushed > 0 || report.applied > 0 || trigger == .remote
+            idlePulls = active ? 0 : idlePulls + 1
             planPull(after: scheduler.now())
             counters.succeeded += 1
             counters.batchesPushed += report.pushed

@@ -33,6 +33,10 @@ extension SyncEngine {
             filesSealed[batch.seq] = batch.files
             sealedAlone = nil
             if filesSealed.count == 1, try !store.hasPendingChanges() { sealedAlone = batch }
+            // A batch under the bound took everything pending when it was sealed: what was
+            // written since waits for the next push (its commits planned one), rather than
+            // being sealed a few writes at a time while a burst keeps writing.
+            guard batch.delta.records.reduce(0, { $0 + max(1, $1.slots.count) }) >= Self.maxSlotsPerBatch else { break }
         }
         try await finishReuploads(into: &report)
         let sealed = try store.sealedSeq()
