@@ -29,14 +29,19 @@ extension SyncEngine {
         // time, so no more than one batch's worth is held.
         var filesSealed: [UInt64: Set<ContentHash>] = [:]
         var sealedAlone: SealedBatch?
+        // The newest local write when the push began: everything up to it goes now.
+        let writtenBefore = try store.versionVector()[store.replicaID]
         while let batch = try store.seal(maxSlots: Self.maxSlotsPerBatch) {
             filesSealed[batch.seq] = batch.files
             sealedAlone = nil
             if filesSealed.count == 1, try !store.hasPendingChanges() { sealedAlone = batch }
-            // A batch under the bound took everything pending when it was sealed: what was
-            // written since waits for the next push (its commits planned one), rather than
-            // being sealed a few writes at a time while a burst keeps writing.
-            guard batch.delta.records.reduce(0, { $0 + max(1, $1.slots.count) }) >= Self.maxSlotsPerBatch else { break }
+            // A batch under the bound that reached the writes made before the push began took
+            // what was pending then: what was written since waits for the next push (its
+            // commits planned one), rather than being sealed a few writes at a time while a
+            // burst keeps writing. (A bounded seal may defer a field to a later batch, so a
+            // batch under the bound can still leave older writes behind: those go on.)
+            guard batch.delta.records.reduce(0, { $0 + max(1, $1.slots.count) }) >= Self.maxSlotsPerBatch
+                || batch.delta.upTo < writtenBefore else { break }
         }
         try await finishReuploads(into: &report)
         let sealed = try store.sealedSeq()
