@@ -2,7 +2,7 @@ import ConcordCore
 import Foundation
 
 /// A query of a declared collection (``CollectionDeclaration``): a filter, an order, a
-/// window (`limit` and `offset`, or the cursor ``after(_:)``). Run by ``Store/query(_:)``, ``Store/count(_:)`` and ``Store/observe(_:)``.
+/// window (`limit` and `offset`, or the cursor ``after(_:)``). Run by ``Store/query(_:)-(Query)``, ``Store/count(_:)-(Query)`` and ``Store/observe(_:)``.
 ///
 /// ```swift
 /// let query = Query("games")

@@ -51,14 +51,14 @@ extension Store {
     /// yielded, and a consumer slower than the commits finds only the newest results
     /// waiting. It never misses a change: after the last commit it yields the results as
     /// they then are. This store's own commits wake it at once; another process's are
-    /// noticed within 50 ms (``CommitWatcher``: `PRAGMA data_version`, looked at while a
+    /// noticed within 50 ms (`PRAGMA data_version`, looked at while a
     /// query is observed). A query that cannot run (its collection dropped, a field no
     /// longer declared) ends the sequence with its error.
     public func observe(_ query: Query) -> AsyncThrowingStream<[(id: String, fields: [(name: String, value: FieldValue)])], any Error> {
         observing(query.collection, { () throws(ConcordError) in try self.query(query) }, same: Self.same)
     }
 
-    /// The number of records `query` keeps (``count(_:)``) now, then again after every
+    /// The number of records `query` keeps (``count(_:)-(Query)``) now, then again after every
     /// commit that changed it, as ``observe(_:)`` yields results.
     public func observeCount(_ query: Query) -> AsyncThrowingStream<Int, any Error> {
         observing(query.collection, { () throws(ConcordError) in try self.count(query) }, same: { $0 == $1 })

@@ -2,7 +2,7 @@ import ConcordCore
 import GRDB
 
 /// What tells one batch from another under the same name: a keyed digest of its contents
-/// (the sync's ``ConcordCrypto/EncryptedObject/fingerprint(of:path:key:)``) and its size
+/// (the sync's `EncryptedObject.fingerprint(of:path:key:)`) and its size
 /// as the remote holds it.
 public struct BatchFingerprint: Hashable, Sendable {
     /// A keyed digest of the batch's contents.
@@ -21,7 +21,7 @@ public struct BatchFingerprint: Hashable, Sendable {
 public struct AppliedBatch: Hashable, Sendable {
     /// Its seq.
     public let seq: UInt64
-    /// The stamp it ended at (``ConcordCore/Delta/upTo``): the origin's next batch depends
+    /// The stamp it ended at (the delta's `upTo`): the origin's next batch depends
     /// on the origin up to exactly this stamp.
     public let upTo: UInt64
     /// Its fingerprint, if the sync recorded one.
