@@ -32,8 +32,8 @@ extension AutoSync {
         /// follow its signals and the interval is only the safety net, always ``pullInterval``.
         public var pullAfterActivity: UInt64?
         /// How often, in milliseconds, to look for commits other processes made to the
-        /// store file (default nil: never). ``Store/changes()`` publishes only this
-        /// instance's commits; the look is a ``CommitProbe`` (`PRAGMA data_version`, about
+        /// store file (default nil: never). The store's `changes()` publishes only this
+        /// instance's commits; the look is a `CommitProbe` (`PRAGMA data_version`, about
         /// a microsecond), and a commit that left changes to push plans a push as a local
         /// commit does. Set it when another process may write the same store.
         public var commitProbeInterval: UInt64?
