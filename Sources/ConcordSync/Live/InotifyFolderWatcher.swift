@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import Dispatch
 import Glibc
+import Dispatch
 import Synchronization
 
 /// A ``RemoteWatcher`` of a folder remote on Linux: inotify on the folder's `heads/`.
