@@ -42,11 +42,14 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // Keys, sealed objects, streams, keyed names (docs/ARCHITECTURE.md §5).
         .target(name: "ConcordCrypto", dependencies: ["CSodium", "ConcordCore"]),
+        // A file's inode and birth time (statx on Linux, stat elsewhere): how a store tells
+        // that its file was copied or restored from a backup.
+        .target(name: "CFileIdentity"),
         // SQLite persistence through GRDB: values, CRDT metadata, outbox, blobs, history.
         .target(
             name: "ConcordStore",
             dependencies: [
-                "ConcordCore", "ConcordCodec", "ConcordCrypto",
+                "CFileIdentity", "ConcordCore", "ConcordCodec", "ConcordCrypto",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),

@@ -301,28 +301,81 @@ import Testing
         #expect(try cli.dump("c") == dump)
     }
 
-    /// The device's store and the remote are backed up at the same moment; a writes n2 and
-    /// syncs, b pulls it; both are restored, and a writes n3 and syncs: under the batch name
-    /// b applied n2 from, with nothing on either side to tell. The fork cannot be merged, but
-    /// it is named: by b's `doctor` (a `forkedHistory` problem), and by a once b's next batch
-    /// depends on n2 (`forks` in `sync --json`, a warning instead of "nothing was lost").
-    @Test func aDeviceAndItsRemoteRestoredToOneMomentNameTheFork() throws {
-        let cli = try CLI()
-        defer { cli.cleanUp() }
+    /// Writes every file of store `from` over store `to`'s, the database into the very file
+    /// `to` had (as `cp backup.db store.db` does over an existing file: its inode and birth
+    /// time stay), the journal and the files copied: a restore that leaves no trace in the
+    /// file's identity.
+    static func copyStoreInPlace(_ cli: CLI, _ from: String, to: String) throws {
+        let manager = FileManager.default
+        for item in try manager.contentsOfDirectory(atPath: cli.folder.path) where item.hasPrefix(to) && item != to {
+            try manager.removeItem(atPath: cli.path(item))
+        }
+        for item in try manager.contentsOfDirectory(atPath: cli.folder.path) where item.hasPrefix(from) && item != from {
+            try manager.copyItem(atPath: cli.path(item), toPath: cli.path(to + item.dropFirst(from.count)))
+        }
+        let handle = try #require(FileHandle(forWritingAtPath: cli.path(to)))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: try Data(contentsOf: URL(fileURLWithPath: cli.path(from))))
+        try handle.close()
+    }
+
+    /// a writes n1 and syncs; the remote and a's store are backed up at that moment; a writes
+    /// n2 and syncs, b pulls it; a's store (as a new file, or written back into its own file
+    /// with `inPlace`) and the remote go back to the backups, and a writes n3. Returns a's id.
+    static func restoreDeviceAndRemoteToOneMoment(_ cli: CLI, inPlace: Bool) throws -> String {
         try cli.replicas(["a", "b"])
         try cli.syncAll(["a", "b"])
         try cli.on("a", ["put", "notes", "n1", "title=one"])
         try cli.on("a", ["sync"])
         let a = try #require(try cli.on("a", ["status", "--json"]).object()["replica"] as? String)
         try FileManager.default.copyItem(atPath: cli.path("remote"), toPath: cli.path("remote-backup"))
-        try Self.copyStore(cli, "a.db", to: "backup-a.db")
+        try copyStore(cli, "a.db", to: "backup-a.db")
         try cli.on("a", ["put", "notes", "n2", "title=two"])
         try cli.on("a", ["sync"])
         try cli.on("b", ["sync"])
-        try Self.copyStore(cli, "backup-a.db", to: "a.db")
+        try (inPlace ? copyStoreInPlace : copyStore)(cli, "backup-a.db", "a.db")
         try FileManager.default.removeItem(atPath: cli.path("remote"))
         try FileManager.default.copyItem(atPath: cli.path("remote-backup"), toPath: cli.path("remote"))
         try cli.on("a", ["put", "notes", "n3", "title=three, written after the restore"])
+        return a
+    }
+
+    /// The device's store and the remote are backed up at the same moment; a writes n2 and
+    /// syncs, b pulls it; both are restored, and a writes n3 and syncs. a's store file was
+    /// restored as a new file (a file copy, as a backup tool restores one), so a knows it is
+    /// a copy whatever the remote shows: it continues under a new id before sealing, b
+    /// republishes n2 (which the remote lost), and every replica ends with n1, n2 and n3.
+    @Test func aDeviceRestoredAsANewFileWithItsRemoteToOneMomentLosesNothing() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        let a = try Self.restoreDeviceAndRemoteToOneMoment(cli, inPlace: false)
+        let first = try cli.on("a", ["sync", "--json"]).object()
+        let change = try #require(first["restoredCopy"] as? [String: Any], "\(first)")
+        #expect(change["oldReplica"] as? String == a && (change["evidence"] as? String)?.contains("its file is a copy") == true, "\(change)")
+        #expect((first["forks"] as? [Any])?.isEmpty == true, "\(first)")
+        try cli.syncAll(["b", "a", "b"])
+        let dump = try cli.dump("a")
+        for word in ["one", "two", "three"] { #expect(dump.contains(word), "\(word) missing: \(dump)") }
+        #expect(try cli.dump("b") == dump)
+        for replica in ["a", "b"] {
+            let doctor = try cli.run(["doctor", "--store", cli.path("\(replica).db")])
+            #expect(doctor.status == 0, "\(replica): \(doctor.stdout)")
+        }
+        // Synced again, the same file is not taken for a copy a second time.
+        let again = try cli.on("a", ["sync", "--json"]).object()
+        #expect(again["restoredCopy"] is NSNull, "\(again)")
+    }
+
+    /// The device's store and the remote are backed up at the same moment; a writes n2 and
+    /// syncs, b pulls it; both are restored — the store's bytes written back into its own
+    /// file, which keeps its identity — and a writes n3 and syncs: under the batch name b
+    /// applied n2 from, with nothing on either side to tell. The fork cannot be merged, but
+    /// it is named: by b's `doctor` (a `forkedHistory` problem), and by a once b's next batch
+    /// depends on n2 (`forks` in `sync --json`, a warning instead of "nothing was lost").
+    @Test func aDeviceRestoredInPlaceWithItsRemoteToOneMomentNamesTheFork() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        let a = try Self.restoreDeviceAndRemoteToOneMoment(cli, inPlace: true)
         let pushed = try cli.on("a", ["sync", "--json"]).object()
         #expect(pushed["pushed"] as? Int == 1 && (pushed["forks"] as? [Any])?.isEmpty == true, "\(pushed)")
         let forked = "replicas/\(a)/deltas/0000000000000002"

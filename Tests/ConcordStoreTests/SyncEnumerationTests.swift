@@ -198,6 +198,9 @@ struct SyncFixture {
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
             try FileManager.default.copyItem(atPath: directory.file(name), toPath: copy.file(name))
         }
+        // Each run plays the fixture's device itself, not a copy of it: its file is recorded
+        // as the store's own (else its first sync would continue under a new id).
+        try Store(path: copy.file("a.db")).recordFileIdentity()
         return copy
     }
 

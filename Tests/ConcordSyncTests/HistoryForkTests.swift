@@ -42,6 +42,10 @@ import Testing
         for (path, bytes) in backup { try await fleet.remote.put(path, bytes) }
         if timePasses { fleet.clock.advance(by: 1_000) }
         let restoredStore = try Store(path: copy, configuration: .init(clock: fleet.clock))
+        // Restored in place — the backup's bytes written back into the store's own file, which
+        // keeps its identity — so the file does not tell either (a restore as a new file
+        // continues under a new id at once: `Store.fileReplacement()`).
+        try restoredStore.recordFileIdentity()
         let restored = SyncEngine(store: restoredStore, remote: fleet.remote, key: fleet.key, storeID: fleet.storeID, clock: fleet.clock)
         for id in restoredWrites {
             try restoredStore.set(Self.ref(id), "title", .string("\(id), written after the restore"))

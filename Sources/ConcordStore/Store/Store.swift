@@ -116,6 +116,7 @@ public final class Store: Sendable {
             try migrator.migrate(database)
             let fresh = configuration.newReplicaID()
             identity = Mutex(try database.write { db in
+                try Store.recordFileIdentityIfMissing(db, path: path)
                 if let data = try Data.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'replica'") {
                     return try Rows.replica(data)
                 }

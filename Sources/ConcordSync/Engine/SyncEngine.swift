@@ -265,6 +265,8 @@ public actor SyncEngine {
         report.restoredCopy = restoredCopy
         var heads = try await listHeads()
         report.rejected += heads.rejected
+        // The store's file is a copy: it continues under a new id, whatever the remote shows.
+        if try await continueUnderANewIDIfFileCopied(oldHead: heads.read[store.replicaID], into: &report) { heads = try await listHeads() }
         // An authentic head of this replica newer than anything it sealed: this store is an
         // older copy of itself (restored from a backup). It continues under a new id.
         let sealed = try store.sealedSeq()

@@ -25,7 +25,22 @@ extension SyncEngine {
         // Retired up to its newest head's time, like `forget`: it never writes again.
         try store.setReplicaFact(.retired, of: old, oldHead?.syncedAt ?? clock.millisecondsSinceEpoch())
         try store.setSyncState(.orphansOf, old)
+        // The file as it is now is this replica's (a copy of it made from now on is one).
+        try store.recordFileIdentity()
         return IdentityChange(old: old, new: fresh, evidence: evidence)
+    }
+
+    /// This store's file is a copy of the file its replica wrote (``Store/fileReplacement()``):
+    /// a restore from a backup, or a store carried to another device. Another copy of the
+    /// replica may have sealed batches under the names this one would use next — and the
+    /// remote, rolled back to the same moment, need not show them — so it continues under a
+    /// new id before it seals anything (``recoverRestoredCopy(evidence:oldHead:into:)``).
+    /// Returns whether it did.
+    func continueUnderANewIDIfFileCopied(oldHead: Head?, into report: inout SyncReport) async throws(ConcordError) -> Bool {
+        guard report.restoredCopy == nil, let replaced = try store.fileReplacement() else { return false }
+        report.restoredCopy = try await recoverRestoredCopy(
+            evidence: "its file is a copy (restored from a backup, or carried from another device): \(replaced)", oldHead: oldHead, into: &report)
+        return true
     }
 
     /// ``recoverRestoredCopy(evidence:oldHead:)``, once every batch of the old id through
@@ -127,17 +142,26 @@ extension SyncEngine {
             last += 1
         }
         guard last > announced else { return [] }
+        try await announceHead(of: origin, at: last, datedNoLaterThan: cap, heads: heads)
+        report.announcedOrphans += orphans
+        return orphans
+    }
+
+    /// Writes a head of `origin` — a replica that is not this one and will not write it
+    /// (gone, or retired) — at `seq`: what its newest listed head said it had applied, dated
+    /// no later than `cap` (nor than that head), claiming no stability; then deletes its
+    /// older heads, as its own push would have.
+    func announceHead(of origin: ReplicaID, at seq: UInt64, datedNoLaterThan cap: UInt64, heads: Heads) async throws(ConcordError) {
+        let announced = heads.latest[origin] ?? 0
         let before = announced > 0 ? ((try? await readHead(origin, seq: announced)) ?? nil) : nil
         var head = Head(
-            replica: origin.description, seq: last, device: before?.device, syncedAt: min(before?.syncedAt ?? cap, cap),
+            replica: origin.description, seq: seq, device: before?.device, syncedAt: min(before?.syncedAt ?? cap, cap),
             applied: before?.applied ?? [:], vector: before?.vector ?? [:])
         head.retired = before?.retired
         head.snapshot = before?.snapshot
         try await writes.putHead(head, of: origin)
-        for listedHead in heads.all where listedHead.replica == origin && listedHead.seq < last {
+        for listedHead in heads.all where listedHead.replica == origin && listedHead.seq < seq {
             try await writes.deleteHead(of: origin, seq: listedHead.seq)
         }
-        report.announcedOrphans += orphans
-        return orphans
     }
 }

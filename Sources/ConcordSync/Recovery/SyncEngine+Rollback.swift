@@ -46,6 +46,21 @@ extension SyncEngine {
             // it, even if it is there: its head is confirmed (the listing may be stale).
             if (try? await readHead(origin, seq: seq)) ?? nil == nil { lost[origin] = seq }
         }
+        // Of those, retired replicas' (the old id of a restored copy, a forgotten replica):
+        // nobody will ever write their head again, so once a snapshot covers what their
+        // head lost, this replica announces it (below).
+        // (Per origin: the seq, and the newest time its heads may carry.)
+        var retiredBehind: [ReplicaID: (seq: UInt64, cap: UInt64)] = [:]
+        if !lost.isEmpty {
+            let standings = try await standings(heads)
+            for (origin, seq) in lost {
+                if let standing = standings[origin] {
+                    if standing.status == .forgotten { retiredBehind[origin] = (seq, standing.head?.syncedAt ?? 0) }
+                } else if let at = try store.replicaFact(.retired, of: origin) {
+                    retiredBehind[origin] = (seq, at)
+                }
+            }
+        }
         if !lost.isEmpty {
             let snapshots = try await snapshotsOnRemote(into: &report)
             lost = lost.filter { origin, seq in !snapshots.contains { ($0.covers?[origin] ?? 0) >= seq } }
@@ -97,15 +112,26 @@ extension SyncEngine {
             republished += try await reuploadLostFilesOfOwnBatches(listed: ownListed, into: &report)
         }
         let pending = try store.syncState(.republishPending)
+        var covered = lost.isEmpty
         if !lost.isEmpty || pending {
             if let path = try await snapshotUnderANewName() {
                 republished.append(path)
                 try store.setSyncState(.republishPending, false)
+                covered = true
             } else {
                 // Its snapshot at the current seq was written before it applied what was
                 // lost: a name never gets other bytes, so the next own batch gives the new
                 // snapshot its name.
                 try store.setSyncState(.republishPending, true)
+            }
+        }
+        // A retired replica's batches that a snapshot now covers, announced by a head of it
+        // at the newest of them: a replica that never applied them learns of them from that
+        // head — heads are read when their name moves on — and joins the snapshot.
+        if covered {
+            for (origin, behind) in retiredBehind.sorted(by: { $0.key < $1.key }) {
+                try await announceHead(of: origin, at: behind.seq, datedNoLaterThan: behind.cap, heads: heads)
+                republished.append(RemoteLayout.head(origin, seq: behind.seq))
             }
         }
         return republished

@@ -54,7 +54,8 @@ extension SyncEngine {
         // deletes are forgotten at once, and whoever keeps a copy of every sealed batch (an
         // audit, a backup) has seen each one before its compaction begins.
         try await checkStoreIdentityOnce()
-        // A store whose newest head the remote lost seals nothing more under its id.
+        // A copied store, or one whose newest head the remote lost, seals nothing more under its id.
+        _ = try await continueUnderANewIDIfFileCopied(oldHead: nil, into: &sync)
         _ = try await continueUnderANewIDAfterOwnLoss(into: &sync)
         let sealedBefore = try store.sealedSeq()
         try await push(into: &sync, progress: nil)
