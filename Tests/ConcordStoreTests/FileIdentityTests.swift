@@ -78,4 +78,17 @@ import Testing
         #expect(try restored.record(RecordRef(collection: "notes", id: "n2")) == nil)
         #expect(try restored.fileReplacement() == nil)
     }
+
+    /// Another file: a new inode or a new birth time — told only where both carry a birth
+    /// time (file systems without one, some renumbering inodes at each mount, tell nothing).
+    @Test func anotherFileIsANewInodeOrANewBirthWhereBirthsAreKnown() {
+        let born = StoreFileIdentity.Birth(seconds: 1_795_836_277, nanoseconds: 736_889_827)
+        let later = StoreFileIdentity.Birth(seconds: 1_795_836_292, nanoseconds: 644_889_503)
+        let file = StoreFileIdentity(inode: 6_725_633, birth: born)
+        #expect(!file.isAnotherFile(than: file))
+        #expect(StoreFileIdentity(inode: 6_725_633, birth: later).isAnotherFile(than: file))  // inode reused
+        #expect(StoreFileIdentity(inode: 8_860_608, birth: born).isAnotherFile(than: file))  // creation date kept
+        #expect(!StoreFileIdentity(inode: 8_860_608, birth: nil).isAnotherFile(than: file))
+        #expect(!file.isAnotherFile(than: StoreFileIdentity(inode: 8_860_608, birth: nil)))
+    }
 }

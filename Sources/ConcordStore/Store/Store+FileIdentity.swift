@@ -20,6 +20,11 @@ public struct StoreFileIdentity: Hashable, Sendable, CustomStringConvertible {
     public struct Birth: Hashable, Sendable {
         public let seconds: Int64
         public let nanoseconds: Int64
+
+        public init(seconds: Int64, nanoseconds: Int64) {
+            self.seconds = seconds
+            self.nanoseconds = nanoseconds
+        }
     }
 
     /// The identity of the file at `path` now, or nil when it cannot be had.
@@ -29,12 +34,15 @@ public struct StoreFileIdentity: Hashable, Sendable, CustomStringConvertible {
         return StoreFileIdentity(inode: raw.inode, birth: raw.hasBirth != 0 ? Birth(seconds: raw.birthSeconds, nanoseconds: raw.birthNanoseconds) : nil)
     }
 
-    /// Whether `other` may be this same file: the same inode, and the same birth time where
-    /// both know one (a file system without birth times compares inodes alone).
-    public func mayBeSameFile(as other: StoreFileIdentity) -> Bool {
-        guard inode == other.inode else { return false }
-        guard let birth, let otherBirth = other.birth else { return true }
-        return birth == otherBirth
+    /// Whether `other` is another file than this one: both carry a birth time, and the
+    /// inode numbers or the birth times differ (a copy whose creation date was preserved, as
+    /// some restores on Apple platforms do, still has a new inode). Where either has no birth
+    /// time — network and FUSE file systems, some of which number inodes anew at each mount
+    /// — nothing is concluded: a store there would otherwise take itself for a copy at
+    /// every sync.
+    public func isAnotherFile(than other: StoreFileIdentity) -> Bool {
+        guard let birth, let otherBirth = other.birth else { return false }
+        return inode != other.inode || birth != otherBirth
     }
 
     public var description: String {
@@ -49,7 +57,7 @@ public struct StoreFileIdentity: Hashable, Sendable, CustomStringConvertible {
         return "\(inode):\(birth.seconds).\(birth.nanoseconds)"
     }
 
-    init(inode: UInt64, birth: Birth?) {
+    public init(inode: UInt64, birth: Birth?) {
         self.inode = inode
         self.birth = birth
     }
@@ -89,14 +97,15 @@ extension Store {
     /// The file at the store's path is not the one the store recorded: the store is a copy —
     /// restored from a backup, or carried over from another device — and another copy of
     /// its replica may have written under its id since (``StoreFileReplacement``). Nil when
-    /// it is the same file, or when either identity cannot be had.
+    /// it is the same file, or when that cannot be told (no birth time: see
+    /// ``StoreFileIdentity/isAnotherFile(than:)``).
     ///
     /// The sync layer continues such a store under a new replica id before it seals
     /// anything, then records the new file (``recordFileIdentity()``).
     public func fileReplacement() throws(ConcordError) -> StoreFileReplacement? {
         let stored = try read { db in try String.fetchOne(db, sql: "SELECT value FROM concord_meta WHERE key = 'file'") }
         guard let stored, let recorded = StoreFileIdentity(stored: stored), let current = StoreFileIdentity.of(path: path),
-            !recorded.mayBeSameFile(as: current)
+            current.isAnotherFile(than: recorded)
         else { return nil }
         return StoreFileReplacement(recorded: recorded, current: current)
     }
