@@ -45,25 +45,37 @@ enum SlotIO {
     /// Every slot of one record, or nil if it has none: one cached query over the three
     /// tables that hold a record's entries.
     static func record(_ db: Database, _ ref: RecordRef) throws -> ConcordCore.Record? {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: recordSQL), arguments: [ref.collection, ref.id])
+        try record(db.cachedStatement(sql: BoundStatement.marked(recordSQL)), ref)
+    }
+
+    /// Every slot of `ref`, or nil if it has none, read with `statement`: ``recordSQL``
+    /// (``BoundStatement/marked(_:)``) stepped through SQLite's C API with its columns read
+    /// in place — GRDB's rows and cursors would cost as much as SQLite's work. The one walk
+    /// of a record's rows: ``record(_:_:)`` and the pivot's reads (``PivotReader``).
+    static func record(_ statement: Statement, _ ref: RecordRef) throws -> ConcordCore.Record? {
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        defer { sqlite3_reset(handle) }
+        BoundStatement.Binder(handle: handle).bind(ref)
+        let columns = Columns(handle)
         // Columns by position: 0 source, 1 hlc, 2 replica, 3 field, 4 kind, 5 value,
         // 6 file_size, 7 media_type, 8 element.
         var slots: [SlotKey: ConcordCore.Slot] = [:]
-        while let row = try rows.next() {
+        try columns.forEachRow(sql: recordSQL) {
             let key: SlotKey
             let payload: Payload
-            switch row[0] as Int64 {
+            switch columns.int64(0) {
             case 0:
-                key = (row[4] as Int64) == Rows.slotLiveness ? .liveness : .tombstones
+                key = columns.int64(4) == Rows.slotLiveness ? .liveness : .tombstones
                 payload = .marker
             case 1:
-                key = .field(row[3])
-                payload = try Rows.payload(row, kind: 4)
+                key = .field(columns.text(3))
+                payload = try Rows.payload(columns, kind: 4)
             default:
-                key = .element(row[3], try element(row[8]))
+                key = .element(columns.text(3), try element(columns.bytes(8) { Data($0) }))
                 payload = .marker
             }
-            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try Rows.stamp(row, hlc: 1, replica: 2), payload: payload))
+            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try columns.stamp(hlc: 1, replica: 2), payload: payload))
         }
         guard !slots.isEmpty else { return nil }
         for key in slots.keys where slots[key]!.entries.count > 1 { slots[key]!.entries.sort { $0.dot < $1.dot } }
