@@ -105,6 +105,9 @@ let package = Package(
             name: "ConcordCrashChild",
             dependencies: ["ConcordStore", "ConcordCore", "ConcordCrypto", "ConcordTesting", "ConcordRemote", "ConcordSync"]
         ),
+        // The game model's two versions and their schema files, which the schema-evolution
+        // tests of the store, the sync fuzz and the command line share; not a product.
+        .target(name: "SchemaEvolutionModels", dependencies: ["ConcordStore"], path: "Tests/SchemaEvolutionModels"),
         .testTarget(
             name: "ConcordCoreTests",
             dependencies: [
@@ -118,7 +121,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConcordStoreTests",
-            dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordTesting", "ConcordRemote", "ConcordSync",
+            dependencies: ["ConcordStore", "ConcordCore", "ConcordCodec", "ConcordCrypto", "ConcordTesting", "SchemaEvolutionModels", "ConcordRemote", "ConcordSync",
                            "ConcordTestServers", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
@@ -134,13 +137,13 @@ let package = Package(
         ),
         .testTarget(
             name: "ConcordSyncTests",
-            dependencies: ["ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordRemote", "ConcordCore", "ConcordCodec", "ConcordTesting",
+            dependencies: ["ConcordSync", "ConcordStore", "ConcordCrypto", "ConcordRemote", "ConcordCore", "ConcordCodec", "ConcordTesting", "SchemaEvolutionModels",
                            "ConcordTestServers", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         // End-to-end tests of the built `concord` binary (run next to the test bundle).
         .testTarget(
             name: "ConcordCLITests",
-            dependencies: ["ConcordCore", "ConcordRemote", "ConcordS3", "ConcordWebDAV", "ConcordTesting", "ConcordTestServers",
+            dependencies: ["ConcordCore", "ConcordRemote", "ConcordS3", "ConcordWebDAV", "ConcordTesting", "SchemaEvolutionModels", "ConcordTestServers",
                            .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(

@@ -1,25 +1,11 @@
 import Foundation
+import SchemaEvolutionModels
 import Testing
 
 /// Two versions of an app's schema file from the command line (README, "Evolving your
 /// model"): `schema apply` takes the newer one and refuses what would break, queries see
 /// the new names, `status` tells the older device, and a minimum refuses its writes.
 @Suite struct SchemaEvolutionCLITests {
-    static let version1 = """
-        {"version": 1, "collections": {"games": {"fields": {
-          "title": {"type": "string", "index": true}, "level": {"type": "int", "index": true},
-          "rating": {"type": "int"}, "released": {"type": "string"}, "tags": {"type": "set<string>"}}}}}
-        """
-    static let version2 = """
-        {"version": 2, "collections": {"games": {"fields": {
-          "title": {"type": "string", "index": true},
-          "tier": {"type": "int", "index": true, "renamedFrom": "level"},
-          "rating": {"type": "double"},
-          "released": {"type": "date", "convertedFrom": {"type": "string", "format": "yyyy-MM-dd"}},
-          "notes": {"type": "string", "default": ""},
-          "tags": {"type": "set<string>", "retired": true}}}}}
-        """
-
     static func ids(_ result: CLI.Result) throws -> [String] {
         try #require(try result.object()["records"] as? [[String: Any]]).compactMap { $0["id"] as? String }
     }
@@ -27,8 +13,8 @@ import Testing
     @Test func twoVersionsOfASchemaFileSyncAndTheOlderDeviceIsTold() throws {
         let cli = try CLI()
         defer { cli.cleanUp() }
-        try Self.version1.write(toFile: cli.path("v1.json"), atomically: true, encoding: .utf8)
-        try Self.version2.write(toFile: cli.path("v2.json"), atomically: true, encoding: .utf8)
+        try GameSchema.version1.write(toFile: cli.path("v1.json"), atomically: true, encoding: .utf8)
+        try GameSchema.version2.write(toFile: cli.path("v2.json"), atomically: true, encoding: .utf8)
         try cli.replicas(["phone", "laptop"])
         try cli.on("phone", ["schema", "apply", cli.path("v1.json")])
         try cli.on("phone", ["put", "games", "zelda", "title=Zelda", "level=5", "rating=4", "released=\"2024-03-01\"", "tags=[\"rpg\"]"])

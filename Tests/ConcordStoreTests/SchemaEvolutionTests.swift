@@ -3,52 +3,13 @@ import ConcordStore
 import ConcordTesting
 import Foundation
 import GRDB
+import SchemaEvolutionModels
 import Testing
-
-/// Version 1 of a game model: `level`, an integer `rating`, a `released` day as text, `tags`.
-struct GameV1: StoredRecord, Equatable {
-    static let collection = "games"
-    var id: String
-    var title: String
-    var level: Int
-    var rating: Int
-    var released: String
-    var tags: Set<String>
-}
-
-/// Version 2: `level` renamed `tier`, `rating` a double, `released` a date, `notes` added with
-/// a default, `genres` a new set, `tags` retired.
-struct GameV2: StoredRecord, Equatable {
-    static let collection = "games"
-    var id: String
-    var title: String
-    var tier: Int
-    var rating: Double
-    var released: Date?
-    var notes: String
-    var genres: Set<String>
-}
 
 /// The schema-file evolution keys, the declared table and typed loads under them, and the
 /// rules of declaring a newer version (README, "Evolving your model").
 @Suite struct SchemaEvolutionTests {
     let directory = TemporaryDirectory("evolution")
-
-    static let version1 = """
-        {"version": 1, "collections": {"games": {"fields": {
-          "title": {"type": "string", "index": true}, "level": {"type": "int", "index": true},
-          "rating": {"type": "int"}, "released": {"type": "string"}, "tags": {"type": "set<string>"}}}}}
-        """
-    static let version2 = """
-        {"version": 2, "collections": {"games": {"fields": {
-          "title": {"type": "string", "index": true},
-          "tier": {"type": "int", "index": true, "renamedFrom": "level"},
-          "rating": {"type": "double"},
-          "released": {"type": "date", "convertedFrom": {"type": "string", "format": "yyyy-MM-dd"}},
-          "notes": {"type": "string", "default": ""},
-          "genres": {"type": "set<string>"},
-          "tags": {"type": "set<string>", "retired": true}}}}}
-        """
 
     static func declaration(_ json: String) throws -> CollectionDeclaration {
         try #require(try CollectionDeclaration.schema(json: Array(json.utf8)).first)
@@ -57,7 +18,7 @@ struct GameV2: StoredRecord, Equatable {
     static let march = Date(timeIntervalSince1970: 1_709_251_200)  // 2024-03-01 UTC
 
     @Test func theSchemaFileCarriesItsVersionAndChangesAndRoundTrips() throws {
-        let games = try Self.declaration(Self.version2)
+        let games = try Self.declaration(GameSchema.version2)
         #expect(games.version == 2)
         #expect(games.fields.map(\.name) == ["genres", "notes", "rating", "released", "tier", "title"])
         #expect(games.evolution.retired.map(\.name) == ["tags"])
@@ -94,8 +55,8 @@ struct GameV2: StoredRecord, Equatable {
         try store.save(GameV1(id: "zelda", title: "Zelda", level: 5, rating: 4, released: "2024-03-01", tags: ["rpg"]))
         try store.save(GameV1(id: "odd", title: "Odd", level: 1, rating: 2, released: "someday", tags: []))
         try store.put(RecordRef(collection: "games", id: "noted"), ["title": .scalar(.string("Noted")), "notes": .scalar(.string("fun"))])
-        try store.declare(try Self.declaration(Self.version1))
-        try store.declare(try Self.declaration(Self.version2))
+        try store.declare(try Self.declaration(GameSchema.version1))
+        try store.declare(try Self.declaration(GameSchema.version2))
         let ids = { (filter: Query.Filter) throws -> [String] in try store.query(Query("games", filter: filter).order(by: "title")).map(\.id) }
         #expect(try ids(.field("tier", .greater, .int(3))) == ["zelda"])
         #expect(try ids(.field("rating", .equal, .double(4))) == ["zelda"])
@@ -116,13 +77,13 @@ struct GameV2: StoredRecord, Equatable {
 
     @Test func aNewerVersionIsAcceptedAndAnIncompatibleOneRefused() throws {
         let store = try Store.temporary(directory, "versions", clock: ManualClock())
-        try store.declare(try Self.declaration(Self.version2))
+        try store.declare(try Self.declaration(GameSchema.version2))
         func refused(_ json: String, _ why: String) throws {
             #expect { try store.declare(try Self.declaration(json)) } throws: { error in
                 (error as? ConcordError)?.code == .incompatibleSchema && (error as? ConcordError)?.message.contains(why) == true
             }
         }
-        try refused(Self.version1, "would go backwards")
+        try refused(GameSchema.version1, "would go backwards")
         // A type change with no conversion; one whose conversion is not registered.
         try refused(#"{"version": 3, "collections": {"games": {"fields": {"rating": {"type": "string"}}}}}"#, "changes type from double to string with no conversion")
         try refused(#"{"version": 3, "collections": {"games": {"fields": {"level": {"type": "string"}}}}}"#, "declare \"convertedFrom\": {\"type\": \"int\"}")
@@ -140,8 +101,8 @@ struct GameV2: StoredRecord, Equatable {
         let clock = ManualClock()
         let old = try Store.temporary(directory, "old", clock: clock)
         let new = try Store.temporary(directory, "new", clock: clock)
-        try old.declare(try Self.declaration(Self.version1))
-        try new.declare(try Self.declaration(Self.version2))
+        try old.declare(try Self.declaration(GameSchema.version1))
+        try new.declare(try Self.declaration(GameSchema.version2))
         try old.save(GameV1(id: "zelda", title: "Zelda", level: 5, rating: 4, released: "2024-03-01", tags: ["rpg"]))
         try exchange([old, new])
         // Version 2 reads version 1's record under its names, converted and defaulted.
@@ -176,7 +137,7 @@ struct GameV2: StoredRecord, Equatable {
             "released": .init(convertedFrom: .init(from: .string, format: "yyyy-MM-dd")),
         ], retired: [.init("tags", .set(.string))])
         #expect(fromType.fields.map(\.name) == ["genres", "notes", "rating", "released", "tier", "title"])
-        #expect(fromType.evolution == (try Self.declaration(Self.version2)).evolution)
+        #expect(fromType.evolution == (try Self.declaration(GameSchema.version2)).evolution)
         // An old version that changes the property on purpose does write it.
         renamed.rating = 3
         #expect(try old.save(renamed) == ["rating"])
@@ -185,7 +146,7 @@ struct GameV2: StoredRecord, Equatable {
 
     @Test func aFailedConversionIsReportedAndKeptAndSetElementsOfAnotherKindStay() throws {
         let store = try Store.temporary(directory, "kept", clock: ManualClock())
-        try store.declare(try Self.declaration(Self.version2))
+        try store.declare(try Self.declaration(GameSchema.version2))
         let ref = RecordRef(collection: "games", id: "odd")
         try store.put(ref, [
             "title": .scalar(.string("Odd")), "level": .scalar(.int(1)), "rating": .scalar(.int(2)),

@@ -4,6 +4,7 @@ import ConcordStore
 import ConcordSync
 import ConcordTesting
 import Foundation
+import SchemaEvolutionModels
 import Synchronization
 import Testing
 
@@ -139,11 +140,11 @@ struct SchemaFuzzRun {
         let written: [String]
         let created: Bool
         if versions[replica] == 1 {
-            let loaded = try store.loadReporting(FuzzGameV1.self, id: id)
+            let loaded = try store.loadReporting(GameV1.self, id: id)
             let day = random.chance(0.15) ? "bad\(n)" : FuzzSchema.day(n)
             if day.hasPrefix("bad") { counts["badDay", default: 0] += 1 }
             if !(loaded?.isComplete ?? true) { counts["unreadV1", default: 0] += 1 }
-            var game = loaded?.value ?? FuzzGameV1(id: id, title: "t\(n)", level: n, rating: n, released: day, tags: ["t\(n)"])
+            var game = loaded?.value ?? GameV1(id: id, title: "t\(n)", level: n, rating: n, released: day, tags: ["t\(n)"])
             if loaded == nil {
                 intended = ["title": .scalar(.string(game.title)), "level": .scalar(.int(Int64(n))), "rating": .scalar(.int(Int64(n))),
                             "released": .scalar(.string(day)), "tags": .set([.string("t\(n)")])]
@@ -165,9 +166,9 @@ struct SchemaFuzzRun {
             written = try store.save(game)
             note(loaded == nil ? "create" : "saveV1", "r\(replica) v1 saves \(id): \(intended.keys.sorted())")
         } else {
-            let loaded = try store.loadReporting(FuzzGameV2.self, id: id)
+            let loaded = try store.loadReporting(GameV2.self, id: id)
             let date = Date(timeIntervalSinceReferenceDate: 700_000_000 + Double(n) * 86_400)
-            var game = loaded?.value ?? FuzzGameV2(id: id, title: "t\(n)", tier: n, rating: Double(n) + 0.5, released: date, notes: "n\(n)", genres: ["g\(n)"])
+            var game = loaded?.value ?? GameV2(id: id, title: "t\(n)", tier: n, rating: Double(n) + 0.5, released: date, notes: "n\(n)", genres: ["g\(n)"])
             if loaded == nil {
                 intended = ["title": .scalar(.string(game.title)), "level": .scalar(.int(Int64(n))), "rating": .scalar(.double(Double(n) + 0.5)),
                             "released": .scalar(.double(date.timeIntervalSinceReferenceDate)), "notes": .scalar(.string("n\(n)")), "genres": .set([.string("g\(n)")])]
@@ -217,13 +218,13 @@ struct SchemaFuzzRun {
                 guard let expected else { continue }
                 if versions[replica] == 1 {
                     let (value, unread) = FuzzSchema.readingV1(id, expected)
-                    let loaded = try store.loadReporting(FuzzGameV1.self, id: id)
+                    let loaded = try store.loadReporting(GameV1.self, id: id)
                     if loaded?.value != value || Set(loaded?.unread.map(\.field) ?? []) != unread {
                         failures.append("r\(replica) on version 1 reads \(id) as \(String(describing: loaded?.value)), unread \(loaded?.unread.map(\.field) ?? []); expected \(value), unread \(unread.sorted())")
                     }
                 } else {
                     let (value, unread) = FuzzSchema.readingV2(id, expected)
-                    let loaded = try store.loadReporting(FuzzGameV2.self, id: id)
+                    let loaded = try store.loadReporting(GameV2.self, id: id)
                     if loaded?.value != value || Set(loaded?.unread.map(\.field) ?? []) != unread {
                         failures.append("r\(replica) on version 2 reads \(id) as \(String(describing: loaded?.value)), unread \(loaded?.unread.map(\.field) ?? []); expected \(value), unread \(unread.sorted())")
                     }

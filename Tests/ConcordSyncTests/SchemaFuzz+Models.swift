@@ -1,49 +1,12 @@
 import ConcordCore
 import ConcordStore
 import Foundation
+import SchemaEvolutionModels
 
-/// Version 1 of the fuzz's model.
-struct FuzzGameV1: StoredRecord, Equatable {
-    static let collection = "games"
-    var id: String
-    var title: String
-    var level: Int
-    var rating: Int
-    /// A day, `yyyy-MM-dd`.
-    var released: String
-    var tags: Set<String>
-}
-
-/// Version 2: `level` renamed `tier`, `rating` widened to a double, `released` converted to
-/// a date, `notes` added with a default, `genres` a new set, `tags` retired.
-struct FuzzGameV2: StoredRecord, Equatable {
-    static let collection = "games"
-    var id: String
-    var title: String
-    var tier: Int
-    var rating: Double
-    var released: Date?
-    var notes: String
-    var genres: Set<String>
-}
-
+/// The fuzz's model is the schema-evolution tests' (``GameV1``, ``GameV2``, ``GameSchema``).
 enum FuzzSchema {
-    static let version1 = """
-        {"version": 1, "collections": {"games": {"fields": {
-          "title": {"type": "string"}, "level": {"type": "int", "index": true}, "rating": {"type": "int"},
-          "released": {"type": "string"}, "tags": {"type": "set<string>"}}}}}
-        """
-    static let version2 = """
-        {"version": 2, "collections": {"games": {"fields": {
-          "title": {"type": "string"}, "tier": {"type": "int", "index": true, "renamedFrom": "level"},
-          "rating": {"type": "double"},
-          "released": {"type": "date", "convertedFrom": {"type": "string", "format": "yyyy-MM-dd"}},
-          "notes": {"type": "string", "default": ""}, "genres": {"type": "set<string>"},
-          "tags": {"type": "set<string>", "retired": true}}}}}
-        """
-
     static func declaration(_ version: Int) throws -> CollectionDeclaration {
-        try CollectionDeclaration.schema(json: Array((version == 1 ? version1 : version2).utf8))[0]
+        try CollectionDeclaration.schema(json: Array((version == 1 ? GameSchema.version1 : GameSchema.version2).utf8))[0]
     }
 
     /// The day `n` days after 2024-01-01, as version 1 writes it.
@@ -67,10 +30,10 @@ enum FuzzSchema {
     }
 
     /// What version 1 reads from stored `fields`: the value, and the fields it cannot read.
-    static func readingV1(_ id: String, _ fields: [String: FieldValue]) -> (FuzzGameV1, Set<String>) {
+    static func readingV1(_ id: String, _ fields: [String: FieldValue]) -> (GameV1, Set<String>) {
         var unread: Set<String> = []
         func scalar(_ name: String) -> ScalarValue? { if case let .scalar(value)? = fields[name] { value } else { nil } }
-        var game = FuzzGameV1(id: id, title: "", level: 0, rating: 0, released: "", tags: [])
+        var game = GameV1(id: id, title: "", level: 0, rating: 0, released: "", tags: [])
         if case let .string(title)? = scalar("title") { game.title = title } else { unread.insert("title") }
         if case let .int(level)? = scalar("level") { game.level = Int(level) } else { unread.insert("level") }
         if case let .int(rating)? = scalar("rating") { game.rating = Int(rating) } else { unread.insert("rating") }
@@ -80,10 +43,10 @@ enum FuzzSchema {
     }
 
     /// What version 2 reads from stored `fields`.
-    static func readingV2(_ id: String, _ fields: [String: FieldValue]) -> (FuzzGameV2, Set<String>) {
+    static func readingV2(_ id: String, _ fields: [String: FieldValue]) -> (GameV2, Set<String>) {
         var unread: Set<String> = []
         func scalar(_ name: String) -> ScalarValue? { if case let .scalar(value)? = fields[name] { value } else { nil } }
-        var game = FuzzGameV2(id: id, title: "", tier: 0, rating: 0, released: nil, notes: "", genres: [])
+        var game = GameV2(id: id, title: "", tier: 0, rating: 0, released: nil, notes: "", genres: [])
         if case let .string(title)? = scalar("title") { game.title = title } else { unread.insert("title") }
         if case let .int(level)? = scalar("level") { game.tier = Int(level) } else { unread.insert("tier") }
         switch scalar("rating") {

@@ -19,7 +19,7 @@ final class DeclaredChanges: Sendable {
         signals.publish(())
     }
 
-    /// After another connection committed (``CommitWatcher``): which collections it changed
+    /// After another connection committed (``CommitPoller``): which collections it changed
     /// is not known, so every observed query reads again.
     func committedElsewhere() {
         elsewhere.withLock { $0 &+= 1 }
@@ -69,11 +69,11 @@ extension Store {
         _ collection: String, _ read: @escaping @Sendable () throws(ConcordError) -> Value, same: @escaping @Sendable (Value, Value) -> Bool
     ) -> AsyncThrowingStream<Value, any Error> {
         let signals = declaredChanges.subscribe()
-        let watcher = commitWatcher
-        watcher.begin()
+        let poller = commitPoller
+        let subscription = poller.subscribe(every: CommitPoller.observeInterval)
         return AsyncThrowingStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
             let task = Task {
-                defer { watcher.end() }
+                defer { poller.unsubscribe(subscription) }
                 var last: Value?
                 var seen: UInt64?
                 var iterator = signals.makeAsyncIterator()

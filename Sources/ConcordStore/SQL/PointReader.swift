@@ -12,9 +12,8 @@ import Synchronization
 /// queue, and GRDB's rows and cursors wrap every column: together more than the read itself
 /// (issue 15's profile: about half of a point read). Here a read is a lock, one statement
 /// and the columns read in place. In WAL mode a statement reads the last committed
-/// transaction whichever connection wrote it, so this connection sees exactly what the
-/// pool's readers see. It is opened read-write (a WAL reader must be able to write the
-/// shared-memory index) with `query_only` set, and never writes.
+/// transaction whichever connection wrote it, so this connection (a ``ReadConnection``)
+/// sees exactly what the pool's readers see.
 ///
 /// One read at a time: a read that finds the connection busy (another thread is reading
 /// through it) returns ``Outcome/busy`` and the store reads through its pool instead, so
@@ -45,8 +44,8 @@ final class PointReader: Sendable {
 
     /// An open connection and its prepared statement; closed when dropped.
     private final class Connection {
-        let handle: OpaquePointer
-        let statement: OpaquePointer
+        private let connection: ReadConnection
+        private var statement: OpaquePointer { connection.statement }
 
         /// Rows of a record: its set elements' adds (source 1), its register winners
         /// (source 0), and one row (source 2) if it has a liveness dot. Columns: 0 source,
@@ -64,27 +63,8 @@ final class PointReader: Sendable {
             """
 
         init?(path: String) {
-            var handle: OpaquePointer?
-            guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let handle else {
-                sqlite3_close(handle)
-                return nil
-            }
-            var statement: OpaquePointer?
-            guard sqlite3_busy_timeout(handle, 10_000) == SQLITE_OK,
-                  sqlite3_exec(handle, "PRAGMA query_only = 1", nil, nil, nil) == SQLITE_OK,
-                  sqlite3_prepare_v3(handle, Self.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK,
-                  let statement
-            else {
-                sqlite3_close(handle)
-                return nil
-            }
-            self.handle = handle
-            self.statement = statement
-        }
-
-        deinit {
-            sqlite3_finalize(statement)
-            sqlite3_close(handle)
+            guard let connection = ReadConnection(path: path, busyTimeout: 10_000, sql: Self.sql) else { return nil }
+            self.connection = connection
         }
 
         func record(_ ref: RecordRef) throws -> [(name: String, value: FieldValue)]? {

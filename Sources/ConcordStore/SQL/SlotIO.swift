@@ -45,27 +45,59 @@ enum SlotIO {
     /// Every slot of one record, or nil if it has none: one cached query over the three
     /// tables that hold a record's entries.
     static func record(_ db: Database, _ ref: RecordRef) throws -> ConcordCore.Record? {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: recordSQL), arguments: [ref.collection, ref.id])
+        try record(db.cachedStatement(sql: BoundStatement.marked(recordSQL)), ref)
+    }
+
+    /// Every slot of `ref`, or nil if it has none, read with `statement`: ``recordSQL``
+    /// (``BoundStatement/marked(_:)``) stepped through SQLite's C API with its columns read
+    /// in place — GRDB's rows and cursors would cost as much as SQLite's work. The one walk
+    /// of a record's rows: ``record(_:_:)`` and the pivot's reads (``PivotReader``).
+    static func record(_ statement: Statement, _ ref: RecordRef) throws -> ConcordCore.Record? {
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        defer { sqlite3_reset(handle) }
+        BoundStatement.Binder(handle: handle).bind(ref)
+        let columns = Columns(handle)
         // Columns by position: 0 source, 1 hlc, 2 replica, 3 field, 4 kind, 5 value,
         // 6 file_size, 7 media_type, 8 element.
         var slots: [SlotKey: ConcordCore.Slot] = [:]
-        while let row = try rows.next() {
-            let key: SlotKey
-            let payload: Payload
-            switch row[0] as Int64 {
-            case 0:
-                key = (row[4] as Int64) == Rows.slotLiveness ? .liveness : .tombstones
-                payload = .marker
-            case 1:
-                key = .field(row[3])
-                payload = try Rows.payload(row, kind: 4)
-            default:
-                key = .element(row[3], try element(row[8]))
-                payload = .marker
-            }
-            slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try Rows.stamp(row, hlc: 1, replica: 2), payload: payload))
+        try columns.forEachRow(sql: recordSQL) {
+            let (key, entry) = try slotEntry(columns, RowLayout(source: 0, hlc: 1, replica: 2, field: 3, kind: 4, element: 8))
+            slots[key, default: ConcordCore.Slot()].entries.append(entry)
         }
         guard !slots.isEmpty else { return nil }
+        return sortedRecord(slots)
+    }
+
+    /// Where a record walk's query holds the columns ``slotEntry(_:_:)`` reads; the value
+    /// follows `kind` (``Rows/payload(_:kind:)``).
+    private struct RowLayout {
+        let source, hlc, replica, field, kind, element: Int32
+    }
+
+    /// One row of a record walk (``record(_:_:)``, ``forEachRecord(_:_:)``): the slot it
+    /// belongs to and its entry. The row's source is 0 for a dot (liveness or tombstone, by
+    /// its kind), 1 for a field entry, 2 for a set element.
+    private static func slotEntry(_ columns: Columns, _ at: RowLayout) throws -> (SlotKey, Entry) {
+        let key: SlotKey
+        let payload: Payload
+        switch columns.int64(at.source) {
+        case 0:
+            key = columns.int64(at.kind) == Rows.slotLiveness ? .liveness : .tombstones
+            payload = .marker
+        case 1:
+            key = .field(columns.text(at.field))
+            payload = try Rows.payload(columns, kind: at.kind)
+        default:
+            key = .element(columns.text(at.field), try element(columns.bytes(at.element) { Data($0) }))
+            payload = .marker
+        }
+        return (key, Entry(dot: try columns.stamp(hlc: at.hlc, replica: at.replica), payload: payload))
+    }
+
+    /// The record of `slots` walked, each slot's entries sorted by dot.
+    private static func sortedRecord(_ slots: [SlotKey: ConcordCore.Slot]) -> ConcordCore.Record {
+        var slots = slots
         for key in slots.keys where slots[key]!.entries.count > 1 { slots[key]!.entries.sort { $0.dot < $1.dot } }
         return ConcordCore.Record(slots: slots)
     }
@@ -185,9 +217,8 @@ enum SlotIO {
         let columns = Columns(statement)
         var current: (ref: RecordRef, slots: [SlotKey: ConcordCore.Slot])?
         func flush() throws {
-            guard var record = current else { return }
-            for key in record.slots.keys where record.slots[key]!.entries.count > 1 { record.slots[key]!.entries.sort { $0.dot < $1.dot } }
-            try body(record.ref, ConcordCore.Record(slots: record.slots))
+            guard let record = current else { return }
+            try body(record.ref, sortedRecord(record.slots))
         }
         try columns.forEachRow(sql: allRecordsSQL) {
             let collection = columns.text(0)
@@ -198,20 +229,8 @@ enum SlotIO {
                 try flush()
                 current = (RecordRef(collection: collection, id: id), [:])
             }
-            let key: SlotKey
-            let payload: Payload
-            switch columns.int64(2) {
-            case 0:
-                key = columns.int64(3) == Rows.slotLiveness ? .liveness : .tombstones
-                payload = .marker
-            case 1:
-                key = .field(columns.text(9))
-                payload = try Rows.payload(columns, kind: 3)
-            default:
-                key = .element(columns.text(9), try element(Data(columns.blob(4) ?? [])))
-                payload = .marker
-            }
-            current!.slots[key, default: ConcordCore.Slot()].entries.append(Entry(dot: try columns.stamp(hlc: 7, replica: 8), payload: payload))
+            let (key, entry) = try slotEntry(columns, RowLayout(source: 2, hlc: 7, replica: 8, field: 9, kind: 3, element: 4))
+            current!.slots[key, default: ConcordCore.Slot()].entries.append(entry)
         }
         try flush()
     }

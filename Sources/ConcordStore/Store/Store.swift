@@ -75,8 +75,9 @@ public final class Store: Sendable {
     let declaredChanges = DeclaredChanges()
     /// The declarations last read, kept while the schema does not change.
     let declarationCache = DeclarationCache()
-    /// What tells observed queries of other processes' commits (``observe(_:)``).
-    let commitWatcher: CommitWatcher
+    /// The one poll for other connections' commits: observed queries (``observe(_:)``),
+    /// live sync and the ``commitProbe()``s share it.
+    let commitPoller: CommitPoller
     /// The fleet's schema-version events (``schemaEvents()``).
     let schemaEventStream = Broadcaster<SchemaEvent>(bufferingPolicy: .unbounded)
 
@@ -133,7 +134,7 @@ public final class Store: Sendable {
             throw Store.storageError(error, doing: "open \(path)")
         }
         pointReader = PointReader(path: path)
-        commitWatcher = CommitWatcher(path: path, changes: declaredChanges)
+        commitPoller = CommitPoller(path: path, onCommit: { [declaredChanges] in declaredChanges.committedElsewhere() })
         blobs = BlobStore(directory: configuration.blobDirectory ?? path + ".blobs")
         do {
             try blobs.prepare()

@@ -33,9 +33,11 @@ extension AutoSync {
         public var pullAfterActivity: UInt64?
         /// How often, in milliseconds, to look for commits other processes made to the
         /// store file (default nil: never). The store's `changes()` publishes only this
-        /// instance's commits; the look is a `CommitProbe` (`PRAGMA data_version`, about
-        /// a microsecond), and a commit that left changes to push plans a push as a local
-        /// commit does. Set it when another process may write the same store.
+        /// instance's commits; the look is the store's own poll of the file (`PRAGMA
+        /// data_version`, about a microsecond, shared with its observed queries: it runs at
+        /// the shortest interval any of them asks for, in real time, not on the
+        /// ``SyncScheduler``), and a commit that left changes to push plans a push as a
+        /// local commit does. Set it when another process may write the same store.
         public var commitProbeInterval: UInt64?
 
         /// A configuration; every parameter has the default described on its property.

@@ -34,7 +34,8 @@ import Logging
 ///   store and finishes every ``events()`` stream. A stopped loop does not start again.
 ///
 /// Time comes from a ``SyncScheduler`` and jitter from an injected generator, so a test drives
-/// the whole loop with virtual time and a seed. Syncs never overlap: one loop runs them one
+/// the whole loop with virtual time and a seed (all but the look for other processes'
+/// commits, which is the store's own poll: ``Configuration/commitProbeInterval``). Syncs never overlap: one loop runs them one
 /// at a time. The loop keeps itself alive until ``stop()``; call it when done.
 public actor AutoSync {
     /// The engine every sync goes through.
@@ -269,12 +270,9 @@ public actor AutoSync {
             }
         }
         if let interval = configuration.commitProbeInterval, configuration.mode != .pullOnly {
-            let probe = engine.store.commitProbe()
-            let scheduler = self.scheduler
+            let commits = engine.store.commitSignals(every: .milliseconds(max(1, interval)))
             prober = Task { [weak self] in
-                while !Task.isCancelled {
-                    do { try await scheduler.sleep(until: scheduler.now() + max(1, interval)) } catch { return }
-                    guard probe.committedSinceLastLook() else { continue }
+                for await _ in commits {
                     guard let self else { return }
                     await self.noteProbedCommit()
                 }
