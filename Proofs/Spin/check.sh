@@ -149,6 +149,9 @@ extended() {
   # configuration G with the remote's copy taken at any moment: a known gap (README,
   # "restore with rollback"), so this run must FAIL (p4_one_content)
   job G.any_copy.gap      fail "-DRESTORE -DROLLBACK -DFAULTS=0 -DW2=1 -DSNAPPERS=0 -DNO_FINALE" "$QUICK" ""
+  # the same with the store's file identity (the device restored as a new file): the gap
+  # closes, so this run must PASS (configuration H, README)
+  job H.any_copy.safety   pass "-DRESTORE -DROLLBACK -DFILE_IDENTITY -DFAULTS=0 -DW2=1 -DSNAPPERS=0 -DNO_FINALE" "$SAFE -DCOLLAPSE" ""
   run_all
 }
 

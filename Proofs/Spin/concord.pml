@@ -112,6 +112,13 @@
  *   under its id) and MUTANT_NO_ORPHANS (unannounced batches are left)
  *   must fail.
  *
+ * FILE IDENTITY (-DFILE_IDENTITY, with RESTORE; configuration H)
+ *   The store records its file's identity (inode, birth time), and a store
+ *   restored as a new file tells it is a copy at its next sync, whatever
+ *   the remote shows: it continues under a new id first.  With it, the
+ *   restore and the remote's copy may be taken at any moment (the gap of
+ *   configuration G below closes): p4_one_content and the rest hold.
+ *
  * RESTORE AND ROLLBACK (-DRESTORE -DROLLBACK, configuration G)
  *   Both in one run.  A sync republishes a lost own head (and the own
  *   batches the remote lost) before it pushes; a store whose newest head
@@ -940,7 +947,15 @@ end_idle:
        ownLoss0 = bk_ownLoss;
        gen0 = 1; restored = 1; bsaved = 0;
        bk_nw = 0; bk_last = 0; bk_sused = 0; bk_vv[0] = 0; bk_vv[1] = 0; bk_vv[2] = 0; bk_ownLoss = 0;
-       ci = 0; REACHED(22) }
+       ci = 0; REACHED(22)
+#ifdef FILE_IDENTITY
+       /* restored as a new file: its next sync finds the store's file is not the one
+        * it recorded and continues under a new id before it reads or seals anything
+        * (what it writes before that sync is re-stamped under the new id, so the
+        * detection is taken at the restore itself) */
+       ; recover(r)
+#endif
+       }
 #ifndef MUTANT_NO_RESTORE_CHECK
   /* ---- RESTORED-COPY DETECTION: what a sync of replica 0 reads that shows
    *      its store is an older copy of itself.  Each step continues under a
