@@ -10,7 +10,7 @@ extension RemoteStores {
     ///
     /// - Throws: `invalidOperation` when a store of that name already unlocks with
     ///   `credential` (open it with ``find(named:credential:)`` instead), `invalidParameter`
-    ///   for a name ``ConcordCrypto/StoreManifest/validateName(_:)`` refuses, and what the
+    ///   for a name `StoreManifest.validateName(_:)` refuses, and what the
     ///   remote throws.
     public func create(
         named name: String, credential: Credential, limits: PasswordHashLimits = .interactive, now: UInt64

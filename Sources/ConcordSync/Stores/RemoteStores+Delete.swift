@@ -20,7 +20,7 @@ extension RemoteStores {
     /// last — after checking that `key` unlocks it.
     ///
     /// **Refuses while the store is in use**: unless `force`, it first opens every head and
-    /// throws ``ConcordCore/ConcordError/Code/storeInUse`` (naming the device and how long
+    /// throws `storeInUse` (naming the device and how long
     /// ago) when a replica other than those in `excluding` synced within `recentWindow`
     /// before `now`. *Why*: a device that synced the store keeps its `concord.json` and
     /// its own batches, and puts them back when it finds them gone (the remote's rollback

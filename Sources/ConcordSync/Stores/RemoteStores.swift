@@ -12,7 +12,7 @@ import ConcordRemote
 /// sees its name.
 ///
 /// Each named store is reached through its backend's own prefix mechanism
-/// (``ConcordRemote/RemoteBackend/child(_:)``: a subfolder, a WebDAV collection, an S3
+/// (`RemoteBackend.child(_:)`: a subfolder, a WebDAV collection, an S3
 /// key prefix), so a store opened with ``open(_:)`` is a remote whose root is its own
 /// folder: nothing it lists, reads or writes can be another store's. Only ``list(credential:)``
 /// and ``find(named:credential:)`` read other stores' `concord.json` (never anything else
@@ -79,7 +79,7 @@ public struct RemoteStores: Sendable {
     /// ``SyncEngine``. Its `concord.json` is read through the root first, so a store folder
     /// (or `stores/`) that is not a real folder — a planted link — is refused, not followed.
     ///
-    /// - Throws: ``ConcordCore/ConcordError/Code/noSuchStore`` when the root holds no such store.
+    /// - Throws: `noSuchStore` when the root holds no such store.
     public func open(_ id: StoreID) async throws -> any LeftoverSweeping {
         let rootRemote = try await root.open(root: .none, access: access)
         guard try await rootRemote.get(RemoteLayout.storeManifest(id.hex), limit: RemoteLayout.maxManifestSize) != nil else {
