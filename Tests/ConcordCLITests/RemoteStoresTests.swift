@@ -42,6 +42,10 @@ import Testing
         try cli.on("b", ["put", "recipes", "r2", "title=PersonalBread"])
         try team.on("c", ["put", "tasks", "t1", "title=TeamSecretTask"])
         try team.on("c", ["sync"])
+        for index in 2...3 {
+            try team.on("c", ["put", "tasks", "t\(index)", "done=true"])
+            try team.on("c", ["sync"])
+        }
         try cli.syncAll(["a", "b"])
         let dumpA = try cli.dump("a")
         #expect(dumpA == (try cli.dump("b")))
@@ -93,12 +97,20 @@ import Testing
         let personalBefore = try Self.snapshot(cli.path("remote/stores/\(personalID)"))
         expectFailure(try team.run(["stores", "delete", url, Self.team, "--store", cli.path("none.db")]), status: 1, mentioning: ["synced", "--force"])
         expectFailure(try cli.run(["stores", "delete", url, Self.team, "--force", "--store", cli.path("none.db")]), status: 1, mentioning: [Self.team])
-        // A deletion cut off part-way (its heads and some objects gone, concord.json left) is
-        // finished by running it again.
-        let teamObjects = try Self.entries(below: teamFolder).filter { !Self.isFolder($0) && !$0.hasSuffix("concord.json") }
-        for (index, file) in teamObjects.enumerated() where file.contains("/heads/") || index % 2 == 0 {
-            try FileManager.default.removeItem(atPath: file)
-        }
+        // A deletion killed part-way (before its third unlinkat, by the fault library) leaves
+        // a store that still opens by its name, with its heads gone first; running it again,
+        // now without --force, finishes it.
+        let teamObjects = try Self.entries(below: teamFolder).filter { !Self.isFolder($0) }
+        let faultLibrary = CLI.binary.deletingLastPathComponent().appendingPathComponent("libConcordFaultInjection.so").path
+        try #require(FileManager.default.fileExists(atPath: faultLibrary), "\(faultLibrary) is missing: `swift build` builds it")
+        let killed = try team.run(
+            ["stores", "delete", url, Self.team, "--force", "--store", cli.path("none.db")],
+            environment: ["LD_PRELOAD": faultLibrary, "CONCORD_FAULT": "unlinkat:3:kill"])
+        #expect(killed.status != 0)
+        let left = try Self.entries(below: teamFolder).filter { !Self.isFolder($0) }
+        #expect(teamObjects.count >= 5 && left.count == teamObjects.count - 2)
+        #expect(left.contains { $0.hasSuffix("/concord.json") } && !left.contains { $0.contains("/heads/") })
+        #expect(try Self.stores(try team.ok(["stores", "list", url, "--json"]).object()).contains { $0["name"] as? String == Self.team })
         let deleted = try team.ok(["stores", "delete", url, Self.team, "--json", "--store", cli.path("none.db")]).object()
         #expect(deleted["id"] as? String == teamID)
         #expect(try Self.entries(below: teamFolder).allSatisfy(Self.isFolder))
@@ -160,6 +172,53 @@ import Testing
         #expect(after.compactMap { $0["id"] as? String } == [personalID])
         try cli.syncAll(["a", "b"])
         #expect(try cli.dump("a").contains("PersonalSoup"))
+    }
+
+    @Test func plantedNamesUnderStoresAreIgnoredAndALinkedStoreFolderIsRefused() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        let url = cli.remoteURL
+        for name in ["a", "b"] { try cli.on(name, ["init", "--name", name]) }
+        let mine = try #require(try cli.on("a", ["remote", "set", url, "--remote-store", "mine", "--create", "--json"]).object()["storeID"] as? String)
+        try cli.on("b", ["remote", "set", url, "--remote-store", "mine"])
+        try cli.on("a", ["put", "c", "r", "v=1"])
+        try cli.syncAll(["a", "b"])
+        let manifest = try Data(contentsOf: URL(fileURLWithPath: cli.path("remote/stores/\(mine)/concord.json")))
+        let garbage = String(repeating: "0", count: 31) + "1"
+        let copied = String(repeating: "0", count: 31) + "2"
+        let plants: [(String, Data)] = [
+            ("remote/stores/not-a-store-id/concord.json", manifest),
+            ("remote/stores/\(mine.uppercased())/concord.json", manifest),
+            ("remote/stores/\(mine)/concord.json (conflicted copy)", manifest),
+            ("remote/stores/\(garbage)/concord.json", Data("{\"formatVersion\": 1, torn".utf8)),
+            ("remote/stores/\(copied)/concord.json", manifest),
+            ("remote/stores/concord.json", manifest),
+        ]
+        for (path, bytes) in plants {
+            try FileManager.default.createDirectory(atPath: (cli.path(path) as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try bytes.write(to: URL(fileURLWithPath: cli.path(path)))
+        }
+        // A real store elsewhere, linked in under the remote's stores/.
+        try cli.on("d", ["init"])
+        let elsewhere = try #require(try cli.on("d", ["remote", "set", "file://" + cli.path("other"), "--remote-store", "elsewhere", "--create", "--json"]).object()["storeID"] as? String)
+        try FileManager.default.createSymbolicLink(atPath: cli.path("remote/stores/\(elsewhere)"), withDestinationPath: cli.path("other/stores/\(elsewhere)"))
+
+        let listed = try Self.stores(try cli.ok(["stores", "list", url, "--json"]).object())
+        #expect(Set(listed.compactMap { $0["id"] as? String }) == [mine, garbage, copied])
+        #expect(listed.first { $0["id"] as? String == mine }?["name"] as? String == "mine")
+        #expect(listed.first { $0["id"] as? String == garbage }?["problem"] is String)
+        #expect((listed.first { $0["id"] as? String == copied }?["problem"] as? String)?.contains("copied") == true)
+        try cli.syncAll(["a", "b"])
+        try cli.on("a", ["doctor"])
+
+        // The store's own folder replaced by a link to a copy of it: refused, never followed.
+        try FileManager.default.moveItem(atPath: cli.path("remote/stores/\(mine)"), toPath: cli.path("moved"))
+        try FileManager.default.createSymbolicLink(atPath: cli.path("remote/stores/\(mine)"), withDestinationPath: cli.path("moved"))
+        try cli.on("a", ["put", "c", "r", "v=2"])
+        let before = try Self.snapshot(cli.path("moved"))
+        let refused = try cli.run(["sync", "--store", cli.path("a.db")])
+        #expect(refused.status == 1 && refused.stderrLines.count == 1 && refused.stderr.contains("link"), "\(refused.stderr)")
+        #expect(try Self.snapshot(cli.path("moved")) == before)
     }
 
     // MARK: Helpers
