@@ -254,7 +254,11 @@ import Testing
     static func accessTime(_ path: String) -> Int {
         var info = stat()
         _ = lstat(path, &info)
+        #if canImport(Darwin)
+        return info.st_atimespec.tv_sec
+        #else
         return info.st_atim.tv_sec
+        #endif
     }
 
     /// The remote's root, or `folder` below it, opened with the server's credentials.
