@@ -117,6 +117,9 @@ import Testing
         for name in ["a", "root"] { try cli.on(name, ["sync"]) }
         #expect(try cli.dump("a").contains("PersonalPie"))
         #expect(try cli.dump("root").contains("RootValue"))
+        // The root store's doctor takes the named stores' folders for theirs, not for foreign files.
+        let rootDoctor = try cli.on("root", ["doctor", "--json"]).object()
+        #expect(rootDoctor["ok"] as? Bool == true && (rootDoctor["ignored"] as? [Any])?.isEmpty == true, "\(rootDoctor)")
         expectFailure(try team.run(["remote", "set", url, "--remote-store", Self.team, "--store", cli.path("c.db")]), status: 1, mentioning: ["no store named", "--create"])
     }
 

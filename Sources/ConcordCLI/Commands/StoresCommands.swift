@@ -96,17 +96,24 @@ struct StoresDelete: AsyncParsableCommand {
         }
         // This device's own replica of the store, if --store is one, does not count as "another device".
         var excluding = Set<ReplicaID>()
+        var own: Store?
         if FileManager.default.fileExists(atPath: options.storePath), let store = try? Store(path: options.storePath),
            try SyncEngine.remoteStoreID(in: store) == found.manifest.storeID.hex {
             excluding.insert(store.replicaID)
+            own = store
         }
         let deletion = try await stores.delete(
             found.manifest.storeID, key: found.key, now: UInt64(Date().timeIntervalSince1970 * 1000), force: force, excluding: excluding)
+        // This replica keeps its local copy but no longer syncs: its next sync would put the
+        // store back (it republishes what the remote lost).
+        if let own { try own.setSetting(CLIConfig.remote, nil) }
         options.emit(
             .object([
                 ("remote", .string(location.url)), ("name", .string(name)), ("id", .string(deletion.id.hex)),
                 ("objectsDeleted", .int(Int64(deletion.objectsDeleted))), ("bytesDeleted", .uint(deletion.bytesDeleted)),
+                ("disconnected", .bool(own != nil)),
             ]),
-            "deleted the store \"\(name)\" (\(deletion.id.hex)) from \(location.display): \(deletion.objectsDeleted) object\(deletion.objectsDeleted == 1 ? "" : "s"), \(deletion.bytesDeleted) bytes")
+            "deleted the store \"\(name)\" (\(deletion.id.hex)) from \(location.display): \(deletion.objectsDeleted) object\(deletion.objectsDeleted == 1 ? "" : "s"), \(deletion.bytesDeleted) bytes"
+                + (own == nil ? "" : "\n  this replica (\(options.storePath)) keeps its local copy and no longer has a remote"))
     }
 }
