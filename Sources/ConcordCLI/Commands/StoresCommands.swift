@@ -52,7 +52,7 @@ struct StoresList: AsyncParsableCommand {
         }
         var lines = entries.isEmpty ? ["\(location.display) holds no store"] : []
         for entry in entries {
-            let label = entry.isRoot ? "(the store at the root)" : entry.name.map { "\"\($0)\"" } ?? "(name sealed: not opened by this \(options.keyFile == nil ? "passphrase" : "key file"))"
+            let label = entry.isRoot ? "(the store at the root)" : entry.name.map { "\"\($0)\"" } ?? (credential == nil ? "(name sealed: no passphrase given)" : "(name sealed: not opened by this \(options.keyFile == nil ? "passphrase" : "key file"))")
             let created = entry.created.map { " created \(Format.time($0))" } ?? ""
             lines.append("\(label)  \(entry.id.hex)\(created)  \(entry.objects) object\(entry.objects == 1 ? "" : "s"), \(entry.bytes) bytes\(entry.problem.map { "  problem: \($0)" } ?? "")")
         }
