@@ -123,6 +123,8 @@ extension HostileRemoteCheck.Checker {
             (String(RemoteLayout.batchesPrefix(replica).dropLast()), "where the layout has a folder"),
             ("heads/../" + head, "a \"..\" segment"),
             ("/" + RemoteLayout.manifestPath, "a leading slash"),
+            ("\(RemoteLayout.storesPrefix)\(replica)/\(head)", "a named store's head, which only that store's own root lists"),
+            ("\(RemoteLayout.storesPrefix)\(replica.description.uppercased())/\(RemoteLayout.manifestPath)", "a store folder's id in upper case"),
         ]
         var planted: [String] = []
         for (name, why) in names {

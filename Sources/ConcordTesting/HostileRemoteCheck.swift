@@ -22,7 +22,8 @@ import Synchronization
 ///   promptly (a watchdog turns a hang into an issue) as ``Expectations/unreadable`` says,
 ///   and listings skip them;
 /// - objects at names outside the layout (`heads/` with its slash, `replicas/<id>/deltas`
-///   where the layout has a folder, a `..` segment, a leading slash) beside objects named
+///   where the layout has a folder, a `..` segment, a leading slash, a named store's head
+///   below `stores/<id>/`, a store folder's id in upper case) beside objects named
 ///   like the store's outside the root: listings return none of them, get never returns
 ///   their bytes, puts and deletes next to them work or fail with a typed error, and nothing
 ///   outside the root changes;

@@ -162,7 +162,10 @@ enum Parts {
         "an object at heads/../\(RemoteLayout.head(replica, seq: 6)) (a \"..\" segment)",
         "an object at /concord.json (a leading slash)",
     ]
-    static let names = [unresolvedNames[0], "an object at replicas/\(replica)/deltas (where the layout has a folder)"] + unresolvedNames.dropFirst()
+    static let names = [unresolvedNames[0], "an object at replicas/\(replica)/deltas (where the layout has a folder)"] + unresolvedNames.dropFirst() + [
+        "an object at stores/\(replica)/\(RemoteLayout.head(replica, seq: 6)) (a named store's head, which only that store's own root lists)",
+        "an object at stores/\(replica.description.uppercased())/concord.json (a store folder's id in upper case)",
+    ]
     static let misbehaviours = [
         "a body that never ends at concord.json", "a body that trickles at \(RemoteLayout.head(replica, seq: 7))",
         "a 404 whose body never ends at \(RemoteLayout.batch(replica, seq: 8))",

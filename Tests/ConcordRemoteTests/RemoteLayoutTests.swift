@@ -92,10 +92,30 @@ import Testing
         "heads/../heads/0123456789abcdeffedcba9876543210-000000000000002a",
         "heads//0123456789abcdeffedcba9876543210-000000000000002a",
         "heads/０123456789abcdeffedcba9876543210-000000000000002a",
+        // named stores: only stores/<32 lowercase hex>/concord.json, nothing deeper
+        "stores/0123456789ABCDEFFEDCBA9876543210/concord.json",
+        "stores/0123456789abcdeffedcba987654321/concord.json",
+        "stores/0123456789abcdeffedcba9876543210/concord.json (conflicted copy)",
+        "stores/0123456789abcdeffedcba9876543210/heads/0123456789abcdeffedcba9876543210-000000000000002a",
+        "stores/0123456789abcdeffedcba9876543210/", "stores/concord.json", "stores/recipes/concord.json",
+        "stores/../concord.json", "stores//concord.json",
     ])
     func foreignNamesAreRejected(path: String) {
         #expect(RemoteLayout.parse(path) == nil)
         #expect(throws: ConcordError.self) { try RemoteLayout.validateObjectPath(path) }
+    }
+
+    @Test func namedStoresManifestsAreLayoutNames() throws {
+        let id = "0123456789abcdeffedcba9876543210"
+        #expect(RemoteLayout.storeManifest(id) == "stores/\(id)/concord.json")
+        #expect(RemoteLayout.parse("stores/\(id)/concord.json") == .storeManifest(storeID: id))
+        #expect(RemoteLayout.Name.storeManifest(storeID: id).path == "stores/\(id)/concord.json")
+        try RemoteLayout.validateObjectPath("stores/\(id)/concord.json")
+        #expect(RemoteLayout.maxObjectSize(forPath: "stores/\(id)/concord.json") == RemoteLayout.maxManifestSize)
+        #expect(RemoteLayout.isStoreFolder("stores") && RemoteLayout.isStoreFolder("stores/\(id)"))
+        for folder in ["stores/\(id)/heads", "stores/\(id.uppercased())", "stores/recipes", "stores/\(id)/replicas"] {
+            #expect(!RemoteLayout.isStoreFolder(folder), "\(folder)")
+        }
     }
 
     @Test func storeFolders() {

@@ -97,11 +97,20 @@ struct Doctor: AsyncParsableCommand {
             var isFolder: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: folder + "/" + next, isDirectory: &isFolder)
             if isFolder.boolValue {
-                if !RemoteLayout.isStoreFolder(next) { walker.skipDescendants(); found.append(next + "/") }
-            } else if RemoteLayout.parse(next) == nil {
+                guard !RemoteLayout.isStoreFolder(next) else { continue }
+                walker.skipDescendants()
+                if !isInNamedStore(next) { found.append(next + "/") }
+            } else if RemoteLayout.parse(next) == nil && !isInNamedStore(next) {
                 found.append(next)
             }
         }
         return found.sorted()
+    }
+
+    /// Whether `path` lies inside a named store's folder, `stores/<store id>/…`: that
+    /// store's own, which its own doctor examines.
+    static func isInNamedStore(_ path: String) -> Bool {
+        let components = path.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        return components.count == 3 && components[0] == RemoteLayout.storesFolder && RemoteLayout.isStoreID(components[1])
     }
 }

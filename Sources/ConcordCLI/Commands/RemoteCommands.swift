@@ -29,7 +29,7 @@ struct RemoteShow: ParsableCommand {
             lines.append("remote \(location.url)\(reachable == false ? " (the folder is missing: is its drive mounted?)" : "")")
             if let note = location.backend.credentialsNote { lines.append("  \(note)") }
             lines.append("  unlocked with \(keyFile.map { "key file \($0)" } ?? "a passphrase ($CONCORD_PASSPHRASE or a prompt)")")
-            if let storeID { lines.append("  remote store \(storeID)") }
+            if let storeID { lines.append("  remote store \(storeID)\(location.named == nil ? "" : " (a named store below \(location.root.url))")") }
         } else {
             lines.append("no remote: set one with `concord remote set file:///path/to/folder` (or https://host/path, s3://bucket/prefix)")
         }
@@ -38,6 +38,7 @@ struct RemoteShow: ParsableCommand {
                 ("remote", .string(location?.url)), ("folder", .string(location?.folder)),
                 ("kind", .string(location.map(\.kind))), ("reachable", reachable.map(JSON.bool) ?? .null),
                 ("keyFile", .string(keyFile)), ("storeID", .string(storeID)),
+                ("root", .string(location?.named == nil ? nil : location?.root.url)),
             ]),
             lines.joined(separator: "\n"))
     }
@@ -62,14 +63,26 @@ struct RemoteSet: AsyncParsableCommand {
             """)
 
     @Argument(help: ArgumentHelp("The remote: file:///path/to/folder, https://host/path or s3://bucket/prefix.", valueName: "url")) var url: String
-    @Flag(name: .long, help: "Create the folder, WebDAV folder or bucket if it does not exist.") var create = false
+    @Flag(name: .long, help: "Create the folder, WebDAV folder or bucket if it does not exist (and, with --remote-store, the named store).") var create = false
+    @Option(name: .customLong("remote-store"), help: ArgumentHelp("A named store on the remote (`concord stores list URL` lists them); without it, the one store at the remote's root.", valueName: "name"))
+    var remoteStore: String?
     @OptionGroup var remoteOptions: RemoteOptions
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
         let location = try remoteOptions.location(url)
+        if let remoteStore {
+            do {
+                try StoreManifest.validateName(remoteStore)
+            } catch {
+                throw ValidationError("--remote-store: \(error.message)")
+            }
+        }
         let store = try options.openStore()
         location.warnIfInsecure()
+        if let remoteStore {
+            return try await setNamed(remoteStore, root: location, store: store)
+        }
         let remote = try await location.open(checkRoot: true, create: create)
         let keyFile = options.keyFile.map(Paths.absolute)
         let storeID: StoreID
@@ -123,6 +136,7 @@ struct RemoteSet: AsyncParsableCommand {
             try SyncEngine.keepManifest(manifest, in: store)
         }
         try store.setSetting(CLIConfig.remote, location.url)
+        try store.setSetting(CLIConfig.remoteStore, nil)
         try store.setSetting(CLIConfig.keyFile, keyFile)
         let how = keyFile.map { "key file \($0)" } ?? "passphrase"
         options.emit(

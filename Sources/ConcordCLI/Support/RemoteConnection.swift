@@ -17,10 +17,23 @@ struct RemoteLocation {
     static let backends = RemoteBackends([FolderLocation.self, WebDAVLocation.self, S3Location.self])
 
     let backend: any RemoteBackend
+    /// For a named store (`remote set URL --remote-store NAME`): the remote's root and the
+    /// store's id; ``backend`` is then the store's own folder, `stores/<id>/` below the root.
+    let named: (root: any RemoteBackend, id: StoreID)?
 
     init(_ backend: any RemoteBackend) {
         self.backend = backend
+        named = nil
     }
+
+    /// The named store `id` below the root `root`.
+    init(root: any RemoteBackend, store id: StoreID) {
+        backend = root.child(RemoteLayout.storesFolder).child(id.hex)
+        named = (root, id)
+    }
+
+    /// The remote's root: the named store's root, else this location itself.
+    var root: RemoteLocation { named.map { RemoteLocation($0.root) } ?? self }
 
     /// The canonical URL stored in the store's `remote` setting.
     var url: String { backend.url }
@@ -47,6 +60,7 @@ struct RemoteLocation {
         } catch {
             throw ValidationError(error.message)
         }
+        named = nil
     }
 
     /// Whether the remote is reached over plain HTTP to a host other than this machine
@@ -66,11 +80,20 @@ struct RemoteLocation {
     /// collection or bucket exists, creating it when `create` (for `remote set`); without
     /// it, a missing one is found by the first request. The WebDAV password comes from
     /// $CONCORD_REMOTE_PASSWORD or a prompt; S3 credentials from the AWS environment.
-    func open(checkRoot: Bool = false, create: Bool = false) async throws -> any LeftoverSweeping {
-        let root: RootCheck = !checkRoot ? .none : create ? .createIfMissing : .mustExist(advice: "pass --create to create it")
-        let access = RemoteAccess(ask: { variable, what, label in try Secrets.passphrase(for: what, prompt: label, variable: variable) })
-        return try await backend.open(root: root, access: access)
+    func open(checkRoot: Bool = false, create: Bool = false, advice: String = "pass --create to create it") async throws -> any LeftoverSweeping {
+        let root: RootCheck = !checkRoot ? .none : create ? .createIfMissing : .mustExist(advice: advice)
+        if let named {
+            // The store's concord.json read through the root first: a store folder (or
+            // `stores/`) replaced by a link is refused there, never followed.
+            let rootRemote = try await named.root.open(root: root, access: Self.access)
+            _ = try await rootRemote.get(RemoteLayout.storeManifest(named.id.hex), limit: RemoteLayout.maxManifestSize)
+            return try await backend.open(root: .none, access: Self.access)
+        }
+        return try await backend.open(root: root, access: Self.access)
     }
+
+    /// Credentials from the environment, else a prompt.
+    static let access = RemoteAccess(ask: { variable, what, label in try Secrets.passphrase(for: what, prompt: label, variable: variable) })
 
     /// Warns on stderr when the remote is plain HTTP off this machine.
     func warnIfInsecure() {
@@ -79,9 +102,15 @@ struct RemoteLocation {
     }
 
     /// The store's configured remote, or nil.
+    /// A named store's location is its root's URL with the store's id (`remoteStore`).
     static func configured(in store: Store) throws -> RemoteLocation? {
         guard let url = try store.setting(CLIConfig.remote) else { return nil }
-        return try RemoteLocation(parsing: url)
+        let location = try RemoteLocation(parsing: url)
+        guard let named = try store.setting(CLIConfig.remoteStore) else { return location }
+        guard let id = StoreID(hex: named) else {
+            throw ConcordError(.malformed, "this store's remoteStore setting (\(named)) is not a store id: set the remote again with `concord remote set URL --remote-store NAME`")
+        }
+        return RemoteLocation(root: location.backend, store: id)
     }
 }
 
@@ -106,6 +135,9 @@ struct RemoteOptions: ParsableArguments {
 enum CLIConfig {
     /// The remote URL: `file:///…`, `https://…` or `s3://…`.
     static let remote = "remote"
+    /// The id of the named store (`remote set URL --remote-store NAME`) below the remote's
+    /// root, whose URL is `remote`; absent for the store at the root.
+    static let remoteStore = "remoteStore"
     /// The absolute path of the key file that unlocks the remote, if one is used.
     static let keyFile = "keyFile"
     /// The BLAKE2b of the `concord.json` this store last unlocked (hex): to tell an older

@@ -79,6 +79,12 @@ enum Secrets {
     /// Writes a new random key to `path` (mode 0600; refuses to overwrite).
     static func writeNewKey(to path: String) throws -> StoreKey {
         let key = StoreKey.random()
+        try writeKey(key, to: path)
+        return key
+    }
+
+    /// Writes `key` to a new key file at `path` (mode 0600; refuses to overwrite).
+    static func writeKey(_ key: StoreKey, to path: String) throws {
         let absolute = Paths.absolute(path)
         let descriptor = open(absolute, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard descriptor >= 0 else {
@@ -91,7 +97,6 @@ enum Secrets {
             unlink(absolute)
             throw ConcordError(.keyFile, "could not write key file \(absolute): \(String(cString: strerror(errno)))")
         }
-        return key
     }
 
     /// The Argon2id limits for new passphrases: `$CONCORD_KDF_LIMITS` (`interactive`, the

@@ -35,9 +35,11 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     public static let blobNames = KeyPurpose(subkeyID: 5, name: "blobNames")
     /// Keys the key-check value stored in `concord.json`.
     public static let keyCheck = KeyPurpose(subkeyID: 6, name: "keyCheck")
+    /// Seals a named store's name in its `concord.json` (``StoreManifest/sealedName``).
+    public static let storeName = KeyPurpose(subkeyID: 7, name: "storeName")
 
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

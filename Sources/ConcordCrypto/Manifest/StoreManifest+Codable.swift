@@ -3,7 +3,7 @@ import Foundation
 
 extension StoreManifest: Codable {
     enum CodingKeys: String, CodingKey {
-        case formatVersion, storeID, kdf, salt, opsLimit, memLimit, wrappedKey, keyCheck
+        case formatVersion, storeID, kdf, salt, opsLimit, memLimit, wrappedKey, keyCheck, created, name
     }
 
     /// Decodes `concord.json`. Reads `formatVersion` first and throws `unsupportedVersion`
@@ -37,7 +37,9 @@ extension StoreManifest: Codable {
             salt: hex(.salt),
             limits: ops.map { PasswordHashLimits(opsLimit: $0, memLimit: mem!) },
             wrappedKey: hex(.wrappedKey),
-            keyCheck: keyCheck)
+            keyCheck: keyCheck,
+            created: container.decodeIfPresent(UInt64.self, forKey: .created),
+            sealedName: hex(.name))
     }
 
     /// Encodes `concord.json`; byte strings as lowercase hex, absent fields omitted.
@@ -51,6 +53,8 @@ extension StoreManifest: Codable {
         try container.encodeIfPresent(limits?.memLimit, forKey: .memLimit)
         try container.encodeIfPresent(wrappedKey.map(Hex.encode), forKey: .wrappedKey)
         try container.encode(Hex.encode(keyCheck), forKey: .keyCheck)
+        try container.encodeIfPresent(created, forKey: .created)
+        try container.encodeIfPresent(sealedName.map(Hex.encode), forKey: .name)
     }
 
     /// `concord.json` as UTF-8: pretty-printed with sorted keys, so the same manifest

@@ -109,13 +109,14 @@ extension StoreManifest {
     ) throws(ConcordError) -> StoreManifest {
         try verify(storeKey)
         return try Self.create(storeKey: storeKey, passphrase: passphrase, limits: limits, storeID: storeID)
+            .keeping(created: created, sealedName: sealedName)
     }
 
     /// The same store, protected by its key file only (no passphrase). Throws `wrongKey`
     /// unless `storeKey` is this store's key. Save ``StoreKey/keyFileContents`` first.
     public func removingPassphrase(storeKey: StoreKey) throws(ConcordError) -> StoreManifest {
         try verify(storeKey)
-        return Self.createForKeyFile(storeKey: storeKey, storeID: storeID)
+        return Self.createForKeyFile(storeKey: storeKey, storeID: storeID).keeping(created: created, sealedName: sealedName)
     }
 
     // MARK: - Internals

@@ -40,13 +40,22 @@ public struct StoreManifest: Hashable, Sendable {
     /// Keyed BLAKE2b-256 of a fixed label under the store key's ``KeyPurpose/keyCheck``
     /// sub-key: checks a key without decrypting any data.
     public let keyCheck: [UInt8]
+    /// When a named store was created (milliseconds since the epoch, as its creator's clock
+    /// read); nil for a store at a remote's root. Not secret: the list of a remote's stores
+    /// shows it to everyone.
+    public let created: UInt64?
+    /// A named store's name, sealed under the store key's ``KeyPurpose/storeName`` sub-key
+    /// (``name(with:)``); nil for a store at a remote's root. Only who can unlock the store
+    /// can read it: a name is never plaintext on the remote.
+    public let sealedName: [UInt8]?
 
     /// A manifest from its fields, checking their lengths and that the fields `kdf` needs
     /// are present (and the others absent). Throws `malformed` otherwise and
     /// `unsupportedVersion` for an unknown format version or algorithm.
     public init(
         formatVersion: Int = StoreManifest.currentFormatVersion, storeID: StoreID, kdf: KeyDerivationAlgorithm,
-        salt: [UInt8]?, limits: PasswordHashLimits?, wrappedKey: [UInt8]?, keyCheck: [UInt8]
+        salt: [UInt8]?, limits: PasswordHashLimits?, wrappedKey: [UInt8]?, keyCheck: [UInt8],
+        created: UInt64? = nil, sealedName: [UInt8]? = nil
     ) throws(ConcordError) {
         guard formatVersion == Self.currentFormatVersion else {
             throw ConcordError(.unsupportedVersion, "concord.json has format version \(formatVersion); this release reads version \(Self.currentFormatVersion): upgrade Concord to use this store")
@@ -80,6 +89,8 @@ public struct StoreManifest: Hashable, Sendable {
         self.limits = limits
         self.wrappedKey = wrappedKey
         self.keyCheck = keyCheck
+        self.created = created
+        self.sealedName = sealedName
     }
 
     /// Throws `storeMismatch` unless this manifest's store id is `expected` — the id of the

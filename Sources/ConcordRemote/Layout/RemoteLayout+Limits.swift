@@ -24,8 +24,9 @@ extension RemoteLayout {
     /// The most folders a listing of the whole layout enters on a remote that lists a
     /// folder at a time (WebDAV): the root, `heads/`, `snapshots/`, `replicas/` and `blobs/`,
     /// each replica's folder and its `deltas/` for the format's 65,536 replicas, and the
-    /// 256 folders of `blobs/`.
-    public static let maxListingFolders = 5 + 2 * 65_536 + 256
+    /// 256 folders of `blobs/`, and `stores/` with one folder for each of up to 65,536
+    /// named stores.
+    public static let maxListingFolders = 5 + 2 * 65_536 + 256 + 1 + 65_536
 
     /// The largest object of `name`'s kind a reader accepts whole through
     /// ``Remote/get(_:limit:)``, and the largest a remote stores there; files (blobs) are
@@ -37,7 +38,7 @@ extension RemoteLayout {
     /// (docs/FORMAT.md, "Remote objects"): an object over its limit is refused as damaged.
     public static func maxObjectSize(for name: Name) -> UInt64 {
         switch name {
-        case .manifest: maxManifestSize
+        case .manifest, .storeManifest: maxManifestSize
         case .head: maxHeadSize
         case .batch: maxBatchSize
         case .snapshot: maxSnapshotSize

@@ -37,20 +37,33 @@ extension RemoteLayout {
             else { return nil }
             return .blob(keyedName: String(decoding: rest.suffix(64), as: UTF8.self))
         }
+        if let rest = strip("stores/", from: bytes) {
+            // <32 hex>/concord.json
+            let file = Array("/concord.json".utf8)
+            guard rest.count == 32 + file.count, Hex.isLowercase(rest.prefix(32)),
+                  Array(rest.suffix(file.count)) == file
+            else { return nil }
+            return .storeManifest(storeID: String(decoding: rest.prefix(32), as: UTF8.self))
+        }
         return nil
     }
 
     /// Whether `path` (no trailing slash; "" is the root) is a folder the layout uses:
     /// the root, `heads`, `snapshots`, `replicas`, `replicas/<replica>`,
-    /// `replicas/<replica>/deltas`, `blobs` or `blobs/<2 hex>`. Remotes that walk folders
-    /// descend only into these, so foreign folders (`.stversions`, `.dropbox.cache`, a
-    /// user's own files) are never read.
+    /// `replicas/<replica>/deltas`, `blobs` or `blobs/<2 hex>`, and `stores` and
+    /// `stores/<store id>` (where named stores' manifests are; a walk from this root never
+    /// enters a named store's own folders, which a root of their own lists). Remotes that
+    /// walk folders descend only into these, so foreign folders (`.stversions`,
+    /// `.dropbox.cache`, a user's own files) are never read.
     public static func isStoreFolder(_ path: String) -> Bool {
         switch path {
-        case "", "heads", "snapshots", "replicas", "blobs": return true
+        case "", "heads", "snapshots", "replicas", "blobs", storesFolder: return true
         default: break
         }
         let bytes = Array(path.utf8)
+        if let rest = strip("stores/", from: bytes) {
+            return rest.count == 32 && Hex.isLowercase(rest)
+        }
         if let rest = strip("replicas/", from: bytes) {
             if rest.count == 32 { return ReplicaID(lowercaseHex: rest) != nil }
             return rest.count == 32 + 7 && ReplicaID(lowercaseHex: rest.prefix(32)) != nil

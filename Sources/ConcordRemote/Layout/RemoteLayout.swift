@@ -9,6 +9,8 @@ import ConcordCore
 /// replicas/<replica>/deltas/<seq>                a replica's delta batch
 /// snapshots/<replica>-<seq>                      a full-state snapshot
 /// blobs/<2 hex>/<keyed name>                     file contents
+/// stores/<store id>/concord.json                 a named store's manifest (its objects live
+///                                                below `stores/<store id>/`, a root of its own)
 /// ```
 ///
 /// `<replica>` is 32 lowercase hex digits (``/ConcordCore/ReplicaID/description``), `<seq>` a `UInt64`
@@ -33,6 +35,26 @@ public enum RemoteLayout {
     public static let snapshotsPrefix = "snapshots/"
     /// The prefix under which every blob lives.
     public static let blobsPrefix = "blobs/"
+    /// The folder under which every named store of a remote lives, each below
+    /// `stores/<store id>/` (32 lowercase hex digits: a random id, never the store's name).
+    public static let storesFolder = "stores"
+    /// The prefix under which every named store's manifest is listed: `stores/`.
+    public static let storesPrefix = "stores/"
+
+    /// The path of a named store's manifest seen from the remote's root:
+    /// `stores/<store id>/concord.json`.
+    ///
+    /// - Precondition: ``isStoreID(_:)`` holds.
+    public static func storeManifest(_ storeID: String) -> String {
+        precondition(isStoreID(storeID), "a store id is 32 lowercase hex digits, not \(storeID)")
+        return "\(storesPrefix)\(storeID)/\(manifestPath)"
+    }
+
+    /// Whether `text` is a store id as folder names spell it: 32 lowercase hex digits.
+    public static func isStoreID(_ text: some StringProtocol) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.count == 32 && Hex.isLowercase(bytes)
+    }
 
     /// The path of `replica`'s head named by its last sealed `seq`.
     public static func head(_ replica: ReplicaID, seq: UInt64) -> String {
@@ -87,6 +109,9 @@ public enum RemoteLayout {
         case snapshot(replica: ReplicaID, seq: UInt64)
         /// `blobs/<2 hex>/<keyedName>`.
         case blob(keyedName: String)
+        /// `stores/<store id>/concord.json`: the manifest of a named store kept below this
+        /// root. A store at the root never reads it; the list of a remote's stores does.
+        case storeManifest(storeID: String)
 
         /// The object's path; `RemoteLayout.parse(name.path) == name` for every name.
         public var path: String {
@@ -96,6 +121,7 @@ public enum RemoteLayout {
             case let .batch(replica, seq): RemoteLayout.batch(replica, seq: seq)
             case let .snapshot(replica, seq): RemoteLayout.snapshot(replica, seq: seq)
             case let .blob(keyedName): RemoteLayout.blob(keyedName: keyedName)
+            case let .storeManifest(storeID): RemoteLayout.storeManifest(storeID)
             }
         }
 

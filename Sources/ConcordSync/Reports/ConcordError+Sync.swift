@@ -8,3 +8,12 @@ extension ConcordError.Code {
     /// continuing under a new replica id, so callers of `sync` do not see it.
     public static let storeRestored = ConcordError.Code("storeRestored")
 }
+
+extension ConcordError.Code {
+    /// No store of that name on the remote that the credential given unlocks
+    /// (``RemoteStores/find(named:credential:)``).
+    public static let noSuchStore = ConcordError.Code("noSuchStore")
+    /// A store another device synced within the recent window: deleting it would pull it
+    /// out from under that device (``RemoteStores/delete(_:key:now:recentWindow:force:excluding:)``).
+    public static let storeInUse = ConcordError.Code("storeInUse")
+}
