@@ -284,8 +284,10 @@ struct Pivot {
             let (columns, fitting) = DeclaredValue.columns(field, value)
             values += columns
             if case .file = field.type { values.append(try Store.declaredLocal(db, value)) }
-            let column = CollectionDeclaration.column(field.name)
-            elements += fitting.map { (column, $0) }
+            if !fitting.isEmpty {
+                let column = CollectionDeclaration.column(field.name)
+                elements += fitting.map { (column, $0) }
+            }
         }
         values.append(.int(deleteUpdate ? 1 : 0))
         values.append(.int(Int64(fileForks)))
