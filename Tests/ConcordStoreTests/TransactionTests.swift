@@ -230,12 +230,16 @@ import Testing
                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
                 """)
         }
-        // Buffered: the register write is accepted, and fails when the next call runs it.
+        // Buffered: the register write is accepted, and fails when a later call runs it (here
+        // a read of what the transaction wrote); every call after that fails too.
         var caught: [ConcordError] = []
         #expect(throws: ConcordError.self) {
             try store.write { tx throws(ConcordError) in
                 try tx.set(ref, "refused", .int(2))
-                do throws(ConcordError) { try tx.set(other, "a", .int(3)) } catch { caught.append(error) }
+                do throws(ConcordError) {
+                    try tx.set(other, "a", .int(3))
+                    _ = try tx.fields(of: other)
+                } catch { caught.append(error) }
                 do throws(ConcordError) { try tx.set(other, "b", .int(4)) } catch { caught.append(error) }
             }
         }

@@ -51,15 +51,22 @@ extension CollectionDeclaration {
 extension Schema {
     /// Migration "v9-declared-whole-rows": every declared table made again with its
     /// `concord_whole` column (``WholeRow``) and filled from the merged state, and the
-    /// triggers that note changed records made again (their declaration looked up by key).
+    /// triggers that note changed records made again.
     static func migrateToWholeDeclaredRows(_ db: Database) throws {
         let declarations = try DeclaredTables.all(db).values
-        try db.execute(sql: DeclaredTables.dropTriggersSQL)
-        if !declarations.isEmpty { try db.execute(sql: DeclaredTables.createTriggersSQL) }
+        try DeclaredTables.remakeTriggers(db)
         for declaration in declarations {
             for sql in declaration.dropSQL { try db.execute(sql: sql) }
             for sql in declaration.createSQL { try db.execute(sql: sql) }
             try DeclaredTables.rebuild(db, declaration)
         }
+    }
+}
+
+extension Schema {
+    /// Migration "v11-declared-write-path": the triggers that note changed records made
+    /// again with the declared collections written in them (``DeclaredTables/remakeTriggers(_:)``).
+    static func migrateToDeclaredWritePath(_ db: Database) throws {
+        try DeclaredTables.remakeTriggers(db)
     }
 }

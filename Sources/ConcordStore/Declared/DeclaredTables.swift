@@ -26,22 +26,37 @@ enum DeclaredTables {
         ("concord_dots", "UPDATE"),
     ]
 
-    /// The triggers that note changed records of declared collections. A note already there
-    /// is looked for rather than ignored on conflict: a trigger's statement takes the
-    /// conflict policy of the statement that fired it (an upsert's, a `REPLACE`'s). The
-    /// declaration is looked up by its key (`EXISTS`), not with `IN (SELECT …)`, which made
-    /// SQLite build a temporary table at every row written.
-    static var createTriggersSQL: String {
+    /// The triggers that note changed records of `collections`, the declared ones. A note
+    /// already there is looked for rather than ignored on conflict: a trigger's statement
+    /// takes the conflict policy of the statement that fired it (an upsert's, a `REPLACE`'s).
+    /// The collections are written in the triggers (``remakeTriggers(_:)`` makes them again
+    /// whenever one is declared or dropped), so a row written is checked by comparing its
+    /// collection with them, where looking the declaration up in `concord_declarations`
+    /// opened and sought an index at every row written.
+    static func createTriggersSQL(_ collections: [String]) -> String {
         watched.flatMap { table, update in
             [("insert", "INSERT", "NEW"), ("update", update, "NEW"), ("delete", "DELETE", "OLD")].map { name, event, row in
-                """
+                let declared = collections.map { "\(row).collection = \(literal($0))" }.joined(separator: " OR ")
+                return """
                 CREATE TRIGGER IF NOT EXISTS \(table)_declared_\(name) AFTER \(event) ON \(table)
-                WHEN EXISTS (SELECT 1 FROM concord_declarations WHERE collection = \(row).collection)
+                WHEN (\(declared))
                     AND NOT EXISTS (SELECT 1 FROM concord_declared_pending WHERE collection = \(row).collection AND id = \(row).id)
                 BEGIN INSERT INTO concord_declared_pending (collection, id) VALUES (\(row).collection, \(row).id); END;
                 """
             }
         }.joined(separator: "\n")
+    }
+
+    /// `text` as an SQL string literal (a collection name holds no NUL).
+    private static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    /// Makes the triggers again for the collections declared now; none without a declaration.
+    static func remakeTriggers(_ db: Database) throws {
+        try db.execute(sql: dropTriggersSQL)
+        let collections = try String.fetchAll(db, sql: "SELECT collection FROM concord_declarations ORDER BY collection")
+        if !collections.isEmpty { try db.execute(sql: createTriggersSQL(collections)) }
     }
 
     static var dropTriggersSQL: String {
@@ -91,7 +106,7 @@ enum DeclaredTables {
         for sql in (old ?? declaration).dropSQL { try db.execute(sql: sql) }
         for sql in declaration.createSQL { try db.execute(sql: sql) }
         try store(db, declaration)
-        try db.execute(sql: createTriggersSQL)
+        if old == nil { try remakeTriggers(db) }
         try rebuild(db, declaration)
     }
 
@@ -112,9 +127,7 @@ enum DeclaredTables {
         for sql in old.dropSQL { try db.execute(sql: sql) }
         try BoundStatement.cached(db, sql: "DELETE FROM concord_declarations WHERE collection = ?1").execute { $0.bind(collection, at: 1) }
         try BoundStatement.cached(db, sql: "DELETE FROM concord_declared_pending WHERE collection = ?1").execute { $0.bind(collection, at: 1) }
-        if try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM concord_declarations)") == true {
-            try db.execute(sql: dropTriggersSQL)
-        }
+        try remakeTriggers(db)
         return true
     }
 
@@ -150,7 +163,10 @@ enum DeclaredTables {
     /// Pivots every record noted since the last call into its declared table, and clears
     /// the notes: run before every write transaction commits. Returns the collections whose
     /// tables it changed.
-    static func maintain(_ db: Database, _ cache: DeclarationCache) throws -> Set<String> {
+    ///
+    /// A record in `written` (created by this transaction, scalar values alone) has its row
+    /// made from the values written, not read back from the merged state.
+    static func maintain(_ db: Database, _ cache: DeclarationCache, _ written: WrittenRecords) throws -> Set<String> {
         let probe = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM concord_declared_pending)")
         guard try Bool.fetchOne(probe) == true else { return [] }
         let declarations = try cache.all(db)
@@ -169,7 +185,11 @@ enum DeclaredTables {
             let key = Array(ref.collection.utf8)
             guard let declaration = declarations[key] else { return }
             if pivots[key] == nil { pivots[key] = try Pivot(db, declaration) }
-            try pivots[key]!.run(ref)
+            if let values = written[ref] {
+                try pivots[key]!.run(ref, written: values)
+            } else {
+                try pivots[key]!.run(ref)
+            }
             changed.insert(ref.collection)
         }
         sqlite3_reset(notes.sqliteStatement)
@@ -221,29 +241,56 @@ struct Pivot {
 
     /// Makes `ref`'s row what its merged state says: deleted unless the record is visible.
     func run(_ ref: RecordRef) throws {
-        if hasSets { try elementsRemoval.execute { $0.bind(ref.id, at: 1) } }
-        try search?.removal.execute { $0.bind(ref.id, at: 1) }
+        try removeDependents(ref)
         guard let record = try reader.record(ref), record.isVisible else {
             try removal.execute { $0.bind(ref.id, at: 1) }
             return
         }
-        let fields = record.sortedFields
+        // An open conflict needs a tombstone (deleteUpdate) or a field of several entries
+        // (a file fork): most records have neither, and their conflicts are not sought.
+        let conflicts = record.slots.contains { $0.key == .tombstones || $0.value.entries.count > 1 } ? record.conflicts(ref: ref) : []
+        try write(ref, record.sortedFields,
+                  deleteUpdate: conflicts.contains { $0.kind == .deleteUpdate },
+                  fileForks: conflicts.filter { $0.kind == .fileFork }.count)
+    }
+
+    /// Makes the row of `ref`, a record this transaction created and wrote only `values`
+    /// to (``WrittenRecords``): visible, those fields, no conflict.
+    func run(_ ref: RecordRef, written values: [(name: String, value: ScalarValue)]) throws {
+        try removeDependents(ref)
+        let fields = values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map { (name: $0.name, value: FieldValue.scalar($0.value)) }
+        try write(ref, fields, deleteUpdate: false, fileForks: 0)
+    }
+
+    /// Removes the row's set elements and full-text row, made again after it.
+    private func removeDependents(_ ref: RecordRef) throws {
+        if hasSets { try elementsRemoval.execute { $0.bind(ref.id, at: 1) } }
+        try search?.removal.execute { $0.bind(ref.id, at: 1) }
+    }
+
+    /// Upserts the row of a visible record of `fields` (its visible fields sorted by name)
+    /// with its conflicts, and its set elements and full-text row.
+    private func write(_ ref: RecordRef, _ fields: [(name: String, value: FieldValue)], deleteUpdate: Bool, fileForks: Int) throws {
         var values: [DeclaredValue] = []
         var elements: [(column: String, value: DeclaredValue)] = []
+        // The fields by name, as `Record.fields` gives them, for a declaration that renames,
+        // converts or defaults fields.
+        let stored = declaration.evolution.changes.isEmpty ? [:] : Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
         for field in declaration.fields {
             // Renamed, converted or defaulted as the declaration's evolution says.
             let value = declaration.evolution.changes[field.name] == nil
                 ? fields.first { Bytewise.equal($0.name, field.name) }?.value
-                : declaration.reading(field, in: record.fields).value
+                : declaration.reading(field, in: stored).value
             let (columns, fitting) = DeclaredValue.columns(field, value)
             values += columns
             if case .file = field.type { values.append(try Store.declaredLocal(db, value)) }
-            let column = CollectionDeclaration.column(field.name)
-            elements += fitting.map { (column, $0) }
+            if !fitting.isEmpty {
+                let column = CollectionDeclaration.column(field.name)
+                elements += fitting.map { (column, $0) }
+            }
         }
-        let conflicts = record.conflicts(ref: ref)
-        values.append(.int(conflicts.contains { $0.kind == .deleteUpdate } ? 1 : 0))
-        values.append(.int(Int64(conflicts.filter { $0.kind == .fileFork }.count)))
+        values.append(.int(deleteUpdate ? 1 : 0))
+        values.append(.int(Int64(fileForks)))
         values.append(.int(WholeRow.isWhole(fields, declaration) ? 1 : 0))
         try upsert.execute { binder in
             binder.bind(ref.id, at: 1)

@@ -31,13 +31,15 @@ public final class WriteTransaction {
     /// This replica's id, and as stored (its stamp's replica column).
     private lazy var ownID = store.replicaID
     private lazy var ownReplica = Rows.replicaBlob(ownID)
-    /// Register writes of one record not yet run: the common write is buffered and run as
-    /// one multi-row upsert per record (``flushRegisters()``), which costs SQLite a third
-    /// less than one statement per field.
+    /// Register writes not yet run: the common write is buffered and run as one multi-row
+    /// upsert of up to ``BatchedUpsert/limit`` registers, of one record or of several
+    /// (``flushRegisters()``). One statement per field cost SQLite a third more than one per
+    /// record; and while a collection is declared, every statement that fires the triggers
+    /// noting changed records opens a statement journal, so one per record cost more again.
     var pending = RegisterBuffer()
     /// The record whose next scalar writes take the short way in ``set(_:_:_:)``, known by
     /// one comparison: a `set` wrote it last and left it begun in this transaction, without
-    /// set elements, owning the register buffer and last noted as changed. Every other
+    /// set elements, the last in the register buffer and last noted as changed. Every other
     /// change clears it first (``run(_:)``).
     var shortcut: RecordRef?
     /// The first error of a change that failed to be stored: it fails the whole transaction
@@ -45,11 +47,11 @@ public final class WriteTransaction {
     /// may have been half written, or, buffered, run by a later call than the one that made
     /// it; either way no other change of the transaction may commit without it.
     private var failure: ConcordError?
-    /// The upsert of up to ``BatchedUpsert/limit`` registers of one record, all written with
-    /// this transaction's stamp: parameters 1 and 2 the record, 3 the hlc, 4 the replica, 5
-    /// the dirty mark, then per register its name, kind, value, file size and media type.
-    private static let registerWrites = BatchedUpsert.Shape(into: BatchedUpsert.Shape.fields, sharedParameters: 5, parametersPerRow: 5, row: { first in
-        "(?1, ?2, ?\(first), ?\(first + 1), ?\(first + 2), ?\(first + 3), ?\(first + 4), ?3, ?4, 1, ?5)"
+    /// The upsert of up to ``BatchedUpsert/limit`` registers, all written with this
+    /// transaction's stamp: parameter 1 the hlc, 2 the replica, 3 the dirty mark, then per
+    /// register its record's collection and id, its name, kind, value, file size and media type.
+    private static let registerWrites = BatchedUpsert.Shape(into: BatchedUpsert.Shape.fields, sharedParameters: 3, parametersPerRow: 7, row: { first in
+        "(?\(first), ?\(first + 1), ?\(first + 2), ?\(first + 3), ?\(first + 4), ?\(first + 5), ?\(first + 6), ?1, ?2, 1, ?3)"
     }, onConflict: """
         ON CONFLICT (collection, id, field) DO UPDATE SET
             kind = excluded.kind, value = excluded.value, file_size = excluded.file_size, media_type = excluded.media_type,
@@ -57,6 +59,13 @@ public final class WriteTransaction {
         WHERE concord_fields.versions = 1 AND concord_fields.kind != 6
         """)
     private var registerUpserts = BatchedUpsert(registerWrites)
+    /// Records of declared collections this transaction created and wrote scalar values to,
+    /// with those values: the pivot makes their declared rows from these.
+    var written = WrittenRecords()
+    /// The declarations as this transaction first wrote (none: no record is kept in `written`),
+    /// and the collection last looked up there.
+    private lazy var declared: [[UInt8]: CollectionDeclaration] = (try? store.declarationCache.all(db)) ?? [:]
+    private var lastDeclared: (collection: String, isDeclared: Bool)?
 
     /// Records whose liveness this transaction renewed and whose liveness dot (its stamp)
     /// and outbox row are not written yet: they are written together, up to
@@ -110,7 +119,8 @@ public final class WriteTransaction {
         return answer
     }
 
-    /// Runs what is still buffered, before the transaction commits. Throws the error of a
+    /// Runs what is still buffered, before the transaction commits (and before a read of
+    /// what it wrote, ``fields(of:)``). Throws the error of a
     /// change that failed earlier even if it was caught: the transaction then rolls back whole.
     func finish() throws(ConcordError) {
         try run {
@@ -147,7 +157,9 @@ public final class WriteTransaction {
             lastBegun = (ref, answer)
             return dot
         }
-        try flushRegisters()
+        // No register of `ref` is buffered: its writes are buffered only once it is begun, and
+        // it stops being begun (a delete) only through ``replace(_:_:with:)``, which runs the
+        // buffer. Other records' buffered writes wait, to run with its own.
         guard let livenessQuery else { throw ConcordError(.storage, "could not prepare the query of a record's liveness") }
         let (liveness, exists, hasElements) = try SlotIO.livenessAndExistence(livenessQuery, ref)
         // Without elements: a new record, one that had none, or one that was not visible
@@ -157,8 +169,18 @@ public final class WriteTransaction {
         lastBegun = (ref, withoutElements)
         // A record that is not visible is cleared first; a new one has nothing to clear.
         if exists && liveness.isEmpty { try clearRecord(ref, keepingLiveness: true) }
+        if !exists && isDeclared(ref.collection) { written.begin(ref) }
         try renewLiveness(ref, removingOwn: liveness.contains { $0.dot.replica == ownID })
         return dot
+    }
+
+    /// Whether `collection` is declared (by its UTF-8 bytes).
+    private func isDeclared(_ collection: String) -> Bool {
+        if declared.isEmpty { return false }
+        if let lastDeclared, Bytewise.equal(lastDeclared.collection, collection) { return lastDeclared.isDeclared }
+        let answer = declared[Array(collection.utf8)] != nil
+        lastDeclared = (collection, answer)
+        return answer
     }
 
     /// Replaces the record's liveness as `replace(ref, .liveness, …)` would with the other
@@ -219,34 +241,34 @@ public final class WriteTransaction {
     /// when the buffer runs.
     private func setRegister(_ ref: RecordRef, _ name: String, _ payload: Payload) throws {
         noteChanged(ref, CollectionOfOne(name))
-        if pending.ref != ref || !pending.appendIfRoom(name, payload) {
+        if !pending.appendIfRoom(ref, name, payload) {
             // A second write of a field in one buffer runs after the first, as it was made.
             try flushRegisters()
-            pending.ref = ref
-            _ = pending.appendIfRoom(name, payload)
+            _ = pending.appendIfRoom(ref, name, payload)
         }
     }
 
     /// Runs the buffered register writes: one upsert for all of them, and, if it replaced
     /// fewer rows than it was given, each again on its own so that those it could not
     /// replace are replaced slot-wise. (A replaced row takes the same values again.) Every
-    /// statement that reads or writes the record's registers runs after this.
+    /// statement that reads or writes a buffered record's registers runs after this.
     func flushRegisters() throws {
-        guard let ref = pending.ref, !pending.rows.isEmpty else { return }
+        guard !pending.rows.isEmpty else { return }
         let rows = pending.take()
         let dot = try dot()
         let hlc = Rows.hlc(dot.hlc)
         let replica = ownReplica
         let unchanged = try registerUpserts.upsert(db, rows, shared: { binder in
-            binder.bind(ref)
+            binder.bind(hlc, at: 1)
+            binder.bind(replica, at: 2)
             binder.bind(hlc, at: 3)
-            binder.bind(replica, at: 4)
-            binder.bind(hlc, at: 5)
         }, row: { binder, first, row in
-            binder.bind(row.name, at: first)
-            binder.bind(row.payload, at: first + 1)
+            binder.bind(row.ref, at: first)
+            binder.bind(row.name, at: first + 2)
+            binder.bind(row.payload, at: first + 3)
         })
-        for row in unchanged { try replace(ref, .field(row.name), with: [Entry(dot: dot, payload: row.payload)]) }
+        for row in rows { written.wrote(row.ref, row.name, row.payload) }
+        for row in unchanged { try replace(row.ref, .field(row.name), with: [Entry(dot: dot, payload: row.payload)]) }
     }
 
     /// Clears a register before its name becomes a set. Not skipped for a record new in this
@@ -264,6 +286,7 @@ public final class WriteTransaction {
         let removed = try Data.fetchAll(db.cachedStatement(sql: """
             DELETE FROM concord_elements WHERE collection = ? AND id = ? AND field = ? RETURNING element
             """), arguments: [ref.collection, ref.id, name])
+        if !removed.isEmpty { written.forget(ref) }
         for element in Set(removed) {
             try SlotIO.markOutbox(db, ref, kind: Rows.slotElement, field: name, element: element, hlc: try dot().hlc)
             noteChanged(ref, CollectionOfOne(name))
@@ -283,6 +306,7 @@ public final class WriteTransaction {
     func replace(_ ref: RecordRef, _ key: SlotKey, with entries: [Entry]) throws {
         try flushRegisters()
         try flushLiveness()
+        written.forget(ref)
         if case let .field(name) = key {
             let old = try SlotIO.entries(db, ref, key)
             try FileHistory.record(db, ref, name, superseded: old, by: entries, at: now)
@@ -294,30 +318,44 @@ public final class WriteTransaction {
 }
 
 
-/// The buffered register writes of one record (``WriteTransaction``'s `pending`).
+/// The buffered register writes (``WriteTransaction``'s `pending`): of one record or several,
+/// each record's rows together, no register twice.
 struct RegisterBuffer {
-    /// The record the rows are of.
-    var ref: RecordRef?
-    private(set) var rows: [(name: String, payload: Payload)] = []
+    private(set) var rows: [(ref: RecordRef, name: String, payload: Payload)] = []
     /// Each row's name as ``Bytewise/key(_:)``.
     private var keys: [UInt64] = []
+    /// The records of the rows, in order, and where the last one's rows start.
+    private var refs: [RecordRef] = []
+    private var lastStart = 0
 
-    /// Appends a write of `name` unless the buffer is full (one statement's rows) or holds a
-    /// write of `name` already (the next one runs after it).
-    mutating func appendIfRoom(_ name: String, _ payload: Payload) -> Bool {
+    /// The record whose rows were appended last.
+    var lastRef: RecordRef? { refs.last }
+
+    /// Appends a write of `name` of `ref` unless the buffer is full (one statement's rows),
+    /// holds a write of that register already (the next one runs after it), or holds rows of
+    /// `ref` before another record's (so that each record's rows stay together).
+    mutating func appendIfRoom(_ ref: RecordRef, _ name: String, _ payload: Payload) -> Bool {
         guard rows.count < BatchedUpsert.limit else { return false }
         let key = Bytewise.key(name)
-        for index in keys.indices where keys[index] == key && Bytewise.equal(rows[index].name, name) { return false }
-        rows.append((name, payload))
+        if let last = refs.last, last == ref {
+            for index in lastStart..<rows.count where keys[index] == key && Bytewise.equal(rows[index].name, name) { return false }
+        } else {
+            if refs.contains(ref) { return false }
+            refs.append(ref)
+            lastStart = rows.count
+        }
+        rows.append((ref, name, payload))
         keys.append(key)
         return true
     }
 
-    /// The rows, leaving the buffer empty (and its record as it was).
-    mutating func take() -> [(name: String, payload: Payload)] {
+    /// The rows, leaving the buffer empty.
+    mutating func take() -> [(ref: RecordRef, name: String, payload: Payload)] {
         defer {
             rows.removeAll(keepingCapacity: true)
             keys.removeAll(keepingCapacity: true)
+            refs.removeAll(keepingCapacity: true)
+            lastStart = 0
         }
         return rows
     }

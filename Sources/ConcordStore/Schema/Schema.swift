@@ -168,6 +168,9 @@ enum Schema {
         migrator.registerMigration("v10-files-on-demand") { db in
             try migrateToFilesOnDemand(db)
         }
+        migrator.registerMigration("v11-declared-write-path") { db in
+            try migrateToDeclaredWritePath(db)
+        }
         return migrator
     }
 }

@@ -1,4 +1,5 @@
 import ConcordCore
+import GRDB
 
 extension Store {
     /// Runs `body` as one write: one SQLite transaction, one stamp. Either every change in
@@ -14,19 +15,21 @@ extension Store {
     /// The closure needs its `throws(ConcordError)`: Swift does not infer a closure's typed
     /// throws.
     ///
-    /// A record's scalar writes are buffered and run together, by the next call that writes
-    /// another record or reads what they wrote, or before the commit. A change that fails
+    /// Scalar writes are buffered and run together, up to 32 of them, of one record or
+    /// several: by the call that finds the buffer full, by one that changes a record otherwise
+    /// than by scalar writes or reads what they wrote, or before the commit. A change that fails
     /// to be stored throws from the call that ran it, from every call after it and from
     /// `write` itself, so the transaction rolls back whole even if that error was caught.
     @discardableResult
     public func write<T>(_ body: (WriteTransaction) throws(ConcordError) -> T) throws(ConcordError) -> T {
         var changes = ChangedFields()
-        let result: T = try writeDatabase { db in
+        let result: T = try writeDatabase { (db: Database, written: inout WrittenRecords) in
             try Self.checkWritableSchema(db)
             let transaction = WriteTransaction(db: db, store: self)
             let value = try body(transaction)
             try transaction.finish()
             changes = transaction.changed
+            written = transaction.written
             return value
         }
         publishChanges(changes, origin: .local)

@@ -178,11 +178,18 @@ public final class Store: Sendable {
     /// A write transaction. Before it commits, the declared tables take in what it changed
     /// (``DeclaredTables/maintain(_:)``), whichever write it was.
     func writeDatabase<T>(_ body: (Database) throws -> T) throws(ConcordError) -> T {
+        try writeDatabase { db, _ in try body(db) }
+    }
+
+    /// A write transaction whose body may leave in `written` records it created and the
+    /// values it wrote to them (``WrittenRecords``): their declared rows are made from those.
+    func writeDatabase<T>(_ body: (Database, inout WrittenRecords) throws -> T) throws(ConcordError) -> T {
         try typed(doing: "write \(path)") {
             var changed: Set<String> = []
             let value = try database.write { db in
-                let value = try body(db)
-                changed = try DeclaredTables.maintain(db, declarationCache)
+                var written = WrittenRecords()
+                let value = try body(db, &written)
+                changed = try DeclaredTables.maintain(db, declarationCache, written)
                 return value
             }
             declaredChanges.committed(changed)

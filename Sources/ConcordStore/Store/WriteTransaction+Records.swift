@@ -20,7 +20,7 @@ extension WriteTransaction {
             // A further field of the record written last: its liveness is renewed, it has no
             // set elements to clear, and the write joins the record's buffered upsert.
             try Self.checkName(field, "field name")
-            if pending.appendIfRoom(field, .scalar(value)) {
+            if pending.appendIfRoom(ref, field, .scalar(value)) {
                 changed.noteOfLast(field)
                 return
             }
@@ -30,7 +30,7 @@ extension WriteTransaction {
             let dot = try beginWrite(ref)
             try apply(.scalar(value), to: field, of: ref, dot: dot)
         }
-        if pending.ref == ref, hasNoElements(ref), changed.isLast(ref) { shortcut = ref }
+        if pending.lastRef == ref, hasNoElements(ref), changed.isLast(ref) { shortcut = ref }
     }
 
     /// Adds an element to a set field (rule 3).

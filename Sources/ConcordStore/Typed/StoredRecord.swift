@@ -77,6 +77,8 @@ extension Store {
 extension WriteTransaction {
     /// The visible fields of a record inside this transaction, or nil if it is not visible.
     public func fields(of ref: RecordRef) throws(ConcordError) -> [String: FieldValue]? {
+        // What this transaction wrote and still buffers is written first, so it is read.
+        try finish()
         do {
             guard let record = try SlotIO.record(db, ref), record.isVisible else { return nil }
             return record.fields
