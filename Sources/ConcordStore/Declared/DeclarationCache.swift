@@ -24,6 +24,13 @@ final class DeclarationCache: Sendable {
         return declarations
     }
 
+    /// The declarations kept, if `db` reads the schema they were read under (one
+    /// statement); nil when they must be read again.
+    func current(_ db: Database) throws -> [[UInt8]: CollectionDeclaration]? {
+        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? -1
+        return kept.withLock { $0?.version == version ? $0?.declarations : nil }
+    }
+
     /// The declaration of `collection`, if declared.
     func declaration(_ db: Database, _ collection: String) throws -> CollectionDeclaration? {
         try all(db)[Array(collection.utf8)]

@@ -43,7 +43,10 @@ extension Store {
 
     /// The declaration of `collection`, if it is declared.
     public func declaration(of collection: String) throws(ConcordError) -> CollectionDeclaration? {
-        try read { db in try declarationCache.declaration(db, collection) }
+        // Kept from an earlier read: one statement (the schema's version), no transaction —
+        // what a typed load pays before its point read.
+        if let kept = try readStatement({ db in try declarationCache.current(db) }) { return kept[Array(collection.utf8)] }
+        return try read { db in try declarationCache.declaration(db, collection) }
     }
 }
 

@@ -8,13 +8,23 @@ import GRDB
 enum TypedEvolution {
     /// `stored` (a visible record's fields) read as a `T` under `declaration`.
     static func decode<T: StoredRecord>(_ type: T.Type, id: String, stored: [(name: String, value: FieldValue)], declaration: CollectionDeclaration?) throws(ConcordError) -> (loaded: Loaded<T>, log: UnreadLog) {
-        var fields = Dictionary(stored.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
-        var unconvertible: [String: FieldValue] = [:]
-        if let declaration { (fields, unconvertible) = declaration.view(fields) }
-        fields["id"] = .scalar(.string(id))
-        let log = UnreadLog(unconvertible: unconvertible) { declaration?.storedName(ofProperty: $0) ?? $0 }
+        let table: FieldTable
+        let log: UnreadLog
+        if let declaration, !declaration.evolution.changes.isEmpty {
+            var fields = Dictionary(stored.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+            let unconvertible: [String: FieldValue]
+            (fields, unconvertible) = declaration.view(fields)
+            fields["id"] = .scalar(.string(id))
+            table = FieldTable(fields)
+            log = UnreadLog(unconvertible: unconvertible) { declaration.storedName(ofProperty: $0) }
+        } else {
+            // Nothing renamed, converted or defaulted: the fields as stored, found by a scan
+            // (no dictionary per record), the id last so that it wins.
+            table = FieldTable(stored + [(name: "id", value: .scalar(.string(id)))])
+            log = UnreadLog(unconvertible: [:]) { $0 }
+        }
         do {
-            let value = try T(from: TopDecoder(fields: FieldTable(fields), log: log))
+            let value = try T(from: TopDecoder(fields: table, log: log))
             return (Loaded(value: value, unread: log.unread), log)
         } catch let error as ConcordError {
             throw error
@@ -53,14 +63,6 @@ enum TypedEvolution {
         return changes
     }
 
-    /// The declaration of `collection`, read alone: one point read, and nothing parsed
-    /// for a collection that is not declared (a typed load's common case).
-    static func declaration(_ db: Database, _ collection: String) throws -> CollectionDeclaration? {
-        let statement = try db.cachedStatement(sql: "SELECT declaration FROM concord_declarations WHERE collection = ?")
-        guard let json = try String.fetchOne(statement, arguments: [collection]) else { return nil }
-        return try DeclaredTables.stored(collection, json)
-    }
-
     static func same(_ a: FieldWrite, _ b: FieldWrite) -> Bool {
         switch (a, b) {
         case let (.scalar(x), .scalar(y)): x == y
@@ -89,7 +91,7 @@ extension Store {
     /// renamed fields load under their new names, converted ones converted, and a missing
     /// field with a default loads its default.
     public func loadReporting<T: StoredRecord>(_ type: T.Type, id: String) throws(ConcordError) -> Loaded<T>? {
-        let declaration = try read { db in try TypedEvolution.declaration(db, T.collection) }
+        let declaration = try declaration(of: T.collection)
         guard let fields = try record(RecordRef(collection: T.collection, id: id)) else { return nil }
         return try TypedEvolution.decode(T.self, id: id, stored: fields, declaration: declaration).loaded
     }
@@ -97,7 +99,7 @@ extension Store {
     /// Every visible record of `T`'s collection, sorted by id, each read as
     /// ``loadReporting(_:id:)`` reads it.
     public func loadAllReporting<T: StoredRecord>(_ type: T.Type) throws(ConcordError) -> [Loaded<T>] {
-        let declaration = try read { db in try TypedEvolution.declaration(db, T.collection) }
+        let declaration = try declaration(of: T.collection)
         return try records(in: T.collection).map { (record) throws(ConcordError) -> Loaded<T> in
             try TypedEvolution.decode(T.self, id: record.id, stored: record.fields, declaration: declaration).loaded
         }
@@ -108,7 +110,7 @@ extension WriteTransaction {
     /// The declaration of `collection` inside this transaction, if declared.
     func declaration(of collection: String) throws(ConcordError) -> CollectionDeclaration? {
         do {
-            return try TypedEvolution.declaration(db, collection)
+            return try store.declarationCache.declaration(db, collection)
         } catch let error as ConcordError {
             throw error
         } catch {
