@@ -168,6 +168,9 @@ enum Schema {
         migrator.registerMigration("v10-files-on-demand") { db in
             try migrateToFilesOnDemand(db)
         }
+        migrator.registerMigration("v11-file-prefetch-and-scopes") { db in
+            try migrateToFilePrefetchAndScopes(db)
+        }
         return migrator
     }
 }

@@ -46,13 +46,13 @@ extension Store {
     /// Sets this replica's file policy. A budget is refused in eager mode (every file is kept
     /// there): `invalidOperation`.
     public func setFilePolicy(_ policy: FilePolicy) throws(ConcordError) {
-        if policy.mode == .eager, policy.budget != nil {
-            throw ConcordError(.invalidOperation, "a byte budget needs the on-demand policy: an eager replica keeps every file")
-        }
         if let budget = policy.budget, budget > UInt64(Int64.max) {
             throw ConcordError(.invalidOperation, "a budget of \(budget) bytes is past the largest the store records (2^63 − 1)")
         }
         try writeDatabase { db in
+            if policy.mode == .eager, policy.budget != nil, try !Bool.fetchAll(db, sql: "SELECT on_demand = 1 FROM concord_file_policy_scopes").contains(true) {
+                throw ConcordError(.invalidOperation, "a byte budget needs the on-demand policy (for the store, or a collection or field): an eager replica keeps every file")
+            }
             // Back to eager from on demand: the next syncs fetch what is not local.
             let wasOnDemand = try Self.filePolicy(db).mode == .onDemand
             let fill = policy.mode == .eager && wasOnDemand
@@ -71,7 +71,7 @@ extension Store {
 
     /// Notes that an eager replica holds every content it references again.
     package func eagerFillDone() throws(ConcordError) {
-        try writeDatabase { db in try db.execute(sql: "UPDATE concord_file_policy SET fill_pending = 0 WHERE on_demand = 0") }
+        try writeDatabase { db in try db.execute(sql: "UPDATE concord_file_policy SET fill_pending = 0") }
     }
 
     static func filePolicy(_ db: Database) throws -> FilePolicy {
