@@ -54,4 +54,27 @@ import Testing
         expectFailure(try cli.run(["files", "policy", "on-demand", "--collection", "albums", "--store", cli.path("b.db")]), status: 1, mentioning: ["albums"])
         expectFailure(try cli.run(["files", "prefetch", "--below", "12x", "--store", cli.path("b.db")]), status: 2, mentioning: ["12x"])
     }
+
+    @Test func restoreFetchesAVersionThatIsNotLocal() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        var generator = SeededBytes(seed: 9)
+        let first = Data(generator.bytes(30_000))
+        try first.write(to: cli.folder.appendingPathComponent("v1"))
+        try Data(generator.bytes(20_000)).write(to: cli.folder.appendingPathComponent("v2"))
+        try cli.on("b", ["files", "policy", "on-demand"])
+        try cli.on("a", ["attach", "photos", "p0", "image", cli.path("v1")])
+        try cli.on("a", ["sync"])
+        try cli.on("b", ["sync"])
+        try cli.on("a", ["attach", "photos", "p0", "image", cli.path("v2")])
+        try cli.on("a", ["sync"])
+        try cli.on("b", ["sync"])
+        let versions = try #require(try cli.on("b", ["versions", "photos", "p0", "image", "--json"]).object()["versions"] as? [[String: Any]])
+        #expect(versions.first?["available"] as? Bool == false)
+        let hash = try #require(versions.first?["hash"] as? String)
+        try cli.on("b", ["restore", "photos", "p0", "image", hash])
+        try cli.on("b", ["export", "photos", "p0", "image", cli.path("out")])
+        #expect(try Data(contentsOf: cli.folder.appendingPathComponent("out")) == first)
+    }
 }
