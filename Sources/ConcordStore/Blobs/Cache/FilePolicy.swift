@@ -15,6 +15,9 @@ import GRDB
 ///   keeps it. Contents nobody pinned are a cache: over ``budget`` the least recently read
 ///   are evicted (``Store/evictFiles(toFit:keeping:)``).
 ///
+/// A declared collection, or one of its file fields, may have a mode of its own
+/// (``FilePolicyScope``); what a sync fetches ahead of reading is ``FilePrefetch``.
+///
 /// The policy is this replica's own: it changes what this replica keeps, never what it
 /// syncs or how records merge.
 public struct FilePolicy: Hashable, Sendable {
@@ -26,7 +29,8 @@ public struct FilePolicy: Hashable, Sendable {
     public var mode: Mode
     /// The most bytes of cached (evictable) contents to keep; nil for no limit. Pinned
     /// contents, contents this replica wrote and has not pushed, and those a fork or history
-    /// version holds count toward the total but are never evicted. Only meaningful on demand.
+    /// version holds count toward the total but are never evicted. Only meaningful on demand
+    /// (of the store, or of a collection or field).
     public var budget: UInt64?
 
     public init(_ mode: Mode, budget: UInt64? = nil) {
@@ -43,8 +47,9 @@ extension Store {
         try read { db in try Self.filePolicy(db) }
     }
 
-    /// Sets this replica's file policy. A budget is refused in eager mode (every file is kept
-    /// there): `invalidOperation`.
+    /// Sets this replica's file policy (its scopes and prefetch threshold stay). A budget is
+    /// refused in eager mode unless a collection or field is on demand (every file is kept
+    /// otherwise): `invalidOperation`.
     public func setFilePolicy(_ policy: FilePolicy) throws(ConcordError) {
         if let budget = policy.budget, budget > UInt64(Int64.max) {
             throw ConcordError(.invalidOperation, "a budget of \(budget) bytes is past the largest the store records (2^63 − 1)")

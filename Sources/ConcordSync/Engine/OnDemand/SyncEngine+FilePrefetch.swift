@@ -41,7 +41,7 @@ public struct FilePrefetchReport: Hashable, Sendable {
 /// fields are on demand, what is likely wanted.
 extension SyncEngine {
     /// Fetches the pinned contents not local, then — smallest first — those of on-demand
-    /// fields smaller than `below` (default: the stored ``ConcordStore/FilePrefetch``
+    /// fields smaller than `below` (default: the stored `FilePrefetch`
     /// threshold), at most ``requestsInFlight`` at a time. Each content is checked against
     /// its hash and kept as it arrives, so a run that is cancelled, or a process killed,
     /// loses at most the downloads in flight: the next run asks only for what is still not

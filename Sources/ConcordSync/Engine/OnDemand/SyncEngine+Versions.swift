@@ -5,7 +5,7 @@ import ConcordStore
 /// "Large files and small devices"): the content is fetched on demand first, then written.
 /// A replica writes only contents it holds, so its push never lacks one.
 extension SyncEngine {
-    /// ``ConcordStore/Store/keepVersion(_:_:hash:)``, fetching the kept version's content
+    /// `Store.keepVersion(_:_:hash:)`, fetching the kept version's content
     /// first when it is not local.
     ///
     /// - Throws: `notFound` when the field has no version with content `hash`;
@@ -22,7 +22,7 @@ extension SyncEngine {
         try store.keepVersion(ref, field, hash: hash)
     }
 
-    /// ``ConcordStore/Store/restore(_:_:hash:)``, fetching the version's content first when
+    /// `Store.restore(_:_:hash:)`, fetching the version's content first when
     /// it is not local.
     ///
     /// - Throws: `notFound` when the field retains no version `hash`; `fileUnavailable` when
