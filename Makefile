@@ -136,8 +136,10 @@ clean:
 	rm -rf .build Benchmarks/.build Fuzz/.build-fuzz Fuzz/.build-fuzz-runs
 	@if [ -f Proofs/Makefile ]; then $(MAKE) -C Proofs clean; fi
 
-# Files on demand at full size: a 2 GiB file read on demand stays under 64 MiB resident
+# Files on demand at full size: a 2 GiB file read on demand stays under 64 MiB resident, and
+# the end-to-end picture with 200 files of 1 to 64 MiB and a 100 MiB budget
 # (Benchmarks/README.md, "Files on demand").
 soak-files:
 	swift build --build-tests -j 1
 	CONCORD_SOAK_ONDEMAND_MIB=2048 swift test --skip-build --filter readingALargeFileOnDemandStaysInBoundedMemory
+	CONCORD_ONDEMAND_FILES=200 CONCORD_ONDEMAND_MAX_MIB=64 swift test --skip-build --filter recordsFirstThenContentsWithinABudget

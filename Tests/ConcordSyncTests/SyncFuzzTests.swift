@@ -248,7 +248,11 @@ final class FuzzRun {
             failure: 0.05, lostPut: 0.03, tornPut: 0.05, tornPutReportsSuccess: index % 2 == 1,
             lostAcknowledgement: 0.05, lostDelete: 0.05, staleListing: 0.15,
             incompleteListing: 0.1, duplicatedListing: 0.1, reorderedListing: 0.2), drawsPerCall: drawsPerCall ?? (requestsInFlight > 1))
-        if onDemand, index % 2 == 1 { try store.setFilePolicy(FilePolicy(.onDemand, budget: 40)) }
+        if onDemand, index % 2 == 1 {
+            try store.setFilePolicy(FilePolicy(.onDemand, budget: 40))
+            // Every sync of replica 1 also prefetches the contents under 16 bytes.
+            if index == 1 { try store.setFilePrefetch(FilePrefetch(below: 16)) }
+        }
         stores.append(store)
         knownIDs[index] = store.replicaID
         remotes.append(faulty)

@@ -92,7 +92,7 @@ struct Conflicts: ParsableCommand {
     }
 }
 
-struct Resolve: ParsableCommand {
+struct Resolve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Resolve a conflict: keep one version of a forked file, or write merged content.",
         discussion: """
@@ -123,13 +123,20 @@ struct Resolve: ParsableCommand {
         if let keep { _ = try contentHash(keep) }
     }
 
-    func run() throws {
+    func run() async throws {
         let ref = try recordRef(collection, id)
         let store = try options.openStore()
         let what: String
         if let keep, let field {
             let hash = try contentHash(keep)
-            try store.keepVersion(ref, field, hash: hash)
+            if store.blobs.contains(hash) {
+                try store.keepVersion(ref, field, hash: hash)
+            } else {
+                // Not on this device (files on demand): fetched first, then kept.
+                try await FileFetching.engine(for: "version \(hash.hex) of \(ref) \(field)", store: store, options: options) { engine throws(ConcordError) in
+                    try await engine.keepVersion(ref, field, hash: hash)
+                }
+            }
             what = "kept version \(hash.hex) of \(ref) \(field)"
         } else if let file, let field {
             let source = Paths.absolute(file)
@@ -191,7 +198,7 @@ struct Versions: ParsableCommand {
     }
 }
 
-struct Restore: ParsableCommand {
+struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Make a superseded version of a file field current again.")
 
     @Argument(help: "The collection.") var collection: String
@@ -202,14 +209,18 @@ struct Restore: ParsableCommand {
 
     func validate() throws { _ = try contentHash(hash) }
 
-    func run() throws {
+    func run() async throws {
         let ref = try recordRef(collection, id)
         let store = try options.openStore()
         let hash = try contentHash(hash)
-        guard store.blobs.contains(hash) else {
-            throw ConcordError(.missingBlob, "version \(hash.hex) is listed but its content is no longer in this replica's blob directory; it cannot be restored here")
+        if store.blobs.contains(hash) {
+            try store.restore(ref, field, hash: hash)
+        } else {
+            // Not on this device (files on demand, or swept): fetched first, then restored.
+            try await FileFetching.engine(for: "version \(hash.hex) of \(ref) \(field)", store: store, options: options) { engine throws(ConcordError) in
+                try await engine.restore(ref, field, hash: hash)
+            }
         }
-        try store.restore(ref, field, hash: hash)
         let fields = try store.record(ref) ?? []
         options.emit(.record(ref, fields), "restored \(hash.hex) as \(ref) \(field)")
     }

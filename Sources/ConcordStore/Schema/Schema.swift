@@ -81,7 +81,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 10
+    static let version = 12
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -170,6 +170,9 @@ enum Schema {
         }
         migrator.registerMigration("v11-declared-write-path") { db in
             try migrateToDeclaredWritePath(db)
+        }
+        migrator.registerMigration("v12-file-prefetch-and-scopes") { db in
+            try migrateToFilePrefetchAndScopes(db)
         }
         return migrator
     }

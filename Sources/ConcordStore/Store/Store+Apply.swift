@@ -39,9 +39,10 @@ extension Store {
             if !missing.isEmpty {
                 throw ConcordError(.notReady, "delta \(delta.seq) from \(delta.origin) needs \(VersionVector(missing)) applied first")
             }
-            // On demand, records apply at once and their files stay where they are.
-            let missingFiles = try Self.filePolicy(db).mode == .onDemand ? []
-                : missingFiles(in: delta.records.flatMap { $0.slots.flatMap(\.entries) }, seen: context)
+            // On demand, records apply at once and their files stay where they are; files
+            // of eager fields (a collection or field scoped eager) are needed first.
+            let modes = try FileModes(db)
+            let missingFiles = modes.allOnDemand ? [] : missingFiles(in: modes.eagerEntries(delta), seen: context)
             if !missingFiles.isEmpty { return .heldBack(missingFiles: missingFiles) }
             let held = try fieldsHeldAgainstPurge(db, delta)
             if vector[delta.origin] != delta.dependencies[delta.origin] {

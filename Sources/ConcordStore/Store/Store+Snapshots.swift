@@ -106,10 +106,10 @@ extension Store {
             // First pass: every record checked, and the files they need found.
             var missing: Set<ContentHash> = []
             var scan = reader
-            let withoutFiles = try Self.filePolicy(db).mode == .onDemand
-            while !withoutFiles, let (_, slots) = try scan.nextSlots() {
+            let modes = try FileModes(db)
+            while !modes.allOnDemand, let (ref, slots) = try scan.nextSlots() {
                 for (key, entries) in slots {
-                    guard case .field = key else { continue }
+                    guard case let .field(name) = key, !modes.onDemand(ref.collection, name) else { continue }
                     for entry in entries {
                         if case let .file(file) = entry.payload, !blobs.contains(file.hash) { missing.insert(file.hash) }
                     }
@@ -138,8 +138,11 @@ extension Store {
         _ db: Database, old: StoreState, snapshot: StoreState, appliedSeqs: [ReplicaID: UInt64], changes: inout [RecordRef: Set<String>]
     ) throws -> StoreApplyResult {
         if old.context.union(snapshot.context) == old.context, old.joined(snapshot) == old { return .alreadyApplied }
-        let entries = snapshot.records.values.flatMap { $0.slots.values.flatMap(\.entries) }
-        let missing = try Self.filePolicy(db).mode == .onDemand ? [] : missingFiles(in: entries, seen: old.context)
+        let modes = try FileModes(db)
+        let entries = snapshot.records.flatMap { ref, record in
+            record.slots.filter { !modes.onDemand(ref.collection, $0.key.fieldName) }.values.flatMap(\.entries)
+        }
+        let missing = modes.allOnDemand ? [] : missingFiles(in: entries, seen: old.context)
         if !missing.isEmpty { return .heldBack(missingFiles: missing) }
         if old.records.isEmpty, old.context.isEmpty {
             // A new replica's first snapshot (the bootstrap): the join is the snapshot

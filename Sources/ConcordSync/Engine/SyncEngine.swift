@@ -303,7 +303,7 @@ public actor SyncEngine {
             if mode != .pushOnly {
                 try await bootstrapIfNew(into: &report)
                 try await pull(heads, into: &report, progress: emit)
-                try await fetchWantedFiles(into: &report)
+                try await fetchWantedFiles(into: &report, progress: emit)
             }
             if mode != .pullOnly { try await push(into: &report, progress: emit, listed: heads.all) }
         } catch where error.code == .storeRestored && report.restoredCopy == nil {

@@ -65,6 +65,9 @@ public struct SyncReport: Hashable, Sendable {
     /// Replicas whose history this sync found forked: two copies of one replica id wrote
     /// different batches under one name. Their batches past the fork are not applied.
     public var forks: [HistoryFork] = []
+    /// What the prefetch after the pull did, when it wanted anything
+    /// (``SyncEngine/prefetchFiles(below:progress:)``).
+    public var prefetch: FilePrefetchReport?
 
     public init() {}
 }

@@ -15,6 +15,22 @@ extension FuzzRun {
             stats.count("onDemandEvicted", eviction.evicted.count)
             return
         }
+        if random.chance(0.15) {
+            // A prefetch keeps only contents checked against their hashes, within the budget.
+            do throws(ConcordError) {
+                let report = try await engines[r].prefetchFiles(below: UInt64(random.int(0...40)))
+                stats.count("onDemandPrefetchRuns")
+                stats.count("onDemandPrefetched", report.filesFetched)
+            } catch {
+                stats.count("onDemandPrefetchFailed")
+            }
+            for hash in try store.blobs.all() {
+                var hasher = ContentHasher()
+                try store.blobs.read(hash) { (chunk: UnsafeRawBufferPointer) throws(ConcordError) in hasher.update(chunk) }
+                if hasher.finalize() != hash { onDemandFailures.append("replica \(r) holds other bytes under \(hash.hex) after a prefetch") }
+            }
+            return
+        }
         let ref = random.pick(Self.refs)
         guard let fields = try store.record(ref) else { return }
         for case let (_, .file(file)) in fields.map({ ($0.name, $0.value) }) {
@@ -32,8 +48,8 @@ extension FuzzRun {
     }
 }
 
-/// The sync fuzz with on-demand replicas under a budget of 40 bytes, reading and
-/// evicting at random steps, among every fault the fuzz injects (files lost or torn on the
+/// The sync fuzz with on-demand replicas under a budget of 40 bytes, reading, prefetching
+/// and evicting at random steps (one replica's syncs prefetching too), among every fault the fuzz injects (files lost or torn on the
 /// remote included): convergence and "no write lost" as in ``SyncFuzzTests``, and no read
 /// ever yields bytes other than its content's.
 @Suite struct OnDemandFuzzTests {
@@ -55,5 +71,6 @@ extension FuzzRun {
         }
         #expect(totals["onDemandRead", default: 0] > 0, "no schedule read a content on demand")
         #expect(totals["onDemandEvicted", default: 0] > 0, "no schedule evicted a content")
+        #expect(totals["onDemandPrefetchRuns", default: 0] > 0, "no schedule ran a prefetch")
     }
 }

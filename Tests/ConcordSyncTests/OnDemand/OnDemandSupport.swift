@@ -7,15 +7,24 @@ import Synchronization
 import Testing
 
 /// A remote that counts what it hands out: every byte read (batches, heads, snapshots,
-/// files) and how many file downloads began.
+/// files), how many file downloads began, and the most that ran at once. Each file
+/// download can be made to last `fileDelay` longer (so that downloads overlap).
 final class CountingRemote: ForwardingRemote, Sendable {
     let base: any Remote
-    private let counts = Mutex<(bytes: UInt64, fileGets: Int)>((0, 0))
+    private let counts = Mutex<(bytes: UInt64, fileGets: Int, running: Int, mostRunning: Int)>((0, 0, 0, 0))
+    private let delay = Mutex<Duration>(.zero)
 
     init(_ base: any Remote) { self.base = base }
 
     var bytesRead: UInt64 { counts.withLock { $0.bytes } }
     var fileGets: Int { counts.withLock { $0.fileGets } }
+    /// The most file downloads in flight at once since ``resetMostRunning()``.
+    var mostFileGetsAtOnce: Int { counts.withLock { $0.mostRunning } }
+    func resetMostRunning() { counts.withLock { $0.mostRunning = 0 } }
+    var fileDelay: Duration {
+        get { delay.withLock { $0 } }
+        set { delay.withLock { $0 = newValue } }
+    }
 
     func get(_ path: String) async throws(ConcordError) -> [UInt8]? {
         let bytes = try await base.get(path)
@@ -30,8 +39,20 @@ final class CountingRemote: ForwardingRemote, Sendable {
     }
 
     func getStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
-        if path.hasPrefix(RemoteLayout.blobsPrefix) { counts.withLock { $0.fileGets += 1 } }
-        return try await base.getStream(path) { (chunk: [UInt8]) throws(ConcordError) in
+        guard path.hasPrefix(RemoteLayout.blobsPrefix) else { return try await countedStream(path, write: write) }
+        counts.withLock {
+            $0.fileGets += 1
+            $0.running += 1
+            $0.mostRunning = max($0.mostRunning, $0.running)
+        }
+        defer { counts.withLock { $0.running -= 1 } }
+        let delay = fileDelay
+        if delay > .zero { try? await Task.sleep(for: delay) }
+        return try await countedStream(path, write: write)
+    }
+
+    private func countedStream(_ path: String, write: ([UInt8]) throws(ConcordError) -> Void) async throws(ConcordError) -> Bool {
+        try await base.getStream(path) { (chunk: [UInt8]) throws(ConcordError) in
             counts.withLock { $0.bytes += UInt64(chunk.count) }
             try write(chunk)
         }

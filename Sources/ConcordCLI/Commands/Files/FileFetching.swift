@@ -24,4 +24,21 @@ enum FileFetching {
             throw error.code == .fileUnavailable ? ConcordError(.fileUnavailable, "\(name): \(error.message)") : error
         }
     }
+
+    /// Runs `work` with a sync engine for the store's remote, to fetch a content `name`
+    /// (e.g. "version … of photos/p1 image") that is not local. Without a remote, or when
+    /// the remote lacks it, one line naming the content and why (exit 1).
+    static func engine(
+        for name: String, store: Store, options: GlobalOptions, _ work: (SyncEngine) async throws(ConcordError) -> Void
+    ) async throws {
+        guard try RemoteLocation.configured(in: store) != nil else {
+            throw ConcordError(.missingBlob, "\(name): its content is not on this device and the store has no remote to fetch it from: set one with `concord remote set`")
+        }
+        let engine = try await RemoteConnection.open(store, options: options).engine
+        do throws(ConcordError) {
+            try await work(engine)
+        } catch {
+            throw error.code == .fileUnavailable ? ConcordError(.fileUnavailable, "\(name): \(error.message)") : error
+        }
+    }
 }

@@ -8,40 +8,72 @@ struct FilesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "files",
         abstract: "Choose when file contents are fetched, pin what stays, evict the rest, see what is local.",
-        subcommands: [FilesPolicy.self, FilesPin.self, FilesUnpin.self, FilesEvict.self, FilesStatus.self])
+        subcommands: [FilesPolicy.self, FilesPin.self, FilesUnpin.self, FilesEvict.self, FilesPrefetchCommand.self, FilesStatus.self])
 }
 
 struct FilesPolicy: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "policy",
         abstract: "Fetch file contents eagerly (every file with its record) or on demand (when read), with a byte budget for the cache.",
-        discussion: "SIZE is a number of bytes, or a number followed by KiB, MiB or GiB (e.g. 100MiB). The budget needs on-demand.")
+        discussion: """
+            SIZE is a number of bytes, or a number followed by KiB, MiB or GiB (e.g. 100MiB). The budget needs on-demand \
+            (for the store, or a collection or field) and is the store's. --collection (and --field) set the policy of one \
+            declared collection (or file field) only. --prefetch-below SIZE makes every sync fetch the contents smaller \
+            than SIZE ahead of reading (0: none).
+            """)
 
     @Argument(help: ArgumentHelp("on-demand or eager.", valueName: "policy")) var mode: String
     @Option(name: .long, help: ArgumentHelp("The most bytes of evictable contents to keep (on-demand only).", valueName: "size")) var budget: String?
+    @Option(name: .long, help: ArgumentHelp("Set the policy of this declared collection only.", valueName: "collection")) var collection: String?
+    @Option(name: .long, help: ArgumentHelp("With --collection: of this file field only.", valueName: "field")) var field: String?
+    @Option(name: .customLong("prefetch-below"), help: ArgumentHelp("Prefetch contents smaller than this (0: none).", valueName: "size"))
+    var prefetchBelow: String?
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
         guard FilePolicy.Mode(rawValue: mode) != nil else {
             throw ValidationError("the policy is on-demand or eager, not \"\(mode)\"")
         }
+        if field != nil, collection == nil { throw ValidationError("--field names a field of a --collection") }
+        if let prefetchBelow { _ = try ByteSize.parse(prefetchBelow) }
         if let budget {
             _ = try ByteSize.parse(budget)
-            guard mode == FilePolicy.Mode.onDemand.rawValue else { throw ValidationError("--budget needs on-demand: an eager replica keeps every file") }
+            guard mode == FilePolicy.Mode.onDemand.rawValue || collection != nil else {
+                throw ValidationError("--budget needs on-demand: an eager replica keeps every file")
+            }
         }
     }
 
     func run() throws {
         let store = try options.openStore()
-        let policy = FilePolicy(FilePolicy.Mode(rawValue: mode)!, budget: try budget.map(ByteSize.parse))
-        try store.setFilePolicy(policy)
+        let mode = FilePolicy.Mode(rawValue: mode)!
+        let budget = try budget.map(ByteSize.parse)
+        var text: String
+        if let collection {
+            try store.setFilePolicy(FilePolicyScope(collection, field: field, mode: mode))
+            text = "files of \(collection)\(field.map { " " + $0 } ?? ""): \(mode.rawValue)"
+            if let budget {
+                var policy = try store.filePolicy()
+                policy.budget = budget
+                try store.setFilePolicy(policy)
+                text += "; store budget \(ByteSize.text(budget))"
+            }
+        } else {
+            let policy = FilePolicy(mode, budget: budget)
+            try store.setFilePolicy(policy)
+            text = "files: \(policy.mode.rawValue)"
+            if let budget = policy.budget { text += ", budget \(ByteSize.text(budget))" }
+        }
+        if let prefetchBelow {
+            let below = try ByteSize.parse(prefetchBelow)
+            try store.setFilePrefetch(FilePrefetch(below: below == 0 ? nil : below))
+            text += below == 0 ? "; no prefetch by size" : "; prefetch below \(ByteSize.text(below))"
+        }
         let eviction = try store.evictToBudget()
-        var text = "files: \(policy.mode.rawValue)"
-        if let budget = policy.budget { text += ", budget \(ByteSize.text(budget))" }
         if let eviction, !eviction.evicted.isEmpty {
             text += "; evicted \(eviction.evicted.count) (\(ByteSize.text(eviction.bytesFreed)))"
         }
-        options.emit(FilesStatus.policyDocument(policy), text)
+        options.emit(FilesStatus.policyDocument(try store.fileCacheStatus()), text)
     }
 }
 
@@ -131,14 +163,27 @@ struct FilesStatus: ParsableCommand {
         options.emit(Self.document(status), Self.lines(status).joined(separator: "\n"))
     }
 
-    static func policyDocument(_ policy: FilePolicy) -> JSON {
-        .object([("policy", .string(policy.mode.rawValue)), ("budget", .uint(policy.budget))])
+    /// `{"policy", "budget", "prefetchBelow", "scopes": [{"collection", "field"?, "policy"}]}`.
+    static func policyDocument(_ status: FileCacheStatus) -> JSON {
+        .object(policyMembers(status))
     }
 
-    /// `{"policy", "budget", "bytesCached", "filesCached", "bytesPinned", "bytesPendingUpload",
-    /// "filesReferenced", "filesNotLocal", "bytesNotLocal", "filesUnavailable", "pins"}`.
+    static func policyMembers(_ status: FileCacheStatus) -> [(String, JSON)] {
+        let scopes: [JSON] = status.scopes.map { scope in
+            var members: [(String, JSON)] = [("collection", .string(scope.collection))]
+            if let field = scope.field { members.append(("field", .string(field))) }
+            members.append(("policy", .string(scope.mode.rawValue)))
+            return .object(members)
+        }
+        return [("policy", .string(status.policy.mode.rawValue)), ("budget", .uint(status.policy.budget)),
+                ("prefetchBelow", .uint(status.prefetch.below)), ("scopes", .array(scopes))]
+    }
+
+    /// `{"policy", "budget", "prefetchBelow", "scopes", "bytesCached", "filesCached",
+    /// "bytesPinned", "bytesPendingUpload", "filesReferenced", "filesNotLocal",
+    /// "bytesNotLocal", "filesUnavailable", "pins"}`.
     static func document(_ status: FileCacheStatus) -> JSON {
-        var members: [(String, JSON)] = [("policy", .string(status.policy.mode.rawValue)), ("budget", .uint(status.policy.budget))]
+        var members = policyMembers(status)
         members.append(("bytesCached", .uint(status.bytesCached)))
         members.append(("filesCached", .int(Int64(status.filesCached))))
         members.append(("bytesPinned", .uint(status.bytesPinned)))
@@ -154,6 +199,10 @@ struct FilesStatus: ParsableCommand {
     static func lines(_ status: FileCacheStatus) -> [String] {
         var policy = "files: \(status.policy.mode.rawValue)"
         if let budget = status.policy.budget { policy += ", budget \(ByteSize.text(budget))" }
+        if let below = status.prefetch.below { policy += ", prefetch below \(ByteSize.text(below))" }
+        for scope in status.scopes {
+            policy += "; \(scope.collection)\(scope.field.map { " " + $0 } ?? ""): \(scope.mode.rawValue)"
+        }
         let plural = status.filesCached == 1 ? "" : "s"
         var notLocal = "  not local: \(status.filesNotLocal) of \(status.filesReferenced) referenced, \(ByteSize.text(status.bytesNotLocal))"
         if status.filesUnavailable > 0 { notLocal += "; \(status.filesUnavailable) unavailable on the remote" }

@@ -27,6 +27,10 @@ public enum FileState: Hashable, Sendable {
 /// A store's file contents, counted.
 public struct FileCacheStatus: Hashable, Sendable {
     public var policy: FilePolicy
+    /// The collections and fields whose policy differs from the store's.
+    public var scopes: [FilePolicyScope] = []
+    /// What the prefetch fetches besides pinned contents.
+    public var prefetch = FilePrefetch()
     /// Bytes of local contents (every file in the blob directory).
     public var bytesCached: UInt64
     /// How many contents are local.
@@ -87,7 +91,9 @@ extension Store {
     public func fileCacheStatus() throws(ConcordError) -> FileCacheStatus {
         try reconcileLocalFiles()
         let referenced = try referencedFileSizes()
-        return try read { db in
+        let scopes = try filePolicyScopes()
+        let prefetch = try filePrefetch()
+        var status = try read { db in
             var cached: UInt64 = 0
             var count = 0
             var own: [ContentHash: UInt64] = [:]
@@ -113,6 +119,9 @@ extension Store {
                 bytesPendingUpload: pending, filesReferenced: referenced.count, filesNotLocal: missing.count,
                 bytesNotLocal: missing.values.reduce(0, +), filesUnavailable: unavailable, pins: pins)
         }
+        status.scopes = scopes
+        status.prefetch = prefetch
+        return status
     }
 }
 

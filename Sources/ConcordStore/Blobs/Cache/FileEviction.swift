@@ -43,7 +43,7 @@ extension Store {
     @discardableResult
     public func evictToBudget(keeping: Set<ContentHash> = []) throws(ConcordError) -> FileEviction? {
         let policy = try filePolicy()
-        guard policy.mode == .onDemand, let budget = policy.budget else { return nil }
+        guard let budget = policy.budget, try read({ db in try FileModes(db).anyOnDemand }) else { return nil }
         return try evictFiles(toFit: budget, keeping: keeping)
     }
 

@@ -76,11 +76,12 @@ extension Store {
         return files
     }
 
-    /// The contents that must stay while local: pinned ones, those a fork or a retained
+    /// The contents that must stay while local: pinned ones, those of eager fields while
+    /// others are on demand (``FilePolicyScope``), those a fork or a retained
     /// history version references (this copy may be the only one), and — while this replica
     /// has anything not pushed — those it wrote itself (the remote may not hold them yet).
     static func keptFiles(_ db: Database, unpushed: Bool) throws -> Set<ContentHash> {
-        var kept = Set(try pinnedFiles(db).keys)
+        var kept = Set(try pinnedFiles(db).keys).union(try eagerFiles(db))
         for data in try Data.fetchAll(db, sql: """
             SELECT value FROM concord_field_versions WHERE kind = \(FieldKind.file.stored)
             UNION SELECT f.value FROM concord_fields f WHERE f.kind = \(FieldKind.file.stored) AND f.versions > 1

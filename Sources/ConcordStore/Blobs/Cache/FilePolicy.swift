@@ -15,6 +15,9 @@ import GRDB
 ///   keeps it. Contents nobody pinned are a cache: over ``budget`` the least recently read
 ///   are evicted (``Store/evictFiles(toFit:keeping:)``).
 ///
+/// A declared collection, or one of its file fields, may have a mode of its own
+/// (``FilePolicyScope``); what a sync fetches ahead of reading is ``FilePrefetch``.
+///
 /// The policy is this replica's own: it changes what this replica keeps, never what it
 /// syncs or how records merge.
 public struct FilePolicy: Hashable, Sendable {
@@ -26,7 +29,8 @@ public struct FilePolicy: Hashable, Sendable {
     public var mode: Mode
     /// The most bytes of cached (evictable) contents to keep; nil for no limit. Pinned
     /// contents, contents this replica wrote and has not pushed, and those a fork or history
-    /// version holds count toward the total but are never evicted. Only meaningful on demand.
+    /// version holds count toward the total but are never evicted. Only meaningful on demand
+    /// (of the store, or of a collection or field).
     public var budget: UInt64?
 
     public init(_ mode: Mode, budget: UInt64? = nil) {
@@ -43,16 +47,17 @@ extension Store {
         try read { db in try Self.filePolicy(db) }
     }
 
-    /// Sets this replica's file policy. A budget is refused in eager mode (every file is kept
-    /// there): `invalidOperation`.
+    /// Sets this replica's file policy (its scopes and prefetch threshold stay). A budget is
+    /// refused in eager mode unless a collection or field is on demand (every file is kept
+    /// otherwise): `invalidOperation`.
     public func setFilePolicy(_ policy: FilePolicy) throws(ConcordError) {
-        if policy.mode == .eager, policy.budget != nil {
-            throw ConcordError(.invalidOperation, "a byte budget needs the on-demand policy: an eager replica keeps every file")
-        }
         if let budget = policy.budget, budget > UInt64(Int64.max) {
             throw ConcordError(.invalidOperation, "a budget of \(budget) bytes is past the largest the store records (2^63 − 1)")
         }
         try writeDatabase { db in
+            if policy.mode == .eager, policy.budget != nil, try !Bool.fetchAll(db, sql: "SELECT on_demand = 1 FROM concord_file_policy_scopes").contains(true) {
+                throw ConcordError(.invalidOperation, "a byte budget needs the on-demand policy (for the store, or a collection or field): an eager replica keeps every file")
+            }
             // Back to eager from on demand: the next syncs fetch what is not local.
             let wasOnDemand = try Self.filePolicy(db).mode == .onDemand
             let fill = policy.mode == .eager && wasOnDemand
@@ -71,7 +76,7 @@ extension Store {
 
     /// Notes that an eager replica holds every content it references again.
     package func eagerFillDone() throws(ConcordError) {
-        try writeDatabase { db in try db.execute(sql: "UPDATE concord_file_policy SET fill_pending = 0 WHERE on_demand = 0") }
+        try writeDatabase { db in try db.execute(sql: "UPDATE concord_file_policy SET fill_pending = 0") }
     }
 
     static func filePolicy(_ db: Database) throws -> FilePolicy {

@@ -91,29 +91,11 @@ extension SyncEngine {
             try store.noteRead(file.hash)
             return
         }
-        let outcome: Result<FileFetch, ConcordError>
-        if let running = onDemand.running[file.hash] {
-            outcome = await running.task.value
-        } else {
-            // Room first: the cache stays within its budget once this content is in.
-            if let budget = try store.filePolicy().budget {
-                try store.evictFiles(toFit: budget > file.size ? budget - file.size : 0, keeping: Set(onDemand.reading.keys))
-            }
-            let received = OnDemandDownloads.Received()
-            let size = file.size
-            let hash = file.hash
-            let task = Task { () async -> Result<FileFetch, ConcordError> in
-                do throws(ConcordError) {
-                    return .success(try await self.fetchFile(hash, size: size, received: { bytes in received.bytes.withLock { $0 = bytes } }))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            onDemand.running[file.hash] = OnDemandDownloads.Download(task: task, received: received)
-            onDemand.started += 1
-            outcome = await task.value
-            onDemand.running[file.hash] = nil
+        // Room first: the cache stays within its budget once this content is in.
+        if onDemand.running[file.hash] == nil, let budget = try store.filePolicy().budget {
+            try store.evictFiles(toFit: budget > file.size ? budget - file.size : 0, keeping: Set(onDemand.reading.keys))
         }
+        let outcome = await sharedDownload(file.hash, size: file.size)
         let path = BlobName.remotePath(for: file.hash, key: keys.blobNames)
         switch outcome {
         case .success(.fetched):
@@ -129,33 +111,59 @@ extension SyncEngine {
         }
     }
 
-    /// What a sync fetches besides what batches need: in eager mode every referenced
-    /// content not local (a store switched from on demand, or one that evicted), on demand
-    /// the pinned ones; a window at a time. A content the remote lacks is marked
-    /// unavailable and the rest go on. Then the cache is brought within its budget.
-    func fetchWantedFiles(into report: inout SyncReport) async throws(ConcordError) {
-        let policy = try store.filePolicy()
-        // Eager: batches fetched their own files; only a replica that left on demand lacks any.
-        if policy.mode == .eager, try !store.eagerFillPending() { return }
-        let wanted = policy.mode == .eager
-            ? try store.referencedFileSizes().filter { !store.blobs.contains($0.key) }
-            : try store.pinnedFilesNotLocal()
-        let files = wanted.filter { !rejectedFiles.contains($0.key) }.sorted { $0.key < $1.key }
-        for window in files.chunked(by: requestsInFlight) {
-            let outcomes = try await inFlight(window) { (engine, file) throws(ConcordError) in try await engine.fetchFile(file.key, size: file.value) }
-            for (file, outcome) in zip(window, outcomes) {
-                switch outcome {
-                case .fetched: report.filesFetched += 1
-                case .absent: try store.markUnavailable(file.key, reason: "the remote has no \(BlobName.remotePath(for: file.key, key: keys.blobNames))")
-                case let .rejected(reason):
-                    report.rejected.append(reason)
-                    rejectedFiles.insert(file.key)
-                    try store.markUnavailable(file.key, reason: reason)
-                }
+    /// Fetches content `hash`, or waits for the download of it already running (a reader's
+    /// or a prefetch's): one download per content, however many wait for it.
+    func sharedDownload(_ hash: ContentHash, size: UInt64) async -> Result<FileFetch, ConcordError> {
+        if let running = onDemand.running[hash] { return await running.task.value }
+        let received = OnDemandDownloads.Received()
+        let task = Task { () async -> Result<FileFetch, ConcordError> in
+            do throws(ConcordError) {
+                return .success(try await self.fetchFile(hash, size: size, received: { bytes in received.bytes.withLock { $0 = bytes } }))
+            } catch {
+                return .failure(error)
             }
         }
-        if policy.mode == .eager, try store.referencedFileSizes().allSatisfy({ store.blobs.contains($0.key) }) {
-            try store.eagerFillDone()
+        onDemand.running[hash] = OnDemandDownloads.Download(task: task, received: received)
+        onDemand.started += 1
+        let outcome = await task.value
+        onDemand.running[hash] = nil
+        return outcome
+    }
+
+    /// What a sync fetches besides what batches need: the contents eager fields lack (a
+    /// store, collection or field switched back from on demand, or one that evicted), a
+    /// window at a time; then, where fields are on demand, the prefetch
+    /// (``prefetchFiles(below:progress:)``: pinned contents, and small ones below the
+    /// threshold, within the budget). A content the remote lacks is marked unavailable and
+    /// the rest go on. Then the cache is brought within its budget.
+    func fetchWantedFiles(into report: inout SyncReport, progress: @escaping @Sendable (SyncProgress) -> Void) async throws(ConcordError) {
+        if try store.eagerFillPending() {
+            let wanted = try store.referencedFileSizes(onDemand: false).filter { !store.blobs.contains($0.key) }
+            let files = wanted.filter { !rejectedFiles.contains($0.key) }.sorted { $0.key < $1.key }
+            for window in files.chunked(by: requestsInFlight) {
+                let outcomes = try await inFlight(window) { (engine, file) throws(ConcordError) in try await engine.fetchFile(file.key, size: file.value) }
+                for (file, outcome) in zip(window, outcomes) {
+                    switch outcome {
+                    case .fetched: report.filesFetched += 1
+                    case .absent: try store.markUnavailable(file.key, reason: "the remote has no \(BlobName.remotePath(for: file.key, key: keys.blobNames))")
+                    case let .rejected(reason):
+                        report.rejected.append(reason)
+                        rejectedFiles.insert(file.key)
+                        try store.markUnavailable(file.key, reason: reason)
+                    }
+                }
+            }
+            if try store.referencedFileSizes(onDemand: false).allSatisfy({ store.blobs.contains($0.key) }) {
+                try store.eagerFillDone()
+            }
+        }
+        if try store.hasOnDemandFiles() {
+            let prefetch = try await prefetchFiles { step in
+                progress(SyncProgress(phase: .fetchingFiles, objectsDone: step.filesDone, objectsTotal: step.filesTotal, bytesDone: step.bytesDone, bytesTotal: step.bytesTotal))
+            }
+            report.filesFetched += prefetch.filesFetched
+            report.rejected += prefetch.rejected
+            if prefetch.filesWanted > 0 { report.prefetch = prefetch }
         }
         try store.evictToBudget(keeping: Set(onDemand.reading.keys))
     }
