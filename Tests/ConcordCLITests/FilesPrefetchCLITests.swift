@@ -77,4 +77,38 @@ import Testing
         try cli.on("b", ["export", "photos", "p0", "image", cli.path("out")])
         #expect(try Data(contentsOf: cli.folder.appendingPathComponent("out")) == first)
     }
+
+    /// A prefetch killed part-way (the fault library kills the process as it is about to
+    /// move its third content into place) keeps the two it had placed; run again, it asks
+    /// only for the rest, and every content exports byte for byte.
+    @Test func aPrefetchKilledPartWayResumesWithWhatIsLeft() throws {
+        let faultLibrary = CLI.binary.deletingLastPathComponent().appendingPathComponent("libConcordFaultInjection.so").path
+        try #require(FileManager.default.fileExists(atPath: faultLibrary), "\(faultLibrary) is missing: `swift build` builds it")
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        var contents: [String: Data] = [:]
+        for index in 0..<6 {
+            var generator = SeededBytes(seed: UInt64(40 + index))
+            let id = "p\(index)"
+            contents[id] = Data(generator.bytes(20_000 + index))
+            try contents[id]!.write(to: cli.folder.appendingPathComponent(id))
+            try cli.on("a", ["attach", "photos", id, "image", cli.path(id)])
+        }
+        try cli.on("a", ["sync"])
+        try cli.on("b", ["files", "policy", "on-demand"])
+        try cli.on("b", ["sync"])
+        #expect(try cli.on("b", ["files", "status", "--json"]).object()["filesNotLocal"] as? Int == 6)
+        let killed = try cli.run(["files", "prefetch", "--below", "1MiB", "--store", cli.path("b.db")],
+                                 environment: ["LD_PRELOAD": faultLibrary, "CONCORD_FAULT": "rename:3:kill"])
+        #expect(killed.status != 0)
+        #expect(try cli.on("b", ["files", "status", "--json"]).object()["filesNotLocal"] as? Int == 4)
+        let resumed = try cli.on("b", ["files", "prefetch", "--below", "1MiB", "--json"]).object()
+        #expect(resumed["filesWanted"] as? Int == 4 && resumed["filesFetched"] as? Int == 4, "\(resumed)")
+        #expect(try cli.on("b", ["files", "status", "--json"]).object()["filesNotLocal"] as? Int == 0)
+        for (id, bytes) in contents {
+            try cli.on("b", ["export", "photos", id, "image", cli.path("out-\(id)")])
+            #expect(try Data(contentsOf: cli.folder.appendingPathComponent("out-\(id)")) == bytes, "\(id)")
+        }
+    }
 }
