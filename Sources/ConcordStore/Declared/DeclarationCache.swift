@@ -17,8 +17,8 @@ final class DeclarationCache: Sendable {
 
     /// Every declaration in the state `db` reads, by its collection's UTF-8 bytes.
     func all(_ db: Database) throws -> [[UInt8]: CollectionDeclaration] {
-        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? -1
-        if let hit = kept.withLock({ $0?.version == version ? $0?.declarations : nil }) { return hit }
+        let version = try Self.schemaVersion(db)
+        if let hit = kept(at: version) { return hit }
         let declarations = try DeclaredTables.all(db)
         kept.withLock { $0 = (version, declarations) }
         return declarations
@@ -27,8 +27,15 @@ final class DeclarationCache: Sendable {
     /// The declarations kept, if `db` reads the schema they were read under (one
     /// statement); nil when they must be read again.
     func current(_ db: Database) throws -> [[UInt8]: CollectionDeclaration]? {
-        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? -1
-        return kept.withLock { $0?.version == version ? $0?.declarations : nil }
+        kept(at: try Self.schemaVersion(db))
+    }
+
+    private func kept(at version: Int64) -> [[UInt8]: CollectionDeclaration]? {
+        kept.withLock { $0?.version == version ? $0?.declarations : nil }
+    }
+
+    private static func schemaVersion(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA schema_version")) ?? -1
     }
 
     /// The declaration of `collection`, if declared.

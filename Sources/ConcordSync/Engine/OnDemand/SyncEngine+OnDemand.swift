@@ -51,28 +51,27 @@ extension SyncEngine {
     /// an eviction meanwhile cannot cut the read short; one that removed it before it was
     /// opened makes it be fetched again.
     public nonisolated func readFile(_ file: FileRef, chunk: (UnsafeRawBufferPointer) throws(ConcordError) -> Void) async throws(ConcordError) {
-        for attempt in 1...3 {
-            _ = try await localFile(file)
-            do {
-                try store.blobs.read(file.hash, chunk: chunk)
-                return
-            } catch where error.code == .missingBlob && attempt < 3 {
-                continue  // evicted between the fetch and the open
-            }
-        }
+        try await withLocalContent(file) { () throws(ConcordError) in try store.blobs.read(file.hash, chunk: chunk) }
     }
 
     /// Writes content `file` to `destination` (temporary name, fsync, rename), fetching it
     /// first if it is not local: the destination holds either what it held or the whole
     /// content, checked against its hash.
     public nonisolated func exportFile(_ file: FileRef, to destination: String) async throws(ConcordError) {
+        try await withLocalContent(file) { () throws(ConcordError) in try store.blobs.export(file.hash, to: destination) }
+    }
+
+    /// Runs `use` on content `file` once it is local, fetching it first if it is not; an
+    /// eviction between the fetch and `use`'s open (`missingBlob`) fetches it again, three
+    /// times at most.
+    private nonisolated func withLocalContent(_ file: FileRef, _ use: () throws(ConcordError) -> Void) async throws(ConcordError) {
         for attempt in 1...3 {
             _ = try await localFile(file)
             do {
-                try store.blobs.export(file.hash, to: destination)
+                try use()
                 return
             } catch where error.code == .missingBlob && attempt < 3 {
-                continue
+                continue  // evicted between the fetch and the open
             }
         }
     }
