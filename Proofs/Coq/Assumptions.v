@@ -5,7 +5,7 @@
     parameter, no admitted lemma.  Every [Theorem] of the development must be listed. *)
 
 From Concord Require Import Stamp Context DotStore Values CausalRegister ORSet StoreState
-                            Delta Replica Rules Convergence.
+                            Delta Replica Rules Convergence Rename.
 
 (* Stamps, the hybrid logical clock *)
 Print Assumptions stamp_trichotomy.
@@ -110,3 +110,11 @@ Print Assumptions rule6_store_resolution_supersedes_observed_versions.
 Print Assumptions fold_joined_same_set.
 Print Assumptions run_is_fold.
 Print Assumptions strong_eventual_consistency.
+
+(* Merging a fork of a replica's history: the rename of one side's dots *)
+Print Assumptions rn_involutive.
+Print Assumptions rn_injective.
+Print Assumptions rename_commutes_with_join.
+Print Assumptions rename_commutes_with_join_sorted.
+Print Assumptions fork_merge_keeps_both_sides.
+Print Assumptions fork_unrenamed_can_lose.

@@ -63,17 +63,20 @@ import Testing
 
     /// A forked history: `a` and `b` write and exchange batches (`prefix`); then two copies
     /// of `a` write past the prefix — `left`, whose batches `b` applies (and `b` writes
-    /// too), and `right`, whose batches nobody applies — from the same clock readings, so
-    /// the copies also issue equal stamps with other contents.
+    /// too), and `right`, whose batches `c` applies (and `c` writes too) — from the same
+    /// clock readings, so the copies also issue equal stamps with other contents.
     struct Fork {
         var atFork: Replica
         var left: Replica
         var right: Replica
         var b: Replica
+        var c: Replica
         /// `left`'s and `b`'s batches after the fork, in the order they were sealed.
         var keptSide: [Delta] = []
         /// `right`'s batches, with `right`'s state when it sealed each.
         var renamedSide: [(delta: Delta, state: StoreState)] = []
+        /// `right`'s and `c`'s batches, in the order they were sealed.
+        var renamedLog: [Delta] = []
 
         init(prefix: [Int], left leftCodes: [Int], right rightCodes: [Int]) throws {
             var a = Replica(id: ReplicaID(high: 1, low: 1))
@@ -100,15 +103,28 @@ import Testing
             if let delta = left.seal() { keptSide.append(delta); try b.apply(delta) }
             if let delta = b.seal() { keptSide.append(delta); try left.apply(delta) }
             now = forkTime
+            var c = Replica(id: ReplicaID(high: 3, low: 3))
+            c.join(snapshot: a.state)
             for code in rightCodes {
                 now += UInt64(code % 2)
-                ForkRenameTests.write(code, on: &right, now: now)
-                if code % 3 == 0, let delta = right.seal() { renamedSide.append((delta, right.state)) }
+                if code % 5 == 4 { ForkRenameTests.write(code, on: &c, now: now) } else { ForkRenameTests.write(code, on: &right, now: now) }
+                if code % 3 == 0, let delta = right.seal() {
+                    renamedSide.append((delta, right.state))
+                    renamedLog.append(delta)
+                    try c.apply(delta)
+                }
+                if code % 3 == 1, let delta = c.seal() { renamedLog.append(delta) }
             }
-            if let delta = right.seal() { renamedSide.append((delta, right.state)) }
+            if let delta = right.seal() {
+                renamedSide.append((delta, right.state))
+                renamedLog.append(delta)
+                try c.apply(delta)
+            }
+            if let delta = c.seal() { renamedLog.append(delta) }
             self.left = left
             self.right = right
             self.b = b
+            self.c = c
         }
 
         var rename: DotRename { try! DotRename(replica: atFork.id, to: ForkRenameTests.fresh, after: atFork.sealedUpTo) }
@@ -129,25 +145,30 @@ import Testing
                 #expect(renamedSide == state.renamingForkedSide(rename))
             }
             let right = fork.right.state.renamingForkedSide(rename)
+            let c = fork.c.state.renamingForkedSide(rename)
             #expect(right.versionVector != nil, "\(right.context)")
-            // b, which applied the kept side, applies the renamed side's batches: they are
-            // ready at once (they depend on the prefix only), and end where the join does.
+            #expect(c.versionVector != nil, "\(c.context)")
+            // b, which applied the kept side, applies the renamed side's batches and those of
+            // c, which applied the renamed side and wrote: they are ready in the order they
+            // were sealed (they depend on the prefix of a only), and end where the join does.
             var b = fork.b
-            for (delta, _) in fork.renamedSide { #expect(try b.apply(delta.renaming(rename, forkSeq: forkSeq)) == .applied) }
-            #expect(b.state == fork.b.state.joined(right))
+            for delta in fork.renamedLog { #expect(try b.apply(delta.renaming(rename, forkSeq: forkSeq)) == .applied) }
+            #expect(b.state == fork.b.state.joined(right).joined(c))
             // A replica that had the prefix only, taking the sides in the other order, ends
             // the same.
             var other = fork.atFork
-            other.join(snapshot: right)
+            other.join(snapshot: c)
             for delta in fork.keptSide { try other.apply(delta) }
             #expect(other.state == b.state)
             // No write of either side past the fork is lost: each side holds what the other
-            // never saw.
-            let merged = fork.left.state.joined(right)
+            // never saw. `left` holds all the kept copy wrote and did not overwrite itself;
+            // `c`, which applied every batch of the other copy, all that copy and `c` wrote
+            // and did not overwrite.
+            let merged = fork.left.state.joined(c)
             for (ref, key, entry) in Self.entries(fork.left.state) where entry.dot.replica == forked && entry.dot.hlc > rename.after {
                 #expect(Self.holds(merged, ref, key, entry), "the kept side's \(entry.dot) in \(ref) \(key) was lost")
             }
-            for (ref, key, entry) in Self.entries(right) where entry.dot.replica == Self.fresh {
+            for (ref, key, entry) in Self.entries(c) where [Self.fresh, fork.c.id].contains(entry.dot.replica) {
                 #expect(Self.holds(merged, ref, key, entry), "the renamed side's \(entry.dot) in \(ref) \(key) was lost")
                 #expect(Self.holds(b.state, ref, key, entry), "b lost the renamed side's \(entry.dot) in \(ref) \(key)")
             }
