@@ -118,7 +118,7 @@ struct Join: AsyncParsableCommand {
         let root = try remoteOptions.location(url)
         let rootRemote = try await root.open(checkRoot: true)
         var location = root
-        var found: (key: StoreKey, storeID: StoreID)?
+        var found: (key: StoreKey, storeID: StoreID, root: [UInt8])?
         if let remoteStore {
             let stores = RemoteStores(root: root.backend, access: RemoteLocation.access)
             for entry in try await stores.list(credential: nil) where !entry.isRoot {
@@ -138,6 +138,7 @@ struct Join: AsyncParsableCommand {
         }
         let remote = try await location.open()
         let manifest = try await RemoteConnection.readManifest(remote, location: location)
+        try SyncEngine.pinMembershipRoot(found.root, in: store)
         let engine = SyncEngine(store: store, remote: remote, key: found.key, storeID: found.storeID, identity: identity)
         let membership = try await engine.members()
         guard let me = membership.member(signingKey: identity.publicIdentity.signingKey), !me.isRemoved else {

@@ -188,6 +188,7 @@ struct RemoteConnection {
                 throw ConcordError(.wrongKey, "no key grant on \(location.display) opens with this device's identity: it was never added, or its grant was deleted; ask an owner to add it (`concord members add`)")
             }
             try SyncEngine.keepManifest(manifest, in: store)
+            try SyncEngine.pinMembershipRoot(granted.root, in: store)
             let engine = SyncEngine(store: store, remote: remote, key: granted.key, storeID: manifest.storeID, identity: identity)
             return RemoteConnection(location: location, remote: remote, manifest: manifest, key: granted.key, engine: engine)
         }

@@ -5,27 +5,33 @@ import ConcordCore
 /// to the member's public identity (`crypto_box_seal`), which only the member's
 /// ``DeviceIdentity`` opens. The one place a store key is handed to a member.
 ///
-/// The sealed plaintext is `"cgr1"`, the 16-byte store id, then the 32-byte key (52
-/// bytes; 100 sealed). A sealed box names no recipient, so whoever lists a remote's grants
+/// The grant also names the root of the store's membership: the Ed25519 key of the owner
+/// who shared the store. The member trusts only that owner's `share` operation (anyone
+/// holding the store key could write another), and every membership operation from there.
+///
+/// The sealed plaintext is `"cgr1"`, the 16-byte store id, the 32-byte key, then the
+/// 32-byte root key (84 bytes; 132 sealed). A sealed box names no recipient, so whoever lists a remote's grants
 /// learns how many there are, never for whom: a member finds its own by trying each.
 public enum StoreKeyGrant {
     static let magic: [UInt8] = Array("cgr1".utf8)
 
     /// `key` of the store `storeID`, sealed to `member`.
-    public static func seal(_ key: StoreKey, of storeID: StoreID, to member: PublicIdentity) -> [UInt8] {
-        member.seal(magic + storeID.bytes + key.secret.copiedBytes)
+    public static func seal(_ key: StoreKey, of storeID: StoreID, root: [UInt8], to member: PublicIdentity) -> [UInt8] {
+        precondition(root.count == 32, "the membership root is an Ed25519 public key")
+        return member.seal(magic + storeID.bytes + key.secret.copiedBytes + root)
     }
 
-    /// The store key in `sealed` when it was sealed to `identity` for the store `storeID`;
-    /// nil when it was sealed to another identity or another store. Throws
-    /// `authenticationFailed` when it opens but does not hold a grant (planted).
-    public static func open(_ sealed: [UInt8], of storeID: StoreID, with identity: DeviceIdentity) throws(ConcordError) -> StoreKey? {
+    /// The store key and membership root in `sealed` when it was sealed to `identity` for
+    /// the store `storeID`; nil when it was sealed to another identity or another store.
+    /// Throws `authenticationFailed` when it opens but does not hold a grant (planted).
+    public static func open(_ sealed: [UInt8], of storeID: StoreID, with identity: DeviceIdentity) throws(ConcordError) -> (key: StoreKey, root: [UInt8])? {
         guard let plain = try? identity.openSealed(sealed) else { return nil }
-        guard plain.count == magic.count + storeID.bytes.count + StoreKey.byteCount, Array(plain.prefix(magic.count)) == magic else {
+        guard plain.count == magic.count + storeID.bytes.count + StoreKey.byteCount + 32, Array(plain.prefix(magic.count)) == magic else {
             throw ConcordError(.authenticationFailed, "a key grant sealed to this identity does not hold a store key: it was not written by Concord")
         }
         guard Array(plain.dropFirst(magic.count).prefix(storeID.bytes.count)) == storeID.bytes else { return nil }
-        return try StoreKey(bytes: plain.suffix(StoreKey.byteCount))
+        let key = try StoreKey(bytes: plain.dropFirst(magic.count + storeID.bytes.count).prefix(StoreKey.byteCount))
+        return (key, Array(plain.suffix(32)))
     }
 
     /// The name a grant is stored under: the BLAKE2b-256 of its sealed bytes, in hex.

@@ -13,6 +13,9 @@ public struct SharingRecord: Sendable {
     public static let operations = SharingRecord(key: "sharing.operations")
     /// Per replica id, the Ed25519 key (hex) of the identity that signs its objects (JSON).
     public static let bindings = SharingRecord(key: "sharing.bindings")
+    /// The Ed25519 key (hex) of the owner who shared the store: the root of its membership
+    /// (this replica's own key when it shared it, else the one its grant named).
+    public static let root = SharingRecord(key: "sharing.root")
 }
 
 extension Store {

@@ -53,8 +53,11 @@ public struct Membership: Hashable, Sendable {
         members.values.sorted { ($0.name, $0.identity.description) < ($1.name, $1.identity.description) }
     }
 
-    /// The state `operations` (authentic, of one store) lead to.
-    static func resolve(_ operations: some Sequence<SignedOperation>) -> Membership {
+    /// The state `operations` (authentic, of one store) lead to, from the `share` of the
+    /// owner whose Ed25519 key is `root` (the key the member's grant named). Without a
+    /// root, the first `share` in order counts — which anyone holding the store key could
+    /// forge: only a replica that has no grant (a passphrase device) resolves so.
+    static func resolve(_ operations: some Sequence<SignedOperation>, root: [UInt8]? = nil) -> Membership {
         var byIssuerCounter: [String: Set<SignedOperation>] = [:]
         for operation in operations {
             byIssuerCounter["\(operation.operation.issuer)#\(operation.operation.counter)", default: []].insert(operation)
@@ -70,7 +73,7 @@ public struct Membership: Hashable, Sendable {
         var excluded: [String: UInt64] = [:]
         var state = Membership()
         for _ in 0..<8 {
-            state = apply(distinct.filter { op in excluded[op.operation.issuer].map { op.operation.counter <= $0 } ?? true })
+            state = apply(root: root, distinct.filter { op in excluded[op.operation.issuer].map { op.operation.counter <= $0 } ?? true })
             var next: [String: UInt64] = [:]
             for member in state.members.values where member.isRemoved { next[member.identity.description] = member.removedOpCut }
             if next == excluded { break }
@@ -80,12 +83,16 @@ public struct Membership: Hashable, Sendable {
         return state
     }
 
-    private static func apply(_ ordered: [SignedOperation]) -> Membership {
+    private static func apply(root: [UInt8]?, _ ordered: [SignedOperation]) -> Membership {
         var state = Membership()
         for signed in ordered {
             let op = signed.operation
             let issuerKey = Hex.encode(signed.issuer.signingKey)
             if op.action == MembershipOperation.share {
+                guard root.map({ $0 == signed.issuer.signingKey }) ?? true else {
+                    state.ignored.append("a `share` by \(op.issuer.prefix(16))…, who is not the owner that shared the store, ignored")
+                    continue
+                }
                 guard state.members.isEmpty, let name = op.name else {
                     state.ignored.append("a second `share` by \(op.issuer.prefix(16))… ignored: the store was already shared")
                     continue

@@ -39,7 +39,7 @@ extension SyncEngine {
         if operations.count > keptCount {
             try store.setSharingRecord(.operations, String(decoding: MemberLog.encode(operations.sorted(by: SignedOperation.precedes)), as: UTF8.self))
         }
-        let membership = Membership.resolve(operations)
+        let membership = Membership.resolve(operations, root: try Self.membershipRoot(store))
         gate.update(membership.isShared ? membership : nil, bindings: [:])
         try keepBindings()
         if checkRemoval, let identity, let me = membership.member(signingKey: identity.publicIdentity.signingKey), me.isRemoved {
@@ -79,13 +79,32 @@ extension SyncEngine {
     /// Puts the membership and bindings `store` kept in force in `gate`: a shared store is
     /// checked and signed from the first request on, even before the remote is read.
     static func loadKeptMembership(_ store: Store, storeID: StoreID, into gate: SignatureGate) {
-        let membership = (try? keptOperations(store, storeID: storeID)).map(Membership.resolve)
+        let root = try? membershipRoot(store)
+        let membership = (try? keptOperations(store, storeID: storeID)).map { Membership.resolve($0, root: root) }
         var bindings: [ReplicaID: String] = [:]
         if let text = try? store.sharingRecord(.bindings),
            let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] {
             for (replica, key) in object { if let id = ReplicaID(hex: replica) { bindings[id] = key } }
         }
         gate.update(membership.flatMap { $0.isShared ? $0 : nil }, bindings: bindings)
+    }
+
+    /// The root of `store`'s membership, if it has one (``pinMembershipRoot(_:in:)``).
+    static func membershipRoot(_ store: Store) throws(ConcordError) -> [UInt8]? {
+        try store.sharingRecord(.root).flatMap { Hex.decode($0) }
+    }
+
+    /// Records `root` (an owner's Ed25519 key, from the grant that let this replica join)
+    /// as the root of `store`'s membership, unless one is recorded: only that owner's
+    /// `share` counts from then on.
+    public static func pinMembershipRoot(_ root: [UInt8], in store: Store) throws(ConcordError) {
+        guard try store.sharingRecord(.root) == nil else { return }
+        try store.setSharingRecord(.root, Hex.encode(root))
+    }
+
+    /// The membership `operations` lead to from this store's root.
+    func resolve(_ operations: Set<SignedOperation>) throws(ConcordError) -> Membership {
+        Membership.resolve(operations, root: try Self.membershipRoot(store))
     }
 
     // MARK: Changing
@@ -103,17 +122,18 @@ extension SyncEngine {
         try await refreshMembership(into: &report)
         var operations = try Self.keptOperations(store, storeID: storeID)
         if !(gate.current?.isShared ?? false) {
+            try Self.pinMembershipRoot(identity.publicIdentity.signingKey, in: store)
             var cut = try store.appliedSeqs()
             cut[store.replicaID] = try pushedSeq()
             operations.insert(try await issue(MembershipOperation(
                 action: MembershipOperation.share, store: storeID.hex, issuer: identity.publicIdentity.description, counter: 0, lamport: 0,
                 name: (try store.name()) ?? "owner", cut: MembershipOperation.hexKeyed(cut)), by: identity, after: operations))
         }
-        try requireOwner(Membership.resolve(operations), identity)
-        if let existing = Membership.resolve(operations).member(signingKey: member.signingKey), existing.isRemoved {
+        try requireOwner(try resolve(operations), identity)
+        if let existing = try resolve(operations).member(signingKey: member.signingKey), existing.isRemoved {
             throw ConcordError(.invalidOperation, "\"\(existing.name)\" was removed from this store; a removed key is never added again: the member creates a new identity")
         }
-        guard Membership.resolve(operations).member(signingKey: member.signingKey) == nil || member != identity.publicIdentity else {
+        guard try resolve(operations).member(signingKey: member.signingKey) == nil || member != identity.publicIdentity else {
             throw ConcordError(.invalidOperation, "this device is already the store's owner")
         }
         operations.insert(try await issue(MembershipOperation(
@@ -132,7 +152,7 @@ extension SyncEngine {
         var report = SyncReport()
         try await refreshMembership(into: &report)
         var operations = try Self.keptOperations(store, storeID: storeID)
-        let membership = Membership.resolve(operations)
+        let membership = try resolve(operations)
         try requireOwner(membership, identity)
         let matches = membership.members.values.filter { $0.name == name && !$0.isRemoved }
         guard let target = matches.first, matches.count == 1 else {
@@ -159,7 +179,8 @@ extension SyncEngine {
     func grantedStoreKey() -> StoreKey { keys.store }
 
     private func putGrant(to member: PublicIdentity) async throws(ConcordError) {
-        let sealed = StoreKeyGrant.seal(grantedStoreKey(), of: storeID, to: member)
+        guard let root = try Self.membershipRoot(store) else { throw ConcordError(.invalidOperation, "this store's membership has no root: it is not shared") }
+        let sealed = StoreKeyGrant.seal(grantedStoreKey(), of: storeID, root: root, to: member)
         try await writes.put(sealed, at: RemoteLayout.grant(name: StoreKeyGrant.name(of: sealed)))
     }
 
@@ -178,7 +199,7 @@ extension SyncEngine {
         let mine = operations.filter { $0.issuer == identity.publicIdentity }.sorted { $0.operation.counter < $1.operation.counter }
         let path = RemoteLayout.memberLog(tag: keys.members.keyedTag(of: identity.publicIdentity.signingKey))
         try await writes.put(EncryptedObject.encrypt(MemberLog.encode(mine), path: path, key: keys.members), at: path)
-        let membership = Membership.resolve(operations)
+        let membership = try resolve(operations)
         gate.update(membership, bindings: [:])
         return membership
     }
@@ -199,16 +220,23 @@ extension SyncEngine {
     // MARK: Joining
 
     /// The store key a grant on `remote` (a store's own root) gives `identity`, checked
-    /// against the store's `concord.json`; nil when no grant there opens with it.
-    public static func grantedKey(_ remote: any Remote, identity: DeviceIdentity) async throws(ConcordError) -> (key: StoreKey, storeID: StoreID)? {
+    /// against the store's `concord.json`, and the root of its membership the grant names
+    /// (``pinMembershipRoot(_:in:)``); nil when no grant there opens with it.
+    public static func grantedKey(_ remote: any Remote, identity: DeviceIdentity) async throws(ConcordError) -> (key: StoreKey, storeID: StoreID, root: [UInt8])? {
         let manifest = try await manifest(of: remote)
+        var found: (key: StoreKey, root: [UInt8])?
         for object in try await remote.list(prefix: RemoteLayout.grantsPrefix) {
             guard case .grant? = RemoteLayout.parse(object.path),
                   let sealed = try? await remote.get(object.path, limit: RemoteLayout.maxManifestSize),
-                  let key = try? StoreKeyGrant.open(sealed, of: manifest.storeID, with: identity),
-                  manifest.matches(key) else { continue }
-            return (key, manifest.storeID)
+                  let opened = try? StoreKeyGrant.open(sealed, of: manifest.storeID, with: identity),
+                  manifest.matches(opened.key) else { continue }
+            // Two grants naming different roots: one was planted by someone holding the
+            // store key, to hand this member a forged membership. Neither is trusted.
+            if let found, found.root != opened.root {
+                throw ConcordError(.unauthentic, "two key grants for this identity name different owners as the store's root: one was planted; ask the owner who invited you to check the store")
+            }
+            found = opened
         }
-        return nil
+        return found.map { ($0.key, manifest.storeID, $0.root) }
     }
 }
