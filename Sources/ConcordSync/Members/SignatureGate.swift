@@ -47,10 +47,24 @@ final class SignatureGate: @unchecked Sendable {
     }
 
     /// `payload` as written at `path`: signed by this device's identity once the store is
-    /// shared, else unchanged.
+    /// shared, else unchanged. An object within the unsigned history (its seq within the
+    /// legacy cut of its replica) stays unsigned: sealed again, a batch pushed before the
+    /// store was shared is the very same bytes.
     func sign(_ payload: [UInt8], path: String) -> [UInt8] {
-        guard let identity, current?.isShared == true else { return payload }
+        guard let identity, signs(path) else { return payload }
         return SignedEnvelope.sign(payload, path: path, by: identity)
+    }
+
+    /// Whether what this device writes at `path` is signed (``sign(_:path:)``).
+    func signs(_ path: String) -> Bool {
+        guard identity != nil, let membership = current, membership.isShared else { return false }
+        switch RemoteLayout.parse(path) {
+        case let .batch(replica, seq)?, let .head(replica, seq)?, let .snapshot(replica, seq)?:
+            guard let cut = membership.legacyCut[replica] else { return true }
+            return seq > cut
+        default:
+            return true
+        }
     }
 
     /// The payload of `plaintext`, opened at `path`, once it is authentic.

@@ -32,6 +32,13 @@ struct RemoteWrites: Sendable {
         EncryptedObject.encryptDeterministically(gate.sign(plaintext, path: path), path: path, key: keys.snapshots)
     }
 
+    /// The size of the sealed bytes of this replica's batch `seq` whose plaintext is
+    /// `count` bytes (``sealBatch(_:of:seq:)``): what a whole copy on the remote measures.
+    func sealedBatchSize(_ count: Int, of replica: ReplicaID, seq: UInt64) -> UInt64 {
+        let signed = gate.signs(RemoteLayout.batch(replica, seq: seq)) ? SignedEnvelope.headerSize : 0
+        return UInt64(count + signed + EncryptedObject.overheadByteCount)
+    }
+
     // MARK: Putting
 
     /// Puts sealed bytes (``sealBatch(_:of:seq:)``, ``sealSnapshot(_:at:)``) at `path`.
