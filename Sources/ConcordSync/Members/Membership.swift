@@ -7,6 +7,7 @@ public struct Member: Hashable, Sendable {
     public let identity: PublicIdentity
     /// The name the owner gave.
     public var name: String
+    /// What the member may do.
     public var role: MemberRole
     /// Set once the member is removed: per replica that wrote as the member, the last seq
     /// accepted from it (anything later is rejected).
@@ -16,7 +17,7 @@ public struct Member: Hashable, Sendable {
 
     /// Whether the member was removed.
     public var isRemoved: Bool { removedCut != nil }
-    /// `owner`, `writer`, `reader` or `removed`.
+    /// `active`, or `removed`.
     public var status: String { isRemoved ? "removed" : "active" }
 }
 

@@ -25,6 +25,7 @@ public struct MemberRole: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether a member of this role may write objects.
     public var canWrite: Bool { self != .reader }
+    /// The role's name.
     public var description: String { name }
 }
 

@@ -12,7 +12,7 @@ import Foundation
 /// (bound to the first signer seen for it), and — for a member since removed — its seq is
 /// within the removal's cut for that replica. Unsigned objects are accepted only within the
 /// unsigned history the store had when it was shared (`share`'s cut). Anything else throws
-/// ``ConcordCore/ConcordError/Code/unauthentic``, which every reader treats as damage: it
+/// `unauthentic`, which every reader treats as damage: it
 /// is named, never applied, and everything else still syncs.
 final class SignatureGate: @unchecked Sendable {
     private let lock = NSLock()

@@ -19,7 +19,7 @@ extension SyncEngine {
 
     /// Reads every membership log, merges its authentic operations with the ones kept, keeps
     /// the union, and puts the membership in force. Logs that do not open are named in
-    /// `report.rejected`. Throws ``ConcordCore/ConcordError/Code/removedFromStore`` when
+    /// `report.rejected`. Throws `removedFromStore` when
     /// this device's identity has been removed (unless `checkRemoval` is false).
     func refreshMembership(into report: inout SyncReport, checkRemoval: Bool = true) async throws(ConcordError) {
         var operations = try Self.keptOperations(store, storeID: storeID)
