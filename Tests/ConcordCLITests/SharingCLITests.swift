@@ -170,6 +170,47 @@ import Testing
         }
         #expect(checked > 10)
     }
+
+    @Test func theRootStoreIsSharedAndJoinedAndDeletingTheMembersDoesNotTurnItBackIntoAnUnsignedOne() throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.on("owner", ["init", "--name", "owner"])
+        try cli.on("owner", ["id", "create"])
+        try cli.on("owner", ["remote", "set", cli.remoteURL, "--create"])
+        try cli.on("owner", ["put", "c", "a", "v=1"])
+        try cli.on("owner", ["sync"])
+        // A device of the owner with the passphrase only, which synced before the sharing.
+        try cli.on("phone", ["init", "--name", "phone"])
+        try cli.on("phone", ["remote", "set", cli.remoteURL])
+        try cli.on("phone", ["sync"])
+        try cli.on("writer", ["init", "--name", "writer"])
+        let key = try #require(try cli.on("writer", ["id", "create", "--json"]).object()["publicKey"] as? String)
+        try cli.on("owner", ["members", "add", key, "--name", "wendy", "--role", "writer"])
+        try member(cli, "writer", ["join", cli.remoteURL])
+        try cli.on("writer", ["put", "c", "b", "v=2"])
+        try member(cli, "writer", ["sync"])
+        // The phone finds the store shared on its next sync: it applies the member's signed
+        // write, and only pulls from then on.
+        try cli.on("phone", ["put", "c", "from-phone", "v=3"])
+        let phone = try cli.on("phone", ["sync"])
+        #expect(phone.stderr.contains("pulled only") && phone.stderr.contains("no identity"), "\(phone.stderr)")
+        #expect(try records(cli, "phone") == ["a", "b", "from-phone"])
+
+        // The membership logs deleted from the remote; a new passphrase device, which never
+        // saw them, pushes an unsigned write. Every replica that saw the store shared rejects it.
+        try FileManager.default.removeItem(atPath: cli.path("remote/members"))
+        try cli.on("intruder", ["init"])
+        try cli.on("intruder", ["remote", "set", cli.remoteURL])
+        try cli.on("intruder", ["put", "c", "unsigned", "v=4"])
+        try cli.on("intruder", ["sync"])
+        for name in ["owner", "writer", "phone"] {
+            let synced = name == "writer" ? try member(cli, name, ["sync"]) : try cli.on(name, ["sync"])
+            #expect(synced.stderr.contains("unauthentic"), "\(name): \(synced.stderr)")
+            #expect(try records(cli, name).isSuperset(of: ["a", "b"]) && !(try records(cli, name).contains("unsigned")))
+        }
+        let listed = try #require(try cli.on("owner", ["members", "list", "--json"]).json() as? [[String: Any]])
+        #expect(listed.count == 2)
+    }
 }
 
 extension Array where Element == UInt8 {

@@ -27,7 +27,15 @@ extension SyncEngine {
     /// - Throws: `storeMismatch` when this local store synced with another remote store;
     ///   whatever the remote throws when it fails (nothing is reported from a partial run).
     public func doctor(repair: Bool = false) async throws(ConcordError) -> DoctorReport {
-        let report = try await examineRemote(repair: repair)
+        let report: DoctorReport
+        do throws(ConcordError) {
+            report = try await examineRemote(repair: repair)
+        } catch where error.code == .membershipUnknown {
+            // The store was shared since this replica last read its members: read them first.
+            var members = SyncReport()
+            try await refreshMembership(into: &members, checkRemoval: false)
+            report = try await examineRemote(repair: repair)
+        }
         log(report)
         return report
     }
@@ -41,7 +49,7 @@ extension SyncEngine {
         // A shared store: its members first, so that every object is judged by them
         // (what is not signed by a member who could write it is `unauthentic`).
         var membersRead = SyncReport()
-        try await refreshMembership(into: &membersRead, checkRemoval: false)
+        try await refreshMembershipIfShared(into: &membersRead, checkRemoval: false)
         for rejected in membersRead.rejected {
             let path = String(rejected.prefix { $0 != ":" })
             scan.report.findings.append(DoctorFinding(path: path, kind: .unauthentic, replica: nil, message: rejected, action: "remove \(path) by hand: it is not an owner's membership log"))

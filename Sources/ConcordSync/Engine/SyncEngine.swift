@@ -265,7 +265,16 @@ public actor SyncEngine {
         logger(ConcordLogLabel.sync).debug("sync started", metadata: ["mode": "\(mode)"])
         rejectedFiles = []
         do {
-            let report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
+            let report: SyncReport
+            do throws(ConcordError) {
+                report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
+            } catch where error.code == .membershipUnknown {
+                // The store was shared since this replica last read its members: read them,
+                // and sync again (everything the first attempt did is safe to do again).
+                var members = SyncReport()
+                try await refreshMembership(into: &members)
+                report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
+            }
             log(report, mode: mode)
             return report
         } catch {
@@ -280,7 +289,7 @@ public actor SyncEngine {
         report.restoredCopy = restoredCopy
         // A shared store: its members first (this device may have been removed), and a
         // device that may not write only pulls.
-        try await refreshMembership(into: &report)
+        try await refreshMembershipIfShared(into: &report)
         let mode = writeRefusal().map { refusal in
             report.readOnly = refusal
             return SyncMode.pullOnly

@@ -19,6 +19,8 @@ final class SignatureGate: @unchecked Sendable {
     private var membership: Membership?
     private var bindings: [ReplicaID: String] = [:]
     private var bindingsChanged = false
+    /// Whether the remote's membership logs were read by this engine.
+    private var membersRead = false
     /// This device's identity, which signs what it writes.
     let identity: DeviceIdentity?
 
@@ -26,9 +28,11 @@ final class SignatureGate: @unchecked Sendable {
         self.identity = identity
     }
 
-    /// Sets the membership in force and the bindings kept locally.
-    func update(_ membership: Membership?, bindings: [ReplicaID: String]) {
+    /// Sets the membership in force and the bindings kept locally; `read`: the remote's
+    /// membership logs were just read.
+    func update(_ membership: Membership?, bindings: [ReplicaID: String], read: Bool = false) {
         lock.withLock {
+            if read { membersRead = true }
             self.membership = membership
             self.bindings.merge(bindings) { current, _ in current }
         }
@@ -72,6 +76,12 @@ final class SignatureGate: @unchecked Sendable {
         let (membership, bindings) = lock.withLock { (self.membership, self.bindings) }
         guard let membership, membership.isShared else {
             guard !SignedEnvelope.isSigned(plaintext) else {
+                // The store was shared since this replica last read its members (it reads
+                // them only once it knows the store is shared: a store that is not costs
+                // no request more). The sync reads them and starts again.
+                guard lock.withLock({ membersRead }) else {
+                    throw ConcordError(.membershipUnknown, "remote object \(path) is signed: the store was shared since this replica last read its members; sync again to read them")
+                }
                 throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: it is signed, but this store has no members")
             }
             return plaintext
@@ -124,6 +134,9 @@ extension ConcordError.Code {
     /// then: a reader's write, a forged signer, a removed member's later write, an unsigned
     /// object. Never applied; named in the sync report and by doctor.
     public static let unauthentic = ConcordError.Code("unauthentic")
+    /// A signed object met before this replica read the store's members: the sync reads
+    /// them and starts again (``SyncEngine/sync(mode:progress:)``); other calls say to sync.
+    public static let membershipUnknown = ConcordError.Code("membershipUnknown")
     /// This device's identity was removed from the shared store.
     public static let removedFromStore = ConcordError.Code("removedFromStore")
 }

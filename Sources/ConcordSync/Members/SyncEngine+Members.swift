@@ -17,6 +17,14 @@ extension SyncEngine {
         return gate.current ?? Membership()
     }
 
+    /// ``refreshMembership(into:checkRemoval:)`` when the store is known to be shared; a
+    /// store that is not costs no request (a signed object met later makes the sync read
+    /// the members and start again).
+    func refreshMembershipIfShared(into report: inout SyncReport, checkRemoval: Bool = true) async throws(ConcordError) {
+        guard gate.current != nil else { return }
+        try await refreshMembership(into: &report, checkRemoval: checkRemoval)
+    }
+
     /// Reads every membership log, merges its authentic operations with the ones kept, keeps
     /// the union, and puts the membership in force. Logs that do not open are named in
     /// `report.rejected`. Throws `removedFromStore` when
@@ -40,7 +48,7 @@ extension SyncEngine {
             try store.setSharingRecord(.operations, String(decoding: MemberLog.encode(operations.sorted(by: SignedOperation.precedes)), as: UTF8.self))
         }
         let membership = Membership.resolve(operations, root: try Self.membershipRoot(store))
-        gate.update(membership.isShared ? membership : nil, bindings: [:])
+        gate.update(membership.isShared ? membership : nil, bindings: [:], read: true)
         try keepBindings()
         if checkRemoval, let identity, let me = membership.member(signingKey: identity.publicIdentity.signingKey), me.isRemoved {
             throw ConcordError(.removedFromStore, "this device (\"\(me.name)\") was removed from this shared store: nothing was pulled or pushed; the local copy stays as it is, read-only")
