@@ -135,7 +135,7 @@ extension ConcordError.Code {
     /// object. Never applied; named in the sync report and by doctor.
     public static let unauthentic = ConcordError.Code("unauthentic")
     /// A signed object met before this replica read the store's members: the sync reads
-    /// them and starts again (``SyncEngine/sync(mode:progress:)``); other calls say to sync.
+    /// them and starts again (`SyncEngine.sync(mode:progress:)`); other calls say to sync.
     public static let membershipUnknown = ConcordError.Code("membershipUnknown")
     /// This device's identity was removed from the shared store.
     public static let removedFromStore = ConcordError.Code("removedFromStore")
