@@ -51,3 +51,12 @@ struct IdShow: ParsableCommand {
         options.emit(.object([("publicKey", .string(identity.publicIdentity.description))]), identity.publicIdentity.description)
     }
 }
+
+extension GlobalOptions {
+    /// This store's device identity, from `PATH.identity` when that file exists; else nil.
+    func identity() throws -> DeviceIdentity? {
+        let path = storePath + ".identity"
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        return try DeviceIdentity(contentsOfSecretFile: path)
+    }
+}

@@ -118,6 +118,7 @@ struct Sync: AsyncParsableCommand {
     static func warn(_ report: SyncReport) {
         var lines: [String] = []
         for rejected in report.rejected { lines.append("concord: warning: skipped \(Entry.oneLine(rejected))") }
+        if let readOnly = report.readOnly { lines.append("concord: warning: pulled only: \(Entry.oneLine(readOnly))") }
         if report.waiting > 0 {
             lines.append("concord: warning: \(report.waiting) change batch\(report.waiting == 1 ? " waits" : "es wait") for objects not on the remote yet; sync again later (or run `concord doctor`)")
         }

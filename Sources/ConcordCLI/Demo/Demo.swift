@@ -300,7 +300,7 @@ final class DemoRun {
             case .batch?: "delta batches"
             case .snapshot?: "snapshots"
             case .blob?: "encrypted files"
-            case .storeManifest?, nil: "other"
+            case .storeManifest?, .memberLog?, .grant?, nil: "other"
             }
         }
         say("The remote holds \(files.count) objects, \(total) bytes: " + kinds.keys.sorted().map { "\(kinds[$0]!.count) \($0)" }.joined(separator: ", "))

@@ -145,6 +145,9 @@ enum CLIConfig {
     static let manifest = "manifest"
     /// When this store last finished a sync through the CLI (ms since the epoch, in decimal).
     static let lastSync = "lastSync"
+    /// "identity" when the store joined a shared store (`concord join`): its key comes from
+    /// the grant its identity opens, never from a passphrase.
+    static let unlockWith = "unlockWith"
 }
 
 /// An unlocked remote store and a sync engine over it.
@@ -176,6 +179,19 @@ struct RemoteConnection {
         if let recorded = try SyncEngine.remoteStoreID(in: store), recorded != manifest.storeID.hex {
             throw ConcordError(.storeMismatch, SyncEngine.storeChangedMessage(found: manifest.storeID.hex, recorded: recorded, at: location.display))
         }
+        let identity = try options.identity()
+        if try store.setting(CLIConfig.unlockWith) == "identity" {
+            guard let identity else {
+                throw ConcordError(.invalidKey, "this store joined a shared store with its identity, and \(options.storePath).identity is gone: restore it (a new identity must be added by an owner)")
+            }
+            guard let granted = try await SyncEngine.grantedKey(remote, identity: identity) else {
+                throw ConcordError(.wrongKey, "no key grant on \(location.display) opens with this device's identity: it was never added, or its grant was deleted; ask an owner to add it (`concord members add`)")
+            }
+            try SyncEngine.keepManifest(manifest, in: store)
+            try SyncEngine.pinMembershipRoot(granted.root, in: store)
+            let engine = SyncEngine(store: store, remote: remote, key: granted.key, storeID: manifest.storeID, identity: identity)
+            return RemoteConnection(location: location, remote: remote, manifest: manifest, key: granted.key, engine: engine)
+        }
         let credential = try credential(for: manifest, location: location, store: store, options: options)
         let key: StoreKey
         let fingerprint = ContentHasher.hash(manifest.jsonBytes()).hex
@@ -191,7 +207,7 @@ struct RemoteConnection {
         }
         if try store.setting(CLIConfig.manifest) != fingerprint { try store.setSetting(CLIConfig.manifest, fingerprint) }
         try SyncEngine.keepManifest(manifest, in: store)
-        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID)
+        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID, identity: identity)
         return RemoteConnection(location: location, remote: remote, manifest: manifest, key: key, engine: engine)
     }
 

@@ -37,9 +37,11 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     public static let keyCheck = KeyPurpose(subkeyID: 6, name: "keyCheck")
     /// Seals a named store's name in its `concord.json` (``StoreManifest/sealedName``).
     public static let storeName = KeyPurpose(subkeyID: 7, name: "storeName")
+    /// Seals a shared store's membership logs under `members/…` and keys their names.
+    public static let members = KeyPurpose(subkeyID: 9, name: "members")
 
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .members]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

@@ -14,6 +14,10 @@ extension RemoteLayout {
     /// The largest snapshot a reader accepts: 1 GiB of sealed state (files are not in it).
     public static let maxSnapshotSize: UInt64 = 1 << 30
 
+    /// The largest membership log a reader accepts: 4 MiB — some thousands of signed
+    /// operations of one owner.
+    public static let maxMemberLogSize: UInt64 = 4 << 20
+
     /// The largest page of a listing a reader accepts: 32 MiB — an S3 page of 1,000 keys
     /// is well under 1 MiB, a WebDAV PROPFIND answer about 400 bytes an entry, so room for
     /// some 80,000 objects in one folder.
@@ -26,7 +30,7 @@ extension RemoteLayout {
     /// each replica's folder and its `deltas/` for the format's 65,536 replicas, and the
     /// 256 folders of `blobs/`, and `stores/` with one folder for each of up to 65,536
     /// named stores.
-    public static let maxListingFolders = 5 + 2 * 65_536 + 256 + 1 + 65_536
+    public static let maxListingFolders = 5 + 2 * 65_536 + 256 + 1 + 65_536 + 2
 
     /// The largest object of `name`'s kind a reader accepts whole through
     /// ``Remote/get(_:limit:)``, and the largest a remote stores there; files (blobs) are
@@ -43,6 +47,8 @@ extension RemoteLayout {
         case .batch: maxBatchSize
         case .snapshot: maxSnapshotSize
         case .blob: UInt64.max
+        case .memberLog: maxMemberLogSize
+        case .grant: maxManifestSize
         }
     }
 

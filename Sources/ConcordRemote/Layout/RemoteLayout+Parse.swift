@@ -45,6 +45,14 @@ extension RemoteLayout {
             else { return nil }
             return .storeManifest(storeID: String(decoding: rest.prefix(32), as: UTF8.self))
         }
+        if let rest = strip("members/", from: bytes) {
+            guard rest.count == 32, Hex.isLowercase(rest) else { return nil }
+            return .memberLog(tag: String(decoding: rest, as: UTF8.self))
+        }
+        if let rest = strip("grants/", from: bytes) {
+            guard rest.count == 64, Hex.isLowercase(rest) else { return nil }
+            return .grant(name: String(decoding: rest, as: UTF8.self))
+        }
         return nil
     }
 
@@ -57,7 +65,7 @@ extension RemoteLayout {
     /// `.dropbox.cache`, a user's own files) are never read.
     public static func isStoreFolder(_ path: String) -> Bool {
         switch path {
-        case "", "heads", "snapshots", "replicas", "blobs", storesFolder: return true
+        case "", "heads", "snapshots", "replicas", "blobs", storesFolder, "members", "grants": return true
         default: break
         }
         let bytes = Array(path.utf8)

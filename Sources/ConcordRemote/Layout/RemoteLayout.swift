@@ -11,6 +11,8 @@ import ConcordCore
 /// blobs/<2 hex>/<keyed name>                     file contents
 /// stores/<store id>/concord.json                 a named store's manifest (its objects live
 ///                                                below `stores/<store id>/`, a root of its own)
+/// members/<32 hex>                               one owner's signed membership operations
+/// grants/<64 hex>                                a store key sealed to one member
 /// ```
 ///
 /// `<replica>` is 32 lowercase hex digits (``/ConcordCore/ReplicaID/description``), `<seq>` a `UInt64`
@@ -40,6 +42,28 @@ public enum RemoteLayout {
     public static let storesFolder = "stores"
     /// The prefix under which every named store's manifest is listed: `stores/`.
     public static let storesPrefix = "stores/"
+    /// The prefix under which a shared store's owners keep their membership operations.
+    public static let membersPrefix = "members/"
+    /// The prefix under which a shared store's key grants (sealed boxes) live.
+    public static let grantsPrefix = "grants/"
+
+    /// The path of one owner's membership log: `members/<tag>`, the tag 32 lowercase hex
+    /// digits keyed by the store key (never the owner's public key).
+    ///
+    /// - Precondition: `tag` is 32 lowercase hex digits.
+    public static func memberLog(tag: String) -> String {
+        precondition(isStoreID(tag), "a membership log's tag is 32 lowercase hex digits, not \(tag)")
+        return membersPrefix + tag
+    }
+
+    /// The path of a key grant: `grants/<name>`, 64 lowercase hex digits (the hash of its
+    /// sealed bytes: nothing of its recipient).
+    ///
+    /// - Precondition: ``isKeyedName(_:)`` holds.
+    public static func grant(name: String) -> String {
+        precondition(isKeyedName(name), "a grant's name is 64 lowercase hex digits, not \(name)")
+        return grantsPrefix + name
+    }
 
     /// The path of a named store's manifest seen from the remote's root:
     /// `stores/<store id>/concord.json`.
@@ -112,6 +136,10 @@ public enum RemoteLayout {
         /// `stores/<store id>/concord.json`: the manifest of a named store kept below this
         /// root. A store at the root never reads it; the list of a remote's stores does.
         case storeManifest(storeID: String)
+        /// `members/<32 hex>`: one owner's membership log (a shared store).
+        case memberLog(tag: String)
+        /// `grants/<64 hex>`: a store key sealed to one member (a shared store).
+        case grant(name: String)
 
         /// The object's path; `RemoteLayout.parse(name.path) == name` for every name.
         public var path: String {
@@ -122,6 +150,8 @@ public enum RemoteLayout {
             case let .snapshot(replica, seq): RemoteLayout.snapshot(replica, seq: seq)
             case let .blob(keyedName): RemoteLayout.blob(keyedName: keyedName)
             case let .storeManifest(storeID): RemoteLayout.storeManifest(storeID)
+            case let .memberLog(tag): RemoteLayout.memberLog(tag: tag)
+            case let .grant(name): RemoteLayout.grant(name: name)
             }
         }
 

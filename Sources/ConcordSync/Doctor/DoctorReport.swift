@@ -67,6 +67,10 @@ public struct DoctorFinding: Hashable, Sendable {
 
         /// It fails authentication: torn (cut short), modified, or stored under another name.
         public static let damaged = Kind("damaged")
+        /// In a shared store: it opens, but is not signed by a member who could write it
+        /// then — a reader's write, a forged signer, a removed member's later write, or an
+        /// unsigned object. Never applied.
+        public static let unauthentic = Kind("unauthentic")
         /// It authenticates but does not parse, or holds another object than its name says.
         public static let malformed = Kind("malformed")
         /// Not a readable object: something else stands at its name (a FIFO, a device, a

@@ -27,7 +27,15 @@ extension SyncEngine {
     /// - Throws: `storeMismatch` when this local store synced with another remote store;
     ///   whatever the remote throws when it fails (nothing is reported from a partial run).
     public func doctor(repair: Bool = false) async throws(ConcordError) -> DoctorReport {
-        let report = try await examineRemote(repair: repair)
+        let report: DoctorReport
+        do throws(ConcordError) {
+            report = try await examineRemote(repair: repair)
+        } catch where error.code == .membershipUnknown {
+            // The store was shared since this replica last read its members: read them first.
+            var members = SyncReport()
+            try await refreshMembership(into: &members, checkRemoval: false)
+            report = try await examineRemote(repair: repair)
+        }
         log(report)
         return report
     }
@@ -37,6 +45,14 @@ extension SyncEngine {
         scan.me = store.replicaID
         if let recorded = try Self.remoteStoreID(in: store), recorded != storeID.hex {
             throw ConcordError(.storeMismatch, "this local store synced with remote store \(recorded), not \(storeID.hex); nothing was checked")
+        }
+        // A shared store: its members first, so that every object is judged by them
+        // (what is not signed by a member who could write it is `unauthentic`).
+        var membersRead = SyncReport()
+        try await refreshMembershipIfShared(into: &membersRead, checkRemoval: false)
+        for rejected in membersRead.rejected {
+            let path = String(rejected.prefix { $0 != ":" })
+            scan.report.findings.append(DoctorFinding(path: path, kind: .unauthentic, replica: nil, message: rejected, action: "remove \(path) by hand: it is not an owner's membership log"))
         }
         // 1. concord.json: without it (or with another store's) nothing else can be judged.
         var manifestBytes = try await remote.getManifest()
@@ -137,7 +153,7 @@ extension SyncEngine {
         var found = true
         var failure: ConcordError?
         switch name {
-        case .manifest, .storeManifest:
+        case .manifest, .storeManifest, .memberLog, .grant:
             return true
         case let .head(replica, seq):
             do throws(ConcordError) {
@@ -354,7 +370,7 @@ extension SyncEngine {
             let seq: UInt64
             switch name {
             case let .head(r, s), let .batch(r, s), let .snapshot(r, s): (replica, seq) = (r, s)
-            case .manifest, .blob, .storeManifest: continue
+            case .manifest, .blob, .storeManifest, .memberLog, .grant: continue
             }
             let announced = reach[replica] ?? 0
             let known = announced > 0 || replica == me || seen.contains(replica) || scan.heads[replica] != nil

@@ -40,6 +40,7 @@ extension SyncEngine {
         case .authenticationFailed: .damaged
         case .unsupportedVersion: .newerFormat
         case .unreadableObject, .limitExceeded: .unreadable
+        case .unauthentic: .unauthentic
         default: .malformed
         }
     }

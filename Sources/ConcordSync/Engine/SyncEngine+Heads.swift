@@ -198,7 +198,7 @@ extension SyncEngine {
     /// too large, or not a readable file — as opposed to the remote failing. Such an object
     /// is reported and skipped; everything else still syncs.
     static func isDamage(_ error: ConcordError) -> Bool {
-        [.authenticationFailed, .unsupportedVersion, .malformed, .truncated, .limitExceeded, .unreadableObject].contains(error.code)
+        [.authenticationFailed, .unsupportedVersion, .malformed, .truncated, .limitExceeded, .unreadableObject, .unauthentic].contains(error.code)
     }
 
     /// The head at `heads/<replica>-<seq>`, opened and decoded: nil when the remote has no

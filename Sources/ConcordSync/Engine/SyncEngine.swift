@@ -51,6 +51,10 @@ public actor SyncEngine {
     /// fetched again before the next sync, however often a batch or snapshot needing them is
     /// tried (``fetchFiles(_:of:into:)``). So each costs at most its encrypted size a sync.
     var rejectedFiles: Set<ContentHash> = []
+    /// In a shared store, checks what is fetched and signs what is written.
+    let gate: SignatureGate
+    /// This device's identity: it signs what this replica writes to a shared store.
+    public nonisolated let identity: DeviceIdentity?
     /// Files being fetched on demand, shared by every reader that waits for one
     /// (``localFile(_:)``).
     var onDemand = OnDemandDownloads()
@@ -67,8 +71,13 @@ public actor SyncEngine {
         let snapshots: SubKey
         let blobContents: SubKey
         let blobNames: SubKey
+        let members: SubKey
+        /// The key a new member is granted (``grantedStoreKey``).
+        let store: StoreKey
 
         init(_ key: StoreKey) {
+            store = key
+            members = key.subkey(for: .members)
             batches = key.subkey(for: .batches)
             heads = key.subkey(for: .heads)
             snapshots = key.subkey(for: .snapshots)
@@ -96,12 +105,14 @@ public actor SyncEngine {
     /// `blobGracePeriod`: the least age of a remote file the sweep deletes (default 7 days).
     /// `lossCheckInterval`: how often a sync lists every batch for vanished ones (default an
     /// hour; 0: every sync). `requestsInFlight`: how many requests a sync keeps in flight
-    /// (default 8; at least 1).
+    /// (default 8; at least 1). `identity`: this device's identity, which signs everything
+    /// it writes once the store is shared (docs/ARCHITECTURE.md §5, "Signatures"); nil for a
+    /// device without one (it cannot write to a shared store).
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
         clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64,
         snapshotSlack: UInt64 = 4, retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day,
-        lossCheckInterval: UInt64 = 3_600_000, requestsInFlight: Int = 8
+        lossCheckInterval: UInt64 = 3_600_000, requestsInFlight: Int = 8, identity: DeviceIdentity? = nil
     ) {
         self.requestsInFlight = max(1, requestsInFlight)
         self.lossCheckInterval = lossCheckInterval
@@ -113,9 +124,13 @@ public actor SyncEngine {
         self.remote = remote
         let keys = Keys(key)
         self.keys = keys
-        self.objects = RemoteObjects(remote: remote, keys: keys)
-        self.writes = RemoteWrites(remote: remote, keys: keys)
+        let gate = SignatureGate(identity: identity)
+        self.identity = identity
+        self.gate = gate
+        self.objects = RemoteObjects(remote: remote, keys: keys, gate: gate)
+        self.writes = RemoteWrites(remote: remote, keys: keys, gate: gate)
         self.storeID = storeID
+        Self.loadKeptMembership(store, storeID: storeID, into: gate)
         self.clock = clock
         self.maxClockDrift = maxClockDrift
     }
@@ -250,7 +265,16 @@ public actor SyncEngine {
         logger(ConcordLogLabel.sync).debug("sync started", metadata: ["mode": "\(mode)"])
         rejectedFiles = []
         do {
-            let report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
+            let report: SyncReport
+            do throws(ConcordError) {
+                report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
+            } catch where error.code == .membershipUnknown {
+                // The store was shared since this replica last read its members: read them,
+                // and sync again (everything the first attempt did is safe to do again).
+                var members = SyncReport()
+                try await refreshMembership(into: &members)
+                report = try await sync(mode: mode, progress: progress, restoredCopy: nil)
+            }
             log(report, mode: mode)
             return report
         } catch {
@@ -259,10 +283,17 @@ public actor SyncEngine {
         }
     }
 
-    private func sync(mode: SyncMode, progress: (@Sendable (SyncProgress) -> Void)?, restoredCopy: IdentityChange?) async throws(ConcordError) -> SyncReport {
+    private func sync(mode requested: SyncMode, progress: (@Sendable (SyncProgress) -> Void)?, restoredCopy: IdentityChange?) async throws(ConcordError) -> SyncReport {
         try await checkStoreIdentityOnce()
         var report = SyncReport()
         report.restoredCopy = restoredCopy
+        // A shared store: its members first (this device may have been removed), and a
+        // device that may not write only pulls.
+        try await refreshMembershipIfShared(into: &report)
+        let mode = writeRefusal().map { refusal in
+            report.readOnly = refusal
+            return SyncMode.pullOnly
+        } ?? requested
         var heads = try await listHeads()
         report.rejected += heads.rejected
         // The store's file is a copy: it continues under a new id, whatever the remote shows.

@@ -66,7 +66,7 @@ extension SyncEngine {
             torn = []
             for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(me)) {
                 guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path), origin == me, seq <= pushed,
-                    let plaintext = try store.sealedBytes(seq: seq), object.size != UInt64(plaintext.count + EncryptedObject.overheadByteCount)
+                    let plaintext = try store.sealedBytes(seq: seq), object.size != writes.sealedBatchSize(plaintext.count, of: me, seq: seq)
                 else { continue }
                 let sealed = writes.sealBatch(plaintext, of: me, seq: seq).bytes
                 // A listing without sizes: read back, and put again only if it differs.

@@ -244,7 +244,7 @@ extension SyncEngine {
             // put again, covered or not (publishing again checks it byte for byte first).
             // (A size the listing does not give is unknown: no evidence of a tear.)
             if origin == me, let size = object.size, let plaintext = try store.sealedBytes(seq: seq),
-               size != UInt64(plaintext.count + EncryptedObject.overheadByteCount) {
+               size != writes.sealedBatchSize(plaintext.count, of: me, seq: seq) {
                 ownTorn = true
                 continue
             }

@@ -9,6 +9,9 @@ import ConcordStore
 /// its name. The one place pull, push, compaction, file sweeping, the loss checks and
 /// doctor open what they fetch (docs/ARCHITECTURE.md §5).
 ///
+/// In a shared store every object is also checked by its signature and its signer's role
+/// (``SignatureGate``), and throws `unauthentic` when it fails.
+///
 /// Opening throws ``ConcordCore/ConcordError/Code/authenticationFailed`` for a torn or
 /// modified object (or one sealed for another name), `unsupportedVersion`, `truncated`,
 /// `limitExceeded` or `malformed` when it does not parse — and `malformed` when it parses
@@ -17,6 +20,8 @@ import ConcordStore
 struct RemoteObjects: Sendable {
     let remote: any Remote
     let keys: SyncEngine.Keys
+    /// In a shared store, checks each object's signature and its signer's role.
+    let gate: SignatureGate
 
     /// The bytes at `path`, refused past the size its kind may have; nil when not there.
     func fetch(_ path: String) async throws(ConcordError) -> [UInt8]? {
@@ -28,7 +33,7 @@ struct RemoteObjects: Sendable {
     /// The batch `sealed`, found at `path`, authenticated and decoded — without checking
     /// that it is the batch the name says (what it references counts wherever it lies).
     func openBatch(_ sealed: [UInt8], at path: String) throws(ConcordError) -> Delta {
-        try DeltaCodec.decode(try EncryptedObject.open(sealed, path: path, key: keys.batches))
+        try DeltaCodec.decode(try gate.open(try EncryptedObject.open(sealed, path: path, key: keys.batches), path: path))
     }
 
     /// Batch `seq` of `origin`, from the bytes fetched at its name.
@@ -41,7 +46,7 @@ struct RemoteObjects: Sendable {
     func openFingerprintedBatch(_ sealed: [UInt8], origin: ReplicaID, seq: UInt64) throws(ConcordError) -> (delta: Delta, fingerprint: BatchFingerprint) {
         let path = RemoteLayout.batch(origin, seq: seq)
         let plaintext = try EncryptedObject.open(sealed, path: path, key: keys.batches)
-        let delta = try DeltaCodec.decode(plaintext)
+        let delta = try DeltaCodec.decode(try gate.open(plaintext, path: path))
         guard delta.origin == origin, delta.seq == seq else {
             throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
         }
@@ -71,13 +76,13 @@ struct RemoteObjects: Sendable {
     /// The snapshot `sealed`, found at `path`, opened in its own memory and read as far as
     /// its first record: its records are checked as they are read.
     func openSnapshotReader(_ sealed: consuming [UInt8], at path: String) throws(ConcordError) -> SnapshotObjectReader {
-        try SnapshotObjectReader(try EncryptedObject.open(consuming: sealed, path: path, key: keys.snapshots), path: path)
+        try SnapshotObjectReader(try gate.open(try EncryptedObject.open(consuming: sealed, path: path, key: keys.snapshots), path: path), path: path)
     }
 
     /// The head of `replica` at `seq`, from the bytes fetched at its name.
     func openHead(_ sealed: [UInt8], replica: ReplicaID, seq: UInt64) throws(ConcordError) -> Head {
         let path = RemoteLayout.head(replica, seq: seq)
-        let head = try Head.decode(try EncryptedObject.open(sealed, path: path, key: keys.heads), path: path)
+        let head = try Head.decode(try gate.open(try EncryptedObject.open(sealed, path: path, key: keys.heads), path: path), path: path)
         guard head.replica == replica.description, head.seq == seq else {
             throw ConcordError(.malformed, "remote head \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
         }
@@ -94,7 +99,8 @@ struct RemoteObjects: Sendable {
         case .head?: key = keys.heads
         default: return false
         }
-        return (try? EncryptedObject.open(sealed, path: path, key: key)) != nil
+        guard let plaintext = try? EncryptedObject.open(sealed, path: path, key: key) else { return false }
+        return (try? gate.open(plaintext, path: path)) != nil
     }
 
     // MARK: Fetching and opening

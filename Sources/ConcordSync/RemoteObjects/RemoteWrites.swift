@@ -2,7 +2,8 @@ import ConcordCore
 import ConcordCrypto
 import ConcordRemote
 
-/// How a replica writes to the remote: every batch, head and snapshot sealed under the key
+/// How a replica writes to the remote: every batch, head and snapshot signed by this
+/// device's identity once the store is shared (``SignatureGate``) and sealed under the key
 /// of its kind for its name, and every delete of an object of its own — the one door out,
 /// as ``RemoteObjects`` is the one door in (docs/ARCHITECTURE.md §5). Push, snapshots,
 /// compaction, the file sweep, rollback recovery, the restored copy and doctor's repair
@@ -13,6 +14,8 @@ import ConcordRemote
 struct RemoteWrites: Sendable {
     let remote: any Remote
     let keys: SyncEngine.Keys
+    /// In a shared store, signs each object with this device's identity.
+    let gate: SignatureGate
 
     // MARK: Sealing
 
@@ -20,13 +23,20 @@ struct RemoteWrites: Sendable {
     /// its name, so a retry after a crash puts the very same bytes.
     func sealBatch(_ plaintext: [UInt8], of replica: ReplicaID, seq: UInt64) -> (path: String, bytes: [UInt8]) {
         let path = RemoteLayout.batch(replica, seq: seq)
-        return (path, EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.batches))
+        return (path, EncryptedObject.encryptDeterministically(gate.sign(plaintext, path: path), path: path, key: keys.batches))
     }
 
     /// The bytes of the snapshot at `path`, sealed deterministically: the same state gives
     /// the same bytes.
     func sealSnapshot(_ plaintext: [UInt8], at path: String) -> [UInt8] {
-        EncryptedObject.encryptDeterministically(plaintext, path: path, key: keys.snapshots)
+        EncryptedObject.encryptDeterministically(gate.sign(plaintext, path: path), path: path, key: keys.snapshots)
+    }
+
+    /// The size of the sealed bytes of this replica's batch `seq` whose plaintext is
+    /// `count` bytes (``sealBatch(_:of:seq:)``): what a whole copy on the remote measures.
+    func sealedBatchSize(_ count: Int, of replica: ReplicaID, seq: UInt64) -> UInt64 {
+        let signed = gate.signs(RemoteLayout.batch(replica, seq: seq)) ? SignedEnvelope.headerSize : 0
+        return UInt64(count + signed + EncryptedObject.overheadByteCount)
     }
 
     // MARK: Putting
@@ -46,7 +56,7 @@ struct RemoteWrites: Sendable {
     /// name, `heads/<replica>-<seq>`.
     func putHead(_ head: Head, of replica: ReplicaID) async throws(ConcordError) {
         let path = RemoteLayout.head(replica, seq: head.seq)
-        try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.heads))
+        try await remote.put(path, EncryptedObject.encrypt(gate.sign(head.json(), path: path), path: path, key: keys.heads))
     }
 
     /// Puts `concord.json`, which is not encrypted (its key is wrapped inside it). Static:

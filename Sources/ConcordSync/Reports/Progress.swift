@@ -36,7 +36,11 @@ public struct SyncReport: Hashable, Sendable {
     public var filesFetched = 0
     public var filesUploaded = 0
     /// Remote objects that failed authentication or were malformed: skipped, not applied.
+    /// In a shared store, also each unauthentic object (see ``SyncEngine/members()``).
     public var rejected: [String] = []
+    /// Set when this device may not write to the shared store (it has no identity, is not
+    /// a member, or is a reader): the sync only pulled, and says why.
+    public var readOnly: String?
     /// Set when this store turned out to be an older copy of itself (restored from a
     /// backup): it continues under a new replica id, and the old id's history it lacked
     /// is pulled like any other replica's (``SyncEngine/sync(mode:progress:)``).
