@@ -30,7 +30,8 @@ final class DeclarationCache: Sendable {
         kept(at: try Self.schemaVersion(db))
     }
 
-    private func kept(at version: Int64) -> [[UInt8]: CollectionDeclaration]? {
+    /// The declarations kept, if read under schema version `version`.
+    func kept(at version: Int64) -> [[UInt8]: CollectionDeclaration]? {
         kept.withLock { $0?.version == version ? $0?.declarations : nil }
     }
 
