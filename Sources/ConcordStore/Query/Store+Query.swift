@@ -31,8 +31,8 @@ extension Store {
             floor = try Self.floor(db, declaration, query, after)
         }
         // A whole row's record is read from its columns; any other from the merged state.
-        let columns = ResultColumns(declaration)
-        let elements = try ResultColumns.ElementReader(db, declaration)
+        let columns = declarationCache.resultColumns(declaration)
+        let elements = columns.hasSets ? try ResultColumns.ElementReader(db, declaration) : nil
         let compiled = try QueryCompiler.rows(query, declaration, select: columns.selectList, floor: floor)
         var results: [(id: String, fields: [(name: String, value: FieldValue)])?] = []
         var partial: [(index: Int, id: String)] = []
