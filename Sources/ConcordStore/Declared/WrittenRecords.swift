@@ -35,6 +35,28 @@ struct WrittenRecords {
         records[ref]?.set(name, value)
     }
 
+    /// Adds register writes run in this order, each record's together (a register buffer's
+    /// rows, ``RegisterBuffer``): as ``wrote(_:_:_:)`` for each, a record looked up once
+    /// per run of its rows.
+    mutating func wrote(_ rows: [(ref: RecordRef, name: String, payload: Payload)]) {
+        if records.isEmpty { return }
+        var start = 0
+        while start < rows.count {
+            let ref = rows[start].ref
+            var end = start + 1
+            while end < rows.count, rows[end].ref == ref { end += 1 }
+            defer { start = end }
+            guard let index = records.index(forKey: ref) else { continue }
+            for row in rows[start..<end] {
+                guard case let .scalar(value) = row.payload else {
+                    records.remove(at: index)
+                    break
+                }
+                records.values[index].set(row.name, value)
+            }
+        }
+    }
+
     /// Lets `ref` go: it changed otherwise than by scalar register writes.
     mutating func forget(_ ref: RecordRef) {
         if !records.isEmpty { records[ref] = nil }
