@@ -21,7 +21,9 @@ struct WrittenRecords {
     /// Takes in `ref`, which has no row in the merged state.
     mutating func begin(_ ref: RecordRef) {
         guard records.count < Self.limit else { return }
-        records[ref] = Values()
+        var values = Values()
+        values.fields.reserveCapacity(8)  // room for a record's first fields, grown once at most
+        records[ref] = values
     }
 
     /// Adds the register write of `name` of `ref`, run after those added before; a file lets
@@ -47,12 +49,12 @@ struct WrittenRecords {
             while end < rows.count, rows[end].ref == ref { end += 1 }
             defer { start = end }
             guard let index = records.index(forKey: ref) else { continue }
-            for row in rows[start..<end] {
-                guard case let .scalar(value) = row.payload else {
+            for row in start..<end {
+                guard case let .scalar(value) = rows[row].payload else {
                     records.remove(at: index)
                     break
                 }
-                records.values[index].set(row.name, value)
+                records.values[index].set(rows[row].name, value)
             }
         }
     }
