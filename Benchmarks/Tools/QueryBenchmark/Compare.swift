@@ -86,6 +86,19 @@ func compare(directory: String, records: Int, rounds: Int) throws {
     }
     line("point read x \(reads), fields: store.record vs GRDB Row.fetchOne", raw: rawTimes, store: storeTimes)
     line("point read x \(reads), typed: store.load(Game.self) vs GRDB Game.fetchOne (cached statement)", raw: rawTyped, store: storeTyped)
+
+    // (b') The same against GRDB reading outside a transaction (`unsafeRead`): a point read
+    // is one statement, which reads one committed state alone, as the store's does; GRDB's
+    // `read` adds a BEGIN and a COMMIT around it.
+    rawTimes = []; storeTimes = []; rawTyped = []; storeTyped = []
+    for _ in 0..<rounds {
+        rawTimes.append(try seconds { try rawRowReadsOneStatement(pool, reads, records) })
+        storeTimes.append(try seconds { try storeRowReads(store, reads, records) })
+        rawTyped.append(try seconds { try rawTypedReadsOneStatement(pool, reads, records) })
+        storeTyped.append(try seconds { try storeTypedReads(store, reads, records) })
+    }
+    line("point read x \(reads), fields: store.record vs GRDB Row.fetchOne in unsafeRead (no transaction)", raw: rawTimes, store: storeTimes)
+    line("point read x \(reads), typed: store.load(Game.self) vs GRDB Game.fetchOne in unsafeRead (no transaction)", raw: rawTyped, store: storeTyped)
 }
 
 // The timed loops, one function each so that a profiler can count each alone
@@ -146,6 +159,21 @@ func rawTypedReads(_ pool: DatabasePool, _ count: Int, _ records: Int) throws {
     }
 }
 
+func rawRowReadsOneStatement(_ pool: DatabasePool, _ count: Int, _ records: Int) throws {
+    for index in 0..<count {
+        let row = try pool.unsafeRead { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"]).map(fields) }
+        if row == nil { throw Failure("missing") }
+    }
+}
+
+func rawTypedReadsOneStatement(_ pool: DatabasePool, _ count: Int, _ records: Int) throws {
+    for index in 0..<count where try pool.unsafeRead({ db in
+        try Game.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"])
+    }) == nil {
+        throw Failure("missing")
+    }
+}
+
 func storeTypedReads(_ store: Store, _ count: Int, _ records: Int) throws {
     for index in 0..<count where try store.load(Game.self, id: "game\((index &* 7_919) % records)") == nil {
         throw Failure("missing")
@@ -170,6 +198,8 @@ func profile(directory: String, records: Int, queries: Int, reads: Int) throws {
     try storeRowReads(store, reads, records)
     try rawTypedReads(pool, reads, records)
     try storeTypedReads(store, reads, records)
+    try rawRowReadsOneStatement(pool, reads, records)
+    try rawTypedReadsOneStatement(pool, reads, records)
     print("profiled \(queries) queries and \(reads) point reads per loop over \(records) records")
 }
 
