@@ -144,6 +144,23 @@ import Testing
         #expect(try old.load(GameV2.self, id: "zelda")?.rating == 3)
     }
 
+    /// A typed load takes the declarations the store keeps only while the file's schema is
+    /// the one they were read under (its version is read with the record): a declaration
+    /// made through another connection (another process) is seen at the next load.
+    @Test func aTypedLoadSeesADeclarationMadeThroughAnotherConnection() throws {
+        let store = try Store.temporary(directory, "shared", clock: ManualClock())
+        try store.declare(try Self.declaration(GameSchema.version1))
+        try store.save(GameV1(id: "zelda", title: "Zelda", level: 5, rating: 4, released: "2024-03-01", tags: ["rpg"]))
+        // Under version 1, version 2's `tier` (stored as `level`) is missing.
+        let before = try #require(try store.loadReporting(GameV2.self, id: "zelda"))
+        #expect(before.unread.map(\.field).contains("tier"))
+        let other = try Store(path: store.path)
+        try other.declare(try Self.declaration(GameSchema.version2))
+        let after = try #require(try store.loadReporting(GameV2.self, id: "zelda"))
+        #expect(after.value == GameV2(id: "zelda", title: "Zelda", tier: 5, rating: 4, released: Self.march, notes: "", genres: []))
+        #expect(after.isComplete)
+    }
+
     @Test func aFailedConversionIsReportedAndKeptAndSetElementsOfAnotherKindStay() throws {
         let store = try Store.temporary(directory, "kept", clock: ManualClock())
         try store.declare(try Self.declaration(GameSchema.version2))

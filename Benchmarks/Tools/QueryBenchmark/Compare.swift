@@ -67,33 +67,10 @@ func compare(directory: String, records: Int, rounds: Int) throws {
     let queries = 1_000
     var rawTimes: [Double] = [], storeTimes: [Double] = [], rawTyped: [Double] = [], storeTyped: [Double] = []
     for _ in 0..<rounds {
-        rawTimes.append(try seconds {
-            for index in 0..<queries {
-                let level = (index &* 37) % 1_000
-                let rows = try pool.read { db in try Row.fetchAll(db.cachedStatement(sql: rawQuerySQL), arguments: [level]).map(fields) }
-                if rows.isEmpty && level < 990 { throw Failure("no rows") }
-            }
-        })
-        storeTimes.append(try seconds {
-            for index in 0..<queries {
-                let level = (index &* 37) % 1_000
-                let rows = try store.query(storeQuery(level))
-                if rows.isEmpty && level < 990 { throw Failure("no rows") }
-            }
-        })
-        rawTyped.append(try seconds {
-            for index in 0..<queries {
-                let level = (index &* 37) % 1_000
-                let games = try pool.read { db in try Game.fetchAll(db.cachedStatement(sql: rawQuerySQL), arguments: [level]) }
-                if games.isEmpty && level < 990 { throw Failure("no rows") }
-            }
-        })
-        storeTyped.append(try seconds {
-            for index in 0..<queries {
-                let games = try store.query(Game.self, storeQuery((index &* 37) % 1_000))
-                if games.isEmpty && (index &* 37) % 1_000 < 990 { throw Failure("no rows") }
-            }
-        })
+        rawTimes.append(try seconds { try rawRowsQueries(pool, queries) })
+        storeTimes.append(try seconds { try storeRowsQueries(store, queries) })
+        rawTyped.append(try seconds { try rawTypedQueries(pool, queries) })
+        storeTyped.append(try seconds { try storeTypedQueries(store, queries) })
     }
     line("query (filter, order by 2 keys, limit 50) x \(queries), rows: store.query vs GRDB Row.fetchAll", raw: rawTimes, store: storeTimes)
     line("query x \(queries), typed: store.query(Game.self) vs GRDB Game.fetchAll (FetchableRecord)", raw: rawTyped, store: storeTyped)
@@ -102,30 +79,136 @@ func compare(directory: String, records: Int, rounds: Int) throws {
     let reads = 10_000
     rawTimes = []; storeTimes = []; rawTyped = []; storeTyped = []
     for _ in 0..<rounds {
-        rawTimes.append(try seconds {
-            for index in 0..<reads {
-                let row = try pool.read { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"]).map(fields) }
-                if row == nil { throw Failure("missing") }
-            }
-        })
-        storeTimes.append(try seconds {
-            for index in 0..<reads where try store.record(RecordRef(collection: Game.collection, id: "game\((index &* 7_919) % records)")) == nil {
-                throw Failure("missing")
-            }
-        })
-        rawTyped.append(try seconds {
-            for index in 0..<reads where try pool.read({ db in
-                try Game.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"])
-            }) == nil {
-                throw Failure("missing")
-            }
-        })
-        storeTyped.append(try seconds {
-            for index in 0..<reads where try store.load(Game.self, id: "game\((index &* 7_919) % records)") == nil {
-                throw Failure("missing")
-            }
-        })
+        rawTimes.append(try seconds { try rawRowReads(pool, reads, records) })
+        storeTimes.append(try seconds { try storeRowReads(store, reads, records) })
+        rawTyped.append(try seconds { try rawTypedReads(pool, reads, records) })
+        storeTyped.append(try seconds { try storeTypedReads(store, reads, records) })
     }
     line("point read x \(reads), fields: store.record vs GRDB Row.fetchOne", raw: rawTimes, store: storeTimes)
     line("point read x \(reads), typed: store.load(Game.self) vs GRDB Game.fetchOne (cached statement)", raw: rawTyped, store: storeTyped)
+
+    // (b') The same against GRDB reading outside a transaction (`unsafeRead`): a point read
+    // is one statement, which reads one committed state alone, as the store's does; GRDB's
+    // `read` adds a BEGIN and a COMMIT around it.
+    rawTimes = []; storeTimes = []; rawTyped = []; storeTyped = []
+    for _ in 0..<rounds {
+        rawTimes.append(try seconds { try rawRowReadsOneStatement(pool, reads, records) })
+        storeTimes.append(try seconds { try storeRowReads(store, reads, records) })
+        rawTyped.append(try seconds { try rawTypedReadsOneStatement(pool, reads, records) })
+        storeTyped.append(try seconds { try storeTypedReads(store, reads, records) })
+    }
+    line("point read x \(reads), fields: store.record vs GRDB Row.fetchOne in unsafeRead (no transaction)", raw: rawTimes, store: storeTimes)
+    line("point read x \(reads), typed: store.load(Game.self) vs GRDB Game.fetchOne in unsafeRead (no transaction)", raw: rawTyped, store: storeTyped)
+}
+
+// The timed loops, one function each so that a profiler can count each alone
+// (`profile` mode, README.md "Queries").
+
+/// The query `count` times, levels across the range, rows through GRDB on the plain table.
+func rawRowsQueries(_ pool: DatabasePool, _ count: Int) throws {
+    for index in 0..<count {
+        let level = (index &* 37) % 1_000
+        let rows = try pool.read { db in try Row.fetchAll(db.cachedStatement(sql: rawQuerySQL), arguments: [level]).map(fields) }
+        if rows.isEmpty && level < 990 { throw Failure("no rows") }
+    }
+}
+
+func storeRowsQueries(_ store: Store, _ count: Int) throws {
+    for index in 0..<count {
+        let level = (index &* 37) % 1_000
+        let rows = try store.query(storeQuery(level))
+        if rows.isEmpty && level < 990 { throw Failure("no rows") }
+    }
+}
+
+func rawTypedQueries(_ pool: DatabasePool, _ count: Int) throws {
+    for index in 0..<count {
+        let level = (index &* 37) % 1_000
+        let games = try pool.read { db in try Game.fetchAll(db.cachedStatement(sql: rawQuerySQL), arguments: [level]) }
+        if games.isEmpty && level < 990 { throw Failure("no rows") }
+    }
+}
+
+func storeTypedQueries(_ store: Store, _ count: Int) throws {
+    for index in 0..<count {
+        let level = (index &* 37) % 1_000
+        let games = try store.query(Game.self, storeQuery(level))
+        if games.isEmpty && level < 990 { throw Failure("no rows") }
+    }
+}
+
+/// `count` point reads by id of a whole record, ids scattered over `records`.
+func rawRowReads(_ pool: DatabasePool, _ count: Int, _ records: Int) throws {
+    for index in 0..<count {
+        let row = try pool.read { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"]).map(fields) }
+        if row == nil { throw Failure("missing") }
+    }
+}
+
+func storeRowReads(_ store: Store, _ count: Int, _ records: Int) throws {
+    for index in 0..<count where try store.record(RecordRef(collection: Game.collection, id: "game\((index &* 7_919) % records)")) == nil {
+        throw Failure("missing")
+    }
+}
+
+func rawTypedReads(_ pool: DatabasePool, _ count: Int, _ records: Int) throws {
+    for index in 0..<count where try pool.read({ db in
+        try Game.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"])
+    }) == nil {
+        throw Failure("missing")
+    }
+}
+
+func rawRowReadsOneStatement(_ pool: DatabasePool, _ count: Int, _ records: Int) throws {
+    for index in 0..<count {
+        let row = try pool.unsafeRead { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"]).map(fields) }
+        if row == nil { throw Failure("missing") }
+    }
+}
+
+func rawTypedReadsOneStatement(_ pool: DatabasePool, _ count: Int, _ records: Int) throws {
+    for index in 0..<count where try pool.unsafeRead({ db in
+        try Game.fetchOne(db.cachedStatement(sql: "SELECT * FROM games WHERE id = ?"), arguments: ["game\((index &* 7_919) % records)"])
+    }) == nil {
+        throw Failure("missing")
+    }
+}
+
+func storeTypedReads(_ store: Store, _ count: Int, _ records: Int) throws {
+    for index in 0..<count where try store.load(Game.self, id: "game\((index &* 7_919) % records)") == nil {
+        throw Failure("missing")
+    }
+}
+
+/// The timed loops once each over stores kept in `directory` (filled at the first run).
+func profile(directory: String, records: Int, queries: Int, reads: Int) throws {
+    let storePath = directory + "/profile-store.db", rawPath = directory + "/profile-raw.db"
+    let store = try Store(path: storePath)
+    try store.declare(Game.self)
+    if try store.count(Query(Game.collection)) != records {
+        for path in [storePath, rawPath] { removeDatabase(path) }
+        return try profile(directory: directory, records: records, queries: queries, reads: reads, filling: true)
+    }
+    let pool = try plainPool(rawPath)
+    try rawRowsQueries(pool, queries)
+    try storeRowsQueries(store, queries)
+    try rawTypedQueries(pool, queries)
+    try storeTypedQueries(store, queries)
+    try rawRowReads(pool, reads, records)
+    try storeRowReads(store, reads, records)
+    try rawTypedReads(pool, reads, records)
+    try storeTypedReads(store, reads, records)
+    try rawRowReadsOneStatement(pool, reads, records)
+    try rawTypedReadsOneStatement(pool, reads, records)
+    print("profiled \(queries) queries and \(reads) point reads per loop over \(records) records")
+}
+
+private func profile(directory: String, records: Int, queries: Int, reads: Int, filling: Bool) throws {
+    do {
+        let store = try Store(path: directory + "/profile-store.db")
+        try store.declare(Game.self)
+        try storeWrite(store, collection: Game.collection, records: records, perTransaction: 1_000)
+        try rawWrite(path: directory + "/profile-raw.db", records: records, perTransaction: 1_000)
+    }
+    try profile(directory: directory, records: records, queries: queries, reads: reads)
 }

@@ -12,6 +12,10 @@
 //       Fills DIR/memory.db with RECORDS declared games (kept for the next run), then in a
 //       process of its own opens it and runs queries over the whole collection that return
 //       a page of 50, printing the peak resident set after each.
+//   QueryBenchmark profile DIR RECORDS [QUERIES] [READS]
+//       Fills DIR/profile-store.db and DIR/profile-raw.db once (kept), then runs each timed
+//       loop of `compare` once (QUERIES queries, default 200; READS point reads, default
+//       2,000), for a profiler counting each loop's function alone (README.md, "Queries").
 import ConcordCore
 import ConcordStore
 import Foundation
@@ -19,7 +23,7 @@ import GRDB
 
 let arguments = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: QueryBenchmark compare DIR [RECORDS] [ROUNDS] | memory DIR RECORDS\n".utf8))
+    FileHandle.standardError.write(Data("usage: QueryBenchmark compare DIR [RECORDS] [ROUNDS] | memory DIR RECORDS | profile DIR RECORDS [QUERIES] [READS]\n".utf8))
     exit(2)
 }
 guard arguments.count >= 3 else { usage() }
@@ -51,6 +55,11 @@ case "write":
     // With WRITE_COLLECTION set, into that (undeclared) collection: the triggers' cost alone.
     let collection = ProcessInfo.processInfo.environment["WRITE_COLLECTION"] ?? Game.collection
     print("writes into \(collection): \(try seconds { try storeWrite(store, collection: collection, records: records, perTransaction: 1_000) }) s")
+case "profile":
+    guard arguments.count >= 4, let records = Int(arguments[3]) else { usage() }
+    let queries = arguments.count > 4 ? Int(arguments[4]) ?? 200 : 200
+    let reads = arguments.count > 5 ? Int(arguments[5]) ?? 2_000 : 2_000
+    try profile(directory: directory, records: records, queries: queries, reads: reads)
 case "memory-query":
     try memoryQueries(directory: directory)
 default:

@@ -14,6 +14,9 @@ import Synchronization
 /// later one may reach again — is never taken for the committed one.
 final class DeclarationCache: Sendable {
     private let kept = Mutex<(version: Int64, declarations: [[UInt8]: CollectionDeclaration])?>(nil)
+    /// Each collection's result columns, made for the declaration they hold (a query makes
+    /// them from its declaration, which costs as much as running a small query).
+    private let columns = Mutex<[[UInt8]: ResultColumns]>([:])
 
     /// Every declaration in the state `db` reads, by its collection's UTF-8 bytes.
     func all(_ db: Database) throws -> [[UInt8]: CollectionDeclaration] {
@@ -30,7 +33,8 @@ final class DeclarationCache: Sendable {
         kept(at: try Self.schemaVersion(db))
     }
 
-    private func kept(at version: Int64) -> [[UInt8]: CollectionDeclaration]? {
+    /// The declarations kept, if read under schema version `version`.
+    func kept(at version: Int64) -> [[UInt8]: CollectionDeclaration]? {
         kept.withLock { $0?.version == version ? $0?.declarations : nil }
     }
 
@@ -41,6 +45,16 @@ final class DeclarationCache: Sendable {
     /// The declaration of `collection`, if declared.
     func declaration(_ db: Database, _ collection: String) throws -> CollectionDeclaration? {
         try all(db)[Array(collection.utf8)]
+    }
+
+    /// The result columns of `declaration`: kept from an earlier query when made for an
+    /// equal declaration, else made and kept.
+    func resultColumns(_ declaration: CollectionDeclaration) -> ResultColumns {
+        let key = Array(declaration.collection.utf8)
+        if let made = columns.withLock({ $0[key] }), made.declaration == declaration { return made }
+        let made = ResultColumns(declaration)
+        columns.withLock { $0[key] = made }
+        return made
     }
 
     func forget() {

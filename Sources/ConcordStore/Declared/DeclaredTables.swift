@@ -272,15 +272,22 @@ struct Pivot {
     /// with its conflicts, and its set elements and full-text row.
     private func write(_ ref: RecordRef, _ fields: [(name: String, value: FieldValue)], deleteUpdate: Bool, fileForks: Int) throws {
         var values: [DeclaredValue] = []
+        values.reserveCapacity(declaration.fields.count * 3 + 3)
         var elements: [(column: String, value: DeclaredValue)] = []
         // The fields by name, as `Record.fields` gives them, for a declaration that renames,
         // converts or defaults fields.
-        let stored = declaration.evolution.changes.isEmpty ? [:] : Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        let evolves = !declaration.evolution.changes.isEmpty
+        let stored = evolves ? Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }) : [:]
         for field in declaration.fields {
             // Renamed, converted or defaulted as the declaration's evolution says.
-            let value = declaration.evolution.changes[field.name] == nil
+            let value = !evolves || declaration.evolution.changes[field.name] == nil
                 ? fields.first { Bytewise.equal($0.name, field.name) }?.value
                 : declaration.reading(field, in: stored).value
+            // A scalar in a scalar field, the common column: its value alone, no list made.
+            if case let .scalar(type) = field.type, case let .scalar(scalar)? = value {
+                values.append(DeclaredValue.of(scalar, as: type))
+                continue
+            }
             let (columns, fitting) = DeclaredValue.columns(field, value)
             values += columns
             if case .file = field.type { values.append(try Store.declaredLocal(db, value)) }

@@ -21,7 +21,9 @@ struct WrittenRecords {
     /// Takes in `ref`, which has no row in the merged state.
     mutating func begin(_ ref: RecordRef) {
         guard records.count < Self.limit else { return }
-        records[ref] = Values()
+        var values = Values()
+        values.fields.reserveCapacity(8)  // room for a record's first fields, grown once at most
+        records[ref] = values
     }
 
     /// Adds the register write of `name` of `ref`, run after those added before; a file lets
@@ -33,6 +35,28 @@ struct WrittenRecords {
             return
         }
         records[ref]?.set(name, value)
+    }
+
+    /// Adds register writes run in this order, each record's together (a register buffer's
+    /// rows, ``RegisterBuffer``): as ``wrote(_:_:_:)`` for each, a record looked up once
+    /// per run of its rows.
+    mutating func wrote(_ rows: [(ref: RecordRef, name: String, payload: Payload)]) {
+        if records.isEmpty { return }
+        var start = 0
+        while start < rows.count {
+            let ref = rows[start].ref
+            var end = start + 1
+            while end < rows.count, rows[end].ref == ref { end += 1 }
+            defer { start = end }
+            guard let index = records.index(forKey: ref) else { continue }
+            for row in start..<end {
+                guard case let .scalar(value) = rows[row].payload else {
+                    records.remove(at: index)
+                    break
+                }
+                records.values[index].set(rows[row].name, value)
+            }
+        }
     }
 
     /// Lets `ref` go: it changed otherwise than by scalar register writes.

@@ -5,14 +5,14 @@ import GRDBSQLite
 
 /// A query's results read from its declared rows (``WholeRow``): the columns a query
 /// selects after `id` and `concord_whole`, and each whole row's fields read back from them.
-struct ResultColumns {
+struct ResultColumns: Sendable {
     let declaration: CollectionDeclaration
     /// Each field with the index of its first selected column.
     private let layout: [(field: CollectionDeclaration.Field, column: Int32)]
     /// The SQL list of the selected columns, of table alias `t`.
     let selectList: String
     /// Whether a field is a set: its elements are then read from the elements table.
-    private let hasSets: Bool
+    let hasSets: Bool
 
     init(_ declaration: CollectionDeclaration) {
         self.declaration = declaration

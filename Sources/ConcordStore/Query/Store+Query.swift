@@ -20,35 +20,37 @@ extension Store {
     ///   its declaration; `typeMismatch` when a value or operator does not fit a field's
     ///   type; `notFound` when the cursor's record (``Query/after``) is not visible.
     public func query(_ query: Query) throws(ConcordError) -> [(id: String, fields: [(name: String, value: FieldValue)])] {
-        try read { db in
-            let declaration = try declared(db, query.collection)
-            var floor: DeclaredValue?
-            if let after = query.after {
-                try Self.requireRow(db, declaration, after)
-                floor = try Self.floor(db, declaration, query, after)
-            }
-            // A whole row's record is read from its columns; any other from the merged state.
-            let columns = ResultColumns(declaration)
-            let elements = try ResultColumns.ElementReader(db, declaration)
-            let compiled = try QueryCompiler.rows(query, declaration, select: columns.selectList, floor: floor)
-            var results: [(id: String, fields: [(name: String, value: FieldValue)])?] = []
-            var partial: [(index: Int, id: String)] = []
-            try Self.eachRow(db, compiled) { row in
-                if row.int64(1) == 1 {
-                    results.append((id: row.text(0), fields: try columns.fields(row, elements)))
-                } else {
-                    partial.append((results.count, row.text(0)))
-                    results.append(nil)
-                }
-            }
-            for (index, id) in partial {
-                guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else {
-                    throw ConcordError(.corrupt, "\"\(id)\" has a row in the declared table of \"\(query.collection)\" but is not visible")
-                }
-                results[index] = (id: id, fields: declaration.renamed(record.sortedFields))
-            }
-            return results.compactMap(\.self)
+        try read { db in try records(db, query, declared(db, query.collection)) }
+    }
+
+    /// The records `query` keeps, read in `db` under `declaration`, its collection's.
+    private func records(_ db: Database, _ query: Query, _ declaration: CollectionDeclaration) throws -> [(id: String, fields: [(name: String, value: FieldValue)])] {
+        var floor: DeclaredValue?
+        if let after = query.after {
+            try Self.requireRow(db, declaration, after)
+            floor = try Self.floor(db, declaration, query, after)
         }
+        // A whole row's record is read from its columns; any other from the merged state.
+        let columns = declarationCache.resultColumns(declaration)
+        let elements = columns.hasSets ? try ResultColumns.ElementReader(db, declaration) : nil
+        let compiled = try QueryCompiler.rows(query, declaration, select: columns.selectList, floor: floor)
+        var results: [(id: String, fields: [(name: String, value: FieldValue)])?] = []
+        var partial: [(index: Int, id: String)] = []
+        try Self.eachRow(db, compiled) { row in
+            if row.int64(1) == 1 {
+                results.append((id: row.text(0), fields: try columns.fields(row, elements)))
+            } else {
+                partial.append((results.count, row.text(0)))
+                results.append(nil)
+            }
+        }
+        for (index, id) in partial {
+            guard let record = try SlotIO.record(db, RecordRef(collection: query.collection, id: id)), record.isVisible else {
+                throw ConcordError(.corrupt, "\"\(id)\" has a row in the declared table of \"\(query.collection)\" but is not visible")
+            }
+            results[index] = (id: id, fields: declaration.renamed(record.sortedFields))
+        }
+        return results.compactMap(\.self)
     }
 
     /// The records `query` keeps, as `T` (whose ``StoredRecord/collection`` the query must
@@ -61,8 +63,13 @@ extension Store {
         guard Bytewise.equal(query.collection, T.collection) else {
             throw ConcordError(.typeMismatch, "\(T.self) is stored in \"\(T.collection)\", not in \"\(query.collection)\"")
         }
-        let declaration = try declaration(of: T.collection)
-        return try self.query(query).map { (record) throws(ConcordError) -> T in
+        // The declaration read with the records, in one read.
+        let read: (declaration: CollectionDeclaration, records: [(id: String, fields: [(name: String, value: FieldValue)])]) = try read { db in
+            let declaration = try declared(db, query.collection)
+            return (declaration, try records(db, query, declaration))
+        }
+        let declaration = read.declaration
+        return try read.records.map { (record) throws(ConcordError) -> T in
             try TypedEvolution.decode(T.self, id: record.id, stored: record.fields, declaration: declaration).loaded.value
         }
     }

@@ -25,6 +25,12 @@ final class PointReader: Sendable {
         case busy
     }
 
+    /// A read with the schema's version (`PRAGMA schema_version`) of the same state.
+    enum VersionedOutcome {
+        case read([(name: String, value: FieldValue)]?, schemaVersion: Int64)
+        case busy
+    }
+
     private let connection: Mutex<Connection?>
 
     init(path: String) {
@@ -42,7 +48,19 @@ final class PointReader: Sendable {
         return try outcome.get()
     }
 
-    /// An open connection and its prepared statement; closed when dropped.
+    /// What ``record(_:)`` reads, and the schema's version (`PRAGMA schema_version`) in the
+    /// same statement, so of the same committed state: what a typed load needs to know
+    /// that the declarations the store keeps are that state's (``DeclarationCache``).
+    func recordAndSchemaVersion(_ ref: RecordRef) throws -> VersionedOutcome {
+        let outcome = connection.withLockIfAvailable { connection -> Result<VersionedOutcome, any Error> in
+            guard let connection else { return .success(.busy) }
+            return Result { try connection.recordAndSchemaVersion(ref) }
+        }
+        guard let outcome else { return .busy }
+        return try outcome.get()
+    }
+
+    /// An open connection and its prepared statements; closed when dropped.
     private final class Connection {
         private let connection: ReadConnection
         private var statement: OpaquePointer { connection.statement }
@@ -62,30 +80,49 @@ final class PointReader: Sendable {
                 SELECT 1 FROM concord_dots WHERE collection = ?1 AND id = ?2 AND kind = \(Rows.slotLiveness))
             """
 
+        /// ``sql`` and one more row (source 3): the schema's version, in column 3.
+        static let versionedSQL = sql + """
+
+            UNION ALL
+            SELECT 3, NULL, NULL, schema_version, NULL, NULL, NULL, NULL FROM pragma_schema_version
+            """
+
         init?(path: String) {
-            guard let connection = ReadConnection(path: path, busyTimeout: 10_000, sql: Self.sql) else { return nil }
+            guard let connection = ReadConnection(path: path, busyTimeout: 10_000, sql: Self.sql, also: Self.versionedSQL) else { return nil }
             self.connection = connection
         }
 
         func record(_ ref: RecordRef) throws -> [(name: String, value: FieldValue)]? {
-            if case let .read(fields) = try read(ref, stampingEveryRegister: false) { return fields }
+            try record(ref, statement, sql: Self.sql).fields
+        }
+
+        func recordAndSchemaVersion(_ ref: RecordRef) throws -> VersionedOutcome {
+            guard let versioned = connection.second else { return .busy }
+            let (fields, version) = try record(ref, versioned, sql: Self.versionedSQL)
+            guard let version else { throw ConcordError(.corrupt, "\(ref) was read without the schema's version") }
+            return .read(fields, schemaVersion: version)
+        }
+
+        private func record(_ ref: RecordRef, _ statement: OpaquePointer, sql: String) throws -> (fields: [(name: String, value: FieldValue)]?, schemaVersion: Int64?) {
+            if case let .read(fields, version) = try read(ref, statement, sql: sql, stampingEveryRegister: false) { return (fields, version) }
             // A register competes with a set of its name but came before the set's elements,
             // its stamp not read: read again, with every register's stamp.
-            guard case let .read(fields) = try read(ref, stampingEveryRegister: true) else {
+            guard case let .read(fields, version) = try read(ref, statement, sql: sql, stampingEveryRegister: true) else {
                 throw ConcordError(.corrupt, "\(ref) could not be read: a register's stamp was not read")
             }
-            return fields
+            return (fields, version)
         }
 
         private enum Read {
-            case read([(name: String, value: FieldValue)]?)
+            case read([(name: String, value: FieldValue)]?, schemaVersion: Int64?)
             case again
         }
 
-        /// One read of `ref`. A register's stamp is read only when a set of the same name has
-        /// already been seen or `stampingEveryRegister` (the common record has no set, and
-        /// its stamps cost a tenth of the read); `.again` when a stamp turned out needed.
-        private func read(_ ref: RecordRef, stampingEveryRegister: Bool) throws -> Read {
+        /// One read of `ref` through `statement` (of `sql`). A register's stamp is read only
+        /// when a set of the same name has already been seen or `stampingEveryRegister` (the
+        /// common record has no set, and its stamps cost a tenth of the read); `.again` when
+        /// a stamp turned out needed.
+        private func read(_ ref: RecordRef, _ statement: OpaquePointer, sql: String, stampingEveryRegister: Bool) throws -> Read {
             defer { sqlite3_reset(statement) }
             let binder = BoundStatement.Binder(handle: statement)
             binder.bind(ref)
@@ -99,7 +136,8 @@ final class PointReader: Sendable {
             dots.reserveCapacity(16)
             var inOrder = true
             var elements: [(name: String, element: [UInt8], dot: Stamp)] = []
-            try columns.forEachRow(sql: Self.sql) {
+            var schemaVersion: Int64?
+            try columns.forEachRow(sql: sql) {
                 switch sqlite3_column_int64(statement, 0) {
                 case 0:
                     let name = columns.text(1)
@@ -115,19 +153,21 @@ final class PointReader: Sendable {
                     dots.append(competes ? try columns.stamp(hlc: 6, replica: 7) : nil)
                 case 1:
                     elements.append((columns.text(1), columns.blob(3) ?? [], try columns.stamp(hlc: 6, replica: 7)))
-                default:
+                case 2:
                     visible = true
+                default:
+                    schemaVersion = columns.int64(3)
                 }
             }
-            guard visible else { return .read(nil) }
+            guard visible else { return .read(nil, schemaVersion: schemaVersion) }
             if elements.isEmpty {
                 if !inOrder { fields.sort { Bytewise.less($0.name, $1.name) } }
-                return .read(fields)
+                return .read(fields, schemaVersion: schemaVersion)
             }
             guard let merged = try Self.merge(registers: zip(fields, dots).map { (name: $0.name, dot: $1, value: $0.value) }, elements: elements) else {
                 return .again
             }
-            return .read(merged)
+            return .read(merged, schemaVersion: schemaVersion)
         }
 
         /// A record with set elements, read as `Record.sortedFields` reads it: a name

@@ -267,7 +267,7 @@ public final class WriteTransaction {
             binder.bind(row.name, at: first + 2)
             binder.bind(row.payload, at: first + 3)
         })
-        for row in rows { written.wrote(row.ref, row.name, row.payload) }
+        written.wrote(rows)
         for row in unchanged { try replace(row.ref, .field(row.name), with: [Entry(dot: dot, payload: row.payload)]) }
     }
 

@@ -57,9 +57,14 @@ struct NeedsJSON: Error {}
 struct FieldTable {
     private let list: [(name: String, value: FieldValue)]
     private let map: [String: FieldValue]?
+    /// The record's id, read as a field named `id` after the others (so it wins over a
+    /// field of that name), kept apart so that no list is made for each record.
+    private let id: FieldValue?
 
-    init(_ list: [(name: String, value: FieldValue)]) {
+    /// The fields of `list`, then `id` (if given) as the field `id`.
+    init(_ list: [(name: String, value: FieldValue)], id: String? = nil) {
         self.list = list
+        self.id = id.map { .scalar(.string($0)) }
         map = list.count > 16 ? Dictionary(list.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last }) : nil
     }
 
@@ -67,14 +72,19 @@ struct FieldTable {
     init(_ map: [String: FieldValue]) {
         list = []
         self.map = map
+        id = nil
     }
 
     subscript(name: String) -> FieldValue? {
+        if let id, name == "id" { return id }
         if let map { return map[name] }
         return list.last { $0.name == name }?.value
     }
 
-    var keys: [String] { map.map { Array($0.keys) } ?? list.map(\.name) }
+    var keys: [String] {
+        let keys = map.map { Array($0.keys) } ?? list.map(\.name)
+        return id == nil ? keys : keys + ["id"]
+    }
 }
 
 struct TopDecoder: Decoder {
@@ -114,6 +124,91 @@ struct TopDecoder: Decoder {
         func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
             if let log { return try log.decodeIfPresent(T.self, key.stringValue, fields[key.stringValue], codingPath: [key]) }
             return try decodeNil(forKey: key) ? nil : decode(T.self, forKey: key)
+        }
+
+        // The common properties, each from a value of its own type, without the generic
+        // decoding above (which answers the same, through a cast): a typed query decodes
+        // thousands of records. Anything else (another type, a value the log must note)
+        // takes the generic way.
+
+        func decode(_ type: String.Type, forKey key: Key) throws -> String {
+            if case let .field(.scalar(.string(text))) = plain(key) { return text }
+            return try decode(type, generic: key)
+        }
+
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+            if case let .field(.scalar(.int(number))) = plain(key), let exact = Int(exactly: number) { return exact }
+            return try decode(type, generic: key)
+        }
+
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+            if case let .field(.scalar(.int(number))) = plain(key) { return number }
+            return try decode(type, generic: key)
+        }
+
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+            if case let .field(.scalar(.double(number))) = plain(key) { return number }
+            return try decode(type, generic: key)
+        }
+
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+            if case let .field(.scalar(.bool(flag))) = plain(key) { return flag }
+            return try decode(type, generic: key)
+        }
+
+        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+            switch plain(key) {
+            case let .field(.scalar(.string(text))): text
+            case .absent, .field(.scalar(.null)): nil
+            default: try decodeIfPresent(type, generic: key)
+            }
+        }
+
+        func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+            switch plain(key) {
+            case let .field(.scalar(.int(number))) where Int(exactly: number) != nil: Int(number)
+            case .absent, .field(.scalar(.null)): nil
+            default: try decodeIfPresent(type, generic: key)
+            }
+        }
+
+        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+            switch plain(key) {
+            case let .field(.scalar(.double(number))): number
+            case .absent, .field(.scalar(.null)): nil
+            default: try decodeIfPresent(type, generic: key)
+            }
+        }
+
+        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+            switch plain(key) {
+            case let .field(.scalar(.bool(flag))): flag
+            case .absent, .field(.scalar(.null)): nil
+            default: try decodeIfPresent(type, generic: key)
+            }
+        }
+
+        /// A field as the decodings above see it.
+        private enum Plain {
+            /// The log holds a value of it that failed to convert: the generic way notes it.
+            case unconvertible
+            case absent
+            case field(FieldValue)
+        }
+
+        private func plain(_ key: Key) -> Plain {
+            let name = key.stringValue
+            if let log, log.holdsUnconvertible(name) { return .unconvertible }
+            guard let field = fields[name] else { return .absent }
+            return .field(field)
+        }
+
+        private func decode<T: Decodable>(_ type: T.Type, generic key: Key) throws -> T {
+            try decode(T.self, forKey: key) as T
+        }
+
+        private func decodeIfPresent<T: Decodable>(_ type: T.Type, generic key: Key) throws -> T? {
+            try decodeIfPresent(T.self, forKey: key) as T?
         }
 
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {

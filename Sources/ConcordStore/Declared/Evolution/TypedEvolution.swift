@@ -20,7 +20,7 @@ enum TypedEvolution {
         } else {
             // Nothing renamed, converted or defaulted: the fields as stored, found by a scan
             // (no dictionary per record), the id last so that it wins.
-            table = FieldTable(stored + [(name: "id", value: .scalar(.string(id)))])
+            table = FieldTable(stored, id: id)
             log = UnreadLog(unconvertible: [:]) { $0 }
         }
         do {
@@ -91,8 +91,23 @@ extension Store {
     /// renamed fields load under their new names, converted ones converted, and a missing
     /// field with a default loads its default.
     public func loadReporting<T: StoredRecord>(_ type: T.Type, id: String) throws(ConcordError) -> Loaded<T>? {
+        let ref = RecordRef(collection: T.collection, id: id)
+        // The record and the schema's version in one statement: the declarations kept
+        // under that version are its state's, with no read of them (the common load).
+        let versioned: PointReader.VersionedOutcome
+        do {
+            versioned = try pointReader.recordAndSchemaVersion(ref)
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw Store.storageError(error, doing: "read \(path)")
+        }
+        if case let .read(fields, version) = versioned, let kept = declarationCache.kept(at: version) {
+            guard let fields else { return nil }
+            return try TypedEvolution.decode(T.self, id: id, stored: fields, declaration: kept[Array(T.collection.utf8)]).loaded
+        }
         let declaration = try declaration(of: T.collection)
-        guard let fields = try record(RecordRef(collection: T.collection, id: id)) else { return nil }
+        guard let fields = try record(ref) else { return nil }
         return try TypedEvolution.decode(T.self, id: id, stored: fields, declaration: declaration).loaded
     }
 

@@ -62,6 +62,11 @@ final class UnreadLog {
         self.storedName = storedName
     }
 
+    /// Whether the value of `name` failed to convert (a read of it is then noted).
+    func holdsUnconvertible(_ name: String) -> Bool {
+        !unconvertible.isEmpty && unconvertible[name] != nil
+    }
+
     func decode<T: Decodable>(_ type: T.Type, _ name: String, _ value: FieldValue?, codingPath: [any CodingKey]) throws -> T {
         if let raw = unconvertible[name] {
             note(name, raw, .conversionFailed, "\(raw) does not convert to the declared type")
