@@ -93,17 +93,20 @@ bench-backends: deps servers
 	TMPDIR=$${TMPDIR:-/tmp} Benchmarks/.build/release/BackendBenchmark --file-mib $(BENCH_FILE_MIB)
 
 # Concord's core workloads beside Loro and Yrs in one run, one process per system and
-# workload, and the ratios (see Benchmarks/README.md, "Peers"). The peers run through their
+# workload, and the ratios, with the durable store's apply, whole-state read and snapshot
+# join beside them (see Benchmarks/README.md, "Peers"). The peers run through their
 # Python packages, pinned in Benchmarks/Peers/requirements.txt and installed into a virtual
 # environment made here (Benchmarks/Peers/.venv, git-ignored); Concord through PeersConcord,
-# a release build. PEERS_REPEATS timed runs per workload (the median is reported).
+# a release build. PEERS_REPEATS timed runs per workload (the median is reported);
+# PEERS_VALUES=unique writes a distinct string into every string field (default: recycled).
 PYTHON ?= python3
 PEERS_VENV := Benchmarks/Peers/.venv
 PEERS_REPEATS ?= 7
+PEERS_VALUES ?= recycled
 bench-peers: deps $(PEERS_VENV)/.installed
 	cd Benchmarks && $(SWIFT) build -c release --product PeersConcord
 	SWIFT=$(SWIFT) $(PEERS_VENV)/bin/python Benchmarks/Peers/peers.py \
-	  --concord Benchmarks/.build/release/PeersConcord --repeats $(PEERS_REPEATS)
+	  --concord Benchmarks/.build/release/PeersConcord --repeats $(PEERS_REPEATS) --values $(PEERS_VALUES)
 
 $(PEERS_VENV)/.installed: Benchmarks/Peers/requirements.txt
 	@scripts/ensure-packages.sh python3 python3-venv

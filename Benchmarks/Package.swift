@@ -151,6 +151,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ConcordCore", package: "Concord"),
                 .product(name: "ConcordCodec", package: "Concord"),
+                .product(name: "ConcordStore", package: "Concord"),
                 .product(name: "ConcordTesting", package: "Concord"),
             ],
             path: "Peers/Concord"

@@ -3,6 +3,9 @@
 
 Runs the same five workloads on the three systems in one run and prints the ratios: one
 table per record layout of the peers (nested, roots), Concord's column the same in each.
+Beside each, the durable store (Concord's Store, SQLite on disk in the work directory, no
+encryption) on the same inputs: its apply of the 100k-op delta, its whole-state read and its
+snapshot join, against the peers' in-memory figures.
 Concord runs in its own Swift executable (PeersConcord, release build); Loro and Yrs run
 through their Python packages (`loro`, `pycrdt`, pinned in requirements.txt). Every
 measurement is a process of its own (this script, re-run as `child`, or PeersConcord), so
@@ -10,9 +13,11 @@ each peak resident set belongs to one system and one workload.
 
 See Benchmarks/README.md, "Peers", for what each workload does on each system.
 
-    peers.py --concord PATH [--repeats 7] [--layout nested roots] [--workdir DIR] [--json FILE]
-    PEERS_LAYOUT=nested|roots peers.py child loro|yrs prepare DIR
-    PEERS_LAYOUT=nested|roots peers.py child loro|yrs idle|merge|merge-incremental|snapshot|load-read DIR REPEATS
+    peers.py --concord PATH [--repeats 7] [--layout nested roots] [--values recycled|unique]
+             [--workdir DIR] [--json FILE]
+    PEERS_LAYOUT=nested|roots PEERS_VALUES=recycled|unique peers.py child loro|yrs prepare DIR
+    PEERS_LAYOUT=nested|roots PEERS_VALUES=recycled|unique peers.py child loro|yrs \
+        idle|merge|merge-incremental|snapshot|load-read DIR REPEATS
 """
 
 import argparse
@@ -36,12 +41,30 @@ INCREMENTAL_RECORDS = list(range(0, RECORDS, 100))
 # deltas, C holds the base state and merges them.
 A, B, C = 1, 2, 3
 WORKLOADS = ["idle", "merge", "merge-incremental", "snapshot", "load-read"]
+# The durable store's workloads (PeersConcord only), each run right after the in-memory
+# workload it stands beside.
+STORE_WORKLOADS = {"merge": ["store-merge"], "load-read": ["store-load-read", "store-join"]}
 SYSTEMS = ["concord", "loro", "yrs"]
+# The string values: "recycled" (the default) is ConcordTesting.Workload.value's, 1,000
+# distinct strings per round; "unique" writes a string no other field, record or round has.
+VALUES = os.environ.get("PEERS_VALUES", "recycled")
+UNIQUE_DIGITS = "0123456789abcdefghijklmnopqrstuv"
 
 
 def value(record, field, round_):
-    """ConcordTesting.Workload.value: integers on even fields, short strings on odd ones."""
-    return record * 7 + field + round_ if field % 2 == 0 else f"v{record % 1000}-{round_}"
+    """The value of `field` of `record` in `round_` (PeersConcord's `Values`): integers on
+    even fields, short strings on odd ones — `v{record mod 1000}-{round}` (recycled), or
+    "u" and six base-32 digits of a bijective 30-bit mix of (round, record, field) (unique)."""
+    if field % 2 == 0:
+        return record * 7 + field + round_
+    if VALUES == "unique":
+        x = (((round_ * RECORDS + record) * FIELDS + field) * 2654435761 + 0x9E3779B9) & ((1 << 30) - 1)
+        digits = []
+        for _ in range(6):
+            digits.append(UNIQUE_DIGITS[x & 31])
+            x >>= 5
+        return "u" + "".join(digits)
+    return f"v{record % 1000}-{round_}"
 
 
 def key(record):
@@ -476,18 +499,93 @@ def table(prepared, results, columns, expected):
               f"{fmt_ratio(c, y)} |")
 
 
+VALUES_TEXT = {
+    "recycled": "v{record mod 1000}-{round}, 1,000 distinct strings per round",
+    "unique": "every string distinct, \"u\" and six base-32 digits of a mix of round, record and field",
+}
+
+
+def filesystem_of(path):
+    """The file system type and device under `path`, from /proc/self/mounts (longest mount
+    point that contains it)."""
+    os.makedirs(path, exist_ok=True)
+    real = os.path.realpath(path)
+    best = ("?", "?", "")
+    try:
+        with open("/proc/self/mounts") as mounts:
+            for line in mounts:
+                device, point, kind = line.split()[:3]
+                if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[2]):
+                    best = (kind, device, point)
+    except OSError:
+        pass
+    return f"{best[0]} ({best[1]})"
+
+
+def store_table(results, peers):
+    """The durable store's rows: its time (or memory) beside Concord's core and both peers'
+    in-memory figures, and its ratio to the best peer (the faster, or the smaller)."""
+    def median(column, workload):
+        return statistics.median(results[column][workload]["times"])
+
+    def rss(column, workload):
+        return results[column][workload]["peak_rss_kib"]
+
+    apply_time = median("concord", "store-merge")
+    rows = [  # (label, store value, the in-memory workload beside it, value of a column, formatter, larger is better)
+        ("7. store apply of the 100k-op delta (decode + apply, one transaction on disk) vs 1. merge: time",
+         apply_time, "merge", median, fmt_ms, False),
+        ("7. store apply vs 1. merge: operations/s", OPERATIONS / apply_time, "merge",
+         lambda c, w: OPERATIONS / median(c, w), lambda v: f"{v / 1e6:.2f} M", True),
+        ("8. store whole-state read (open the store + read every record, typed values) vs 5. load + read",
+         median("concord", "store-load-read"), "load-read", median, fmt_ms, False),
+        ("8. store whole-state read: the read alone (store already open)",
+         statistics.median(results["concord"]["store-load-read"]["read_times"]), "load-read", median, fmt_ms, False),
+        ("9. store snapshot join (a new store joins the base snapshot) vs 5. load + read",
+         median("concord", "store-join"), "load-read", median, fmt_ms, False),
+        ("6. peak RSS: store apply vs merge", rss("concord", "store-merge"), "merge", rss, fmt_mib, False),
+        ("6. peak RSS: store whole-state read vs load + read", rss("concord", "store-load-read"), "load-read", rss,
+         fmt_mib, False),
+        ("6. peak RSS: store snapshot join vs load + read", rss("concord", "store-join"), "load-read", rss, fmt_mib,
+         False),
+    ]
+    print("| workload | Concord store (SQLite, disk) | Concord core (memory) | Loro (memory) | Yrs (memory) | "
+          "store ÷ best peer |")
+    print("|---|---|---|---|---|---|")
+    for label, store, workload, of, formatter, larger in rows:
+        core, lo, y = (of(column, workload) for column in ["concord", *peers])
+        best = max(lo, y) if larger else min(lo, y)
+        which = "Loro" if best == lo else "Yrs"
+        print(f"| {label} | {formatter(store)} | {formatter(core)} | {formatter(lo)} | {formatter(y)} | "
+              f"{fmt_ratio(store, best)} ({which}) |")
+    fastest = min(median(p, "merge") for p in peers)
+    name = "Loro" if fastest == median(peers[0], "merge") else "Yrs"
+    reached = fastest / apply_time
+    print()
+    print(f"The store's apply: {OPERATIONS / apply_time / 1e6:.2f} M operations/s; the fastest peer's in-memory merge "
+          f"({name}): {OPERATIONS / fastest / 1e6:.2f} M/s. The store reaches {reached:.2f} of it (target ≥ 1.00: "
+          f"{'met' if reached >= 1 else 'not met'}).")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concord", required=True, help="the PeersConcord executable (release build)")
     parser.add_argument("--repeats", type=int, default=7, help="timed repetitions per workload (median; ≥5)")
     parser.add_argument("--layout", nargs="+", choices=list(LAYOUTS), default=list(LAYOUTS),
                         help="the peers' record layouts, one table each (default: both)")
-    parser.add_argument("--workdir", help="where the inputs go (default: a temporary directory)")
+    parser.add_argument("--values", choices=["recycled", "unique"], default="recycled",
+                        help="the string values: 1,000 distinct per round (recycled, the default) or every one "
+                             "distinct (unique)")
+    parser.add_argument("--workdir", help="where the inputs and the store files go (default: a temporary "
+                                          "directory)")
     parser.add_argument("--json", help="also write every measurement to this file")
     options = parser.parse_args()
     if options.repeats < 5:
         parser.error("--repeats must be at least 5")
     concord = os.path.abspath(options.concord)
+    global VALUES
+    VALUES = options.values
+    os.environ["PEERS_VALUES"] = VALUES  # every child writes and checks the same values
     # Columns: Concord once, each peer once per layout ("loro/nested", …).
     runs = [("concord", "concord", None)] + [
         (f"{peer}/{layout}", peer, layout) for layout in options.layout for peer in PEERS]
@@ -496,6 +594,7 @@ def main():
         workdir = options.workdir or scratch
         directory = lambda column: os.path.join(workdir, column.replace("/", "-"))  # noqa: E731
         started = time.strftime("%Y-%m-%d %H:%M %Z")
+        filesystem = filesystem_of(workdir)
         load_average = " ".join(f"{x:.2f}" for x in os.getloadavg())
         prepared, results = {}, {column: {} for column, _, _ in runs}
         for column, system, layout in runs:
@@ -507,12 +606,19 @@ def main():
                 print(f"  {workload:<18} {column}", file=sys.stderr, flush=True)
                 args = [workload, directory(column), str(options.repeats)]
                 results[column][workload] = run_json(command(system, args, concord), layout)
+            for store_workload in STORE_WORKLOADS.get(workload, []):
+                print(f"  {store_workload:<18} concord", file=sys.stderr, flush=True)
+                args = [store_workload, directory("concord"), str(options.repeats)]
+                results["concord"][store_workload] = run_json(command("concord", args, concord))
 
     # Every system must have read the same 100,000 values after each workload.
     expected = expected_checksums()
-    wanted = {"merge": "merged", "merge-incremental": "incremental", "snapshot": "base", "load-read": "base"}
+    wanted = {"merge": "merged", "merge-incremental": "incremental", "snapshot": "base", "load-read": "base",
+              "store-merge": "merged", "store-load-read": "base", "store-join": "base"}
     for column, _, _ in runs:
         for workload, state in wanted.items():
+            if workload not in results[column]:
+                continue
             got = results[column][workload]["checksum"]
             if got != expected[state]:
                 raise SystemExit(f"{column} {workload}: read {got}, expected {expected[state]}")
@@ -523,6 +629,8 @@ def main():
     print(f"Median of {options.repeats} timed runs after 1 warm-up; one process per system, layout and workload, "
           f"each with GLIBC_TUNABLES={MALLOC_TUNABLES}. "
           f"Every system read the same {expected['base'][0]:,} values after each workload (checksums checked).")
+    print(f"String values: {VALUES_TEXT[VALUES]} (--values {VALUES}). "
+          f"The durable store's files: in the work directory, on {filesystem}.")
     for layout in options.layout:
         print()
         print(f"Loro and Yrs with {LAYOUTS[layout]} (--layout {layout}); Concord is the same run in both tables.")
@@ -532,10 +640,15 @@ def main():
         print()
         print(f"Loro's shallow snapshot (its state without history): {extra['base.shallow-snapshot']:,} B for the "
               f"100k-op state, {extra['merged.shallow-snapshot']:,} B after the merge.")
+        print()
+        print(f"The durable store beside the in-memory figures (Loro and Yrs --layout {layout}):")
+        print()
+        store_table(results, [f"loro/{layout}", f"yrs/{layout}"])
 
     if options.json:
         with open(options.json, "w") as f:
             json.dump({"versions": versions, "machine": machine(), "date": started, "load_average": load_average,
+                       "values": VALUES, "filesystem": filesystem,
                        "repeats": options.repeats, "prepared": prepared, "results": results}, f, indent=1)
 
 

@@ -6,14 +6,18 @@ import Foundation
 // Concord's side of `make bench-peers` (Benchmarks/Peers/peers.py runs it; see
 // Benchmarks/README.md, "Peers"). The core only, in memory — ConcordCore's Replica and
 // StoreState, ConcordCodec's DeltaCodec and SnapshotCodec — like the peers, which are
-// in-memory documents too. No SQLite, no encryption.
+// in-memory documents too. No SQLite, no encryption. Beside them, the durable store
+// (ConcordStore's Store, SQLite on disk, without encryption) on the same inputs:
+// StoreWorkloads.swift.
 //
 //   PeersConcord prepare DIR            writes the inputs every workload reads, prints JSON
 //   PeersConcord run WORKLOAD DIR N     one warm-up and N timed repetitions, prints JSON
 //
 // Workloads (the same on Loro and Yrs, in peers.py): idle, merge, merge-incremental,
-// snapshot, load-read. Each `run` is its own process, so its peak resident memory
-// (VmHWM) is that workload's alone.
+// snapshot, load-read; the store's alone: store-merge, store-load-read, store-join. Each
+// `run` is its own process, so its peak resident memory (VmHWM) is that workload's alone.
+// PEERS_VALUES=unique (for `prepare`) writes a distinct string into every string field
+// (`Values`); the default, `recycled`, writes ConcordTesting.Workload.value's.
 
 let records = 10_000
 let fields = 10
@@ -56,7 +60,7 @@ struct PeersConcord {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: PeersConcord prepare DIR | PeersConcord run idle|merge|merge-incremental|snapshot|load-read DIR REPEATS\n".utf8))
+        FileHandle.standardError.write(Data("usage: [PEERS_VALUES=recycled|unique] PeersConcord prepare DIR | PeersConcord run idle|merge|merge-incremental|snapshot|load-read|store-merge|store-load-read|store-join DIR REPEATS\n".utf8))
         exit(64)
     }
 
@@ -67,18 +71,22 @@ struct PeersConcord {
     /// delta); another B, from the same base, overwrites every field of every 100th record
     /// (round 2: the 1% delta). `merged` is the base with the 100k delta applied.
     static func prepare(in directory: String) throws {
+        guard let values = Values(rawValue: ProcessInfo.processInfo.environment["PEERS_VALUES"] ?? Values.recycled.rawValue) else {
+            throw Failure(message: "PEERS_VALUES must be recycled or unique")
+        }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let all = Array(0..<records)
         var a = Replica(id: replicaA)
-        let baseDelta = Workload.fieldWrites(on: &a, records: records, fields: fields, round: 0)
+        let baseDelta = writes(on: &a, records: all, round: 0, values: values)
         let base = a.snapshot!
 
         var b = Replica(id: replicaB)
         b.join(snapshot: base)
-        let fullDelta = Workload.fieldWrites(on: &b, records: records, fields: fields, round: 1)
+        let fullDelta = writes(on: &b, records: all, round: 1, values: values)
 
         var b2 = Replica(id: replicaB)
         b2.join(snapshot: base)
-        let incrementalDelta = writes(on: &b2, records: incrementalRecords, round: 2)
+        let incrementalDelta = writes(on: &b2, records: incrementalRecords, round: 2, values: values)
 
         var merged = base
         try merged.apply(fullDelta)
@@ -99,8 +107,11 @@ struct PeersConcord {
     }
 
     /// Every field of each of `records`, in the order and with the stamps
-    /// `Workload.fieldWrites` uses (ten writes per millisecond), sealed into one delta.
-    static func writes(on writer: inout Replica, records: [Int], round: Int, startMillis: UInt64 = 1_767_225_600_000) -> Delta {
+    /// `Workload.fieldWrites` uses (ten writes per millisecond), sealed into one delta: the
+    /// same delta as `Workload.fieldWrites` for all records and recycled values.
+    static func writes(
+        on writer: inout Replica, records: [Int], round: Int, values: Values, startMillis: UInt64 = 1_767_225_600_000
+    ) -> Delta {
         var now = startMillis + UInt64(round) * 10_000_000
         var count = 0
         for record in records {
@@ -108,7 +119,7 @@ struct PeersConcord {
             for field in 0..<fields {
                 if count % 10 == 0 { now += 1 }
                 count += 1
-                try! writer.set(ref, "field\(field)", Workload.value(record: record, field: field, round: round), now: now)
+                try! writer.set(ref, "field\(field)", values.value(record: record, field: field, round: round), now: now)
             }
         }
         return writer.seal()!
@@ -183,6 +194,10 @@ struct PeersConcord {
             }
             let peak = peakResidentKiB()
             report(times: times, peak: peak, checksum: Checksum(rows), extra: extra)
+            return
+        case "store-merge", "store-load-read", "store-join":
+            let outcome = try runStore(workload, in: directory, repeats: repeats)
+            report(times: outcome.times, peak: outcome.peak, checksum: outcome.checksum, extra: outcome.extra)
             return
         default:
             usage()
