@@ -37,9 +37,12 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     public static let keyCheck = KeyPurpose(subkeyID: 6, name: "keyCheck")
     /// Seals a named store's name in its `concord.json` (``StoreManifest/sealedName``).
     public static let storeName = KeyPurpose(subkeyID: 7, name: "storeName")
+    /// The LAN peer channel: its handshake's proofs are keyed by a key derived from this
+    /// one (``PeerProof``), so replicas prove they hold the store key without showing it.
+    public static let peers = KeyPurpose(subkeyID: 8, name: "peers")
 
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

@@ -67,6 +67,7 @@ public actor SyncEngine {
         let snapshots: SubKey
         let blobContents: SubKey
         let blobNames: SubKey
+        let peers: SubKey
 
         init(_ key: StoreKey) {
             batches = key.subkey(for: .batches)
@@ -74,6 +75,7 @@ public actor SyncEngine {
             snapshots = key.subkey(for: .snapshots)
             blobContents = key.subkey(for: .blobContents)
             blobNames = key.subkey(for: .blobNames)
+            peers = key.subkey(for: .peers)
         }
     }
 
