@@ -55,8 +55,10 @@ extension AutoSync {
 
     /// A peer's batch: applied at once (between syncs).
     private func received(_ delivery: PeerChannel.Delivery) {
-        peers?.consumed(delivery)
-        guard !stopping else { return }
+        guard !stopping else {
+            peers?.consumed(delivery)
+            return
+        }
         counters.peerDeliveries += 1
         peerState.inbox.append(delivery)
         peerState.deliverDue = peerState.deliverDue ?? scheduler.now()
@@ -91,6 +93,8 @@ extension AutoSync {
         peerState.deliverDue = nil
         guard let peers else { return }
         var pending = peerState.waiting + peerState.inbox
+        // Taken: the channel may read more (the inbox is bounded by its pending bytes).
+        for delivery in peerState.inbox { peers.consumed(delivery) }
         peerState.inbox = []
         peerState.waiting = []
         var progress = true

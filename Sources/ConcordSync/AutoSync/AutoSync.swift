@@ -19,6 +19,10 @@ import Logging
 ///   stream ends, the loop polls adaptively from then on.
 /// - **Other processes' commits.** With ``Configuration/commitProbeInterval``, commits
 ///   made to the store file by other processes plan a push as local commits do.
+/// - **Peers.** With a ``PeerChannel``, the push's debounce also seals the commits and sends
+///   the batches to every connected peer — while the remote fails too, not waiting for a
+///   retry; what peers send is applied between syncs, and each batch applied from a peer
+///   that the remote lacks after ``Configuration/relayGrace`` is put there by this replica.
 /// - **Backoff.** A failed sync is retried after ``Configuration/backoff``'s delay for the
 ///   number of consecutive failures (jittered with the injected generator, capped); while
 ///   retrying, the push and pull timers wait for the retry, which syncs both ways. One

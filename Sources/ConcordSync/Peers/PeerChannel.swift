@@ -10,7 +10,7 @@ import Synchronization
 /// "The peer channel").
 ///
 /// - **Handshake.** Each side sends a hello (its replica id and a fresh nonce), then a
-///   proof (``ConcordCrypto/PeerProof``) over both hellos under a key derived from the store
+///   proof (`PeerProof`) over both hellos under a key derived from the store
 ///   key: the dialer proves first, the listener answers only a dialer that proved. A side
 ///   without the store key learns nothing and is dropped.
 /// - **What travels.** Only sealed objects, exactly as the remote holds them: the channel
@@ -125,7 +125,7 @@ public final class PeerChannel: Sendable {
         }
     }
 
-    /// A channel for `replica`, keyed by the store's ``ConcordCrypto/KeyPurpose/peers``
+    /// A channel for `replica`, keyed by the store's `KeyPurpose.peers`
     /// sub-key; idle until ``listen()`` or a dial.
     init(replica: ReplicaID, key: SubKey, configuration: Configuration, logger: Logger) {
         self.replica = replica
@@ -290,20 +290,36 @@ public final class PeerChannel: Sendable {
     }
 
     /// Adds a connection past its handshake and starts its reader, writer and pinger.
+    ///
+    /// Two connections to one replica (both sides dialled): both sides keep the one the
+    /// lower replica id dialled, and close the other without a fault; the peer returned is
+    /// the one kept.
     private func register(_ socket: PeerSocket, replica theirs: ReplicaID, address: String, dialled: Bool) throws(ConcordError) -> Peer {
         let peer = Peer(replica: theirs, address: address, dialled: dialled)
         let link = Link(peer: peer, socket: socket)
-        let refusal: String? = state.withLock { state in
-            if state.stopped { return "the peer channel is stopped" }
-            if theirs == replica { return "it is this replica" }
-            if state.links[theirs] != nil { return "already connected to \(theirs)" }
+        let keepsNew = (dialled ? replica : theirs) == min(replica, theirs)
+        let (refusal, kept, replaced): (String?, Peer?, Link?) = state.withLock { state in
+            if state.stopped { return ("the peer channel is stopped", nil, nil) }
+            if theirs == replica { return ("it is this replica", nil, nil) }
+            if let existing = state.links[theirs], !keepsNew || existing.peer.dialled == dialled { return (nil, existing.peer, nil) }
+            let old = state.links[theirs]
             state.links[theirs] = link
-            return nil
+            if old != nil { state.slots -= 1 }  // the old one's slot; the new one holds its own
+            return (nil, nil, old)
         }
         if let refusal {
             socket.close()
             releaseSlot()
             throw ConcordError(.invalidOperation, refusal)
+        }
+        if let kept {
+            socket.close()
+            releaseSlot()
+            return kept
+        }
+        if let replaced {
+            replaced.socket.close()
+            replaced.outbox.finish()
         }
         logger.info("peer connected", metadata: ["peer": "\(peer)"])
         spawn { [self] in await readLoop(link) }
@@ -343,7 +359,8 @@ public final class PeerChannel: Sendable {
                 continuation.yield(Delivery(peer: link.peer.replica, path: path, bytes: bytes, origin: origin, seq: seq))
             }
         } catch {
-            close(link, reason: link.socket.isClosed ? nil : error.message)
+            let orderly = link.socket.isClosed || error.message == PeerSocket.closedByPeer
+            close(link, reason: orderly ? nil : error.message)
         }
     }
 

@@ -8,13 +8,13 @@ import ConcordRemote
 /// | type | head | body |
 /// |---|---|---|
 /// | 1 hello | the sender's replica id | version 1, 32 bytes of nonce, credential (empty today) |
-/// | 2 proof | empty | 32 bytes (``ConcordCrypto/PeerProof``) |
+/// | 2 proof | empty | 32 bytes (`PeerProof`) |
 /// | 3 object | a remote path (`replicas/<replica>/deltas/<seq>`) | the sealed bytes at that path |
 /// | 4 ping | empty | empty |
 ///
 /// Every length is checked before anything is read past the header: a head over 256 bytes,
 /// a hello's body over 4 KiB, a proof not 32 bytes, an object whose path is not a batch's
-/// or whose body is over ``ConcordRemote/RemoteLayout/maxObjectSize(forPath:)`` (the
+/// or whose body is over `RemoteLayout.maxObjectSize(forPath:)` (the
 /// bound a read from the remote has) — the frame is refused and the peer dropped.
 enum PeerFrame: Equatable, Sendable {
     case hello(PeerProof.Hello)

@@ -117,7 +117,7 @@ final class PeerSocket: Sendable {
                     throw ConcordError(.remote, "the peer sent nothing for \(timeout) ms")
                 }
                 let got = bytes.withUnsafeMutableBytes { recv(self.descriptor, $0.baseAddress! + done, count - done, 0) }
-                if got == 0 { throw ConcordError(.remote, "the peer closed the connection") }
+                if got == 0 { throw ConcordError(.remote, Self.closedByPeer) }
                 if got < 0 {
                     if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
                     throw Self.failure("reading from the peer failed")
@@ -153,6 +153,9 @@ final class PeerSocket: Sendable {
     }
 
     var isClosed: Bool { closed.load(ordering: .sequentiallyConsistent) }
+
+    /// The message of a read that found the connection closed by the other side.
+    static let closedByPeer = "the peer closed the connection"
 
     // MARK: Plumbing
 

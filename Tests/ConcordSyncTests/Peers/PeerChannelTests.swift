@@ -98,6 +98,29 @@ import Testing
         #expect(try Self.title(fleet.stores[2], Self.note(2)) == .scalar(.string("after it")))
     }
 
+    /// Both sides dial each other: both keep the one connection the lower replica id
+    /// dialled, and a batch still travels both ways over it.
+    @Test func peersThatDialEachOtherKeepOneConnection() async throws {
+        let fleet = try await Fleet(count: 2)
+        let channels = fleet.engines.map { $0.peerChannel(configuration: Self.quick) }
+        let ports = try channels.map { try $0.listen() }
+        try await channels[0].connect(host: "127.0.0.1", port: ports[1])
+        try await channels[1].connect(host: "127.0.0.1", port: ports[0])
+        #expect(await LiveSyncTests.eventually { channels.allSatisfy { $0.peers.count == 1 } })
+        let lower = fleet.stores[0].replicaID < fleet.stores[1].replicaID ? 0 : 1
+        #expect(channels[lower].peers.first?.dialled == true && channels[1 - lower].peers.first?.dialled == false)
+        for (from, to) in [(0, 1), (1, 0)] {
+            try fleet.stores[from].set(Self.note(from), "title", .string("from \(from)"))
+            let batch = try #require(try await fleet.engines[from].sealedBatches(after: 0, limit: 1).first)
+            var deliveries = channels[to].deliveries().makeAsyncIterator()
+            channels[from].send(path: batch.path, bytes: batch.bytes)
+            let delivered = await deliveries.next()
+            #expect(delivered?.path == batch.path && delivered?.bytes == batch.bytes)
+        }
+        #expect(channels.allSatisfy { $0.recentDrops.isEmpty }, "no fault was logged")
+        for channel in channels { channel.stop() }
+    }
+
     /// A channel keyed by another store's key fails the handshake both ways: no peer is
     /// connected on either side, and the listener logs why.
     @Test func aPeerWithAnotherKeyFailsTheHandshake() async throws {
