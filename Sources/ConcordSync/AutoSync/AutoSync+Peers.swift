@@ -10,8 +10,10 @@ extension AutoSync {
     struct PeerState {
         /// This replica's newest batch sent to peers.
         var sharedThrough: UInt64 = 0
-        /// When to seal and send what was committed, and when to apply what peers sent.
+        /// When to seal and send what was committed (and when the oldest commit it covers was
+        /// noted), and when to apply what peers sent.
         var shareDue: UInt64?
+        var firstUnshared: UInt64?
         var deliverDue: UInt64?
         /// Deliveries not yet looked at, and those that could not apply yet.
         var inbox: [PeerChannel.Delivery] = []
@@ -65,16 +67,27 @@ extension AutoSync {
         if !paused && wakeUp != nil { wake() }
     }
 
-    /// Plans sending what was committed, with the push's debounce.
-    func planShare(at due: UInt64?) {
-        guard peers != nil, let due else { return }
-        peerState.shareDue = min(peerState.shareDue ?? due, due)
+    /// Plans sending what was committed with the push's debounce and longest delay, counted
+    /// from the commits not shared yet — not the push's, which waits for a failing remote.
+    func planShare() {
+        guard peers != nil else { return }
+        let now = scheduler.now()
+        let first = peerState.firstUnshared ?? now
+        peerState.firstUnshared = first
+        peerState.shareDue = min(now + configuration.pushDebounce, first + configuration.pushMaxDelay)
+    }
+
+    /// Plans sending at once what a sync sealed.
+    func planShareNow() {
+        guard peers != nil else { return }
+        peerState.shareDue = scheduler.now()
     }
 
     /// Seals what was committed and sends the batches sealed since the last share to every
     /// connected peer. With no peer connected it does nothing: the push seals.
     func share() async {
         peerState.shareDue = nil
+        peerState.firstUnshared = nil
         guard let peers, !peers.peers.isEmpty else { return }
         do {
             let batches = try await engine.sealedBatches(after: peerState.sharedThrough, limit: Self.maxSharedAtOnce)

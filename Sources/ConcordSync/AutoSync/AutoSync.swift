@@ -316,7 +316,7 @@ public actor AutoSync {
             let first = firstPendingAt ?? now
             firstPendingAt = first
             pushDue = min(now + configuration.pushDebounce, first + configuration.pushMaxDelay)
-            planShare(at: pushDue)
+            planShare()
             // Re-plan only when the plan moved: a burst of commits within one millisecond
             // (one event per record) costs one timer, not one per record.
             if !paused && wakeUp != nil && sleepingUntil != nextDeadline() { wake() }
@@ -423,7 +423,7 @@ public actor AutoSync {
             counters.batchesPushed += report.pushed
             counters.deltasApplied += report.applied
             // Batches this sync sealed go to peers too; held peers' batches are looked for.
-            if report.pushed > 0 { planShare(at: scheduler.now()) }
+            if report.pushed > 0 { planShareNow() }
             planRelay()
             event = .synced(report)
         } catch {

@@ -4,23 +4,21 @@ import Glibc
 import Darwin
 #endif
 import ConcordCore
-import Dispatch
+import Foundation
 import Synchronization
 
 /// One TCP socket of the peer channel, over POSIX sockets: IPv4, non-blocking, and every
 /// wait bounded by `poll(2)` with a timeout, so nothing a peer does (or fails to do) holds a
-/// thread for longer than the timeout. The blocking parts run on the socket's own serial
-/// dispatch queues (one for reads and accepts, one for writes), never on Swift's
-/// cooperative threads nor on Dispatch's global queue, whose threads are as few as the
-/// cores on Linux: a peer waiting on one socket never holds up another.
+/// thread for longer than the timeout. Each blocking call runs on a thread of its own, never
+/// on Swift's cooperative threads nor on Dispatch's queues (whose threads are as few as
+/// the cores on Linux): a peer waiting on one socket never holds up another, nor anything
+/// else of the process.
 ///
 /// ``close()`` shuts the socket down (waking a read or accept in progress, which then
 /// fails); the descriptor is closed when the last reference goes.
 final class PeerSocket: Sendable {
     private let descriptor: Int32
     private let closed = Atomic<Bool>(false)
-    private let reads = DispatchQueue(label: "concord.peer.read")
-    private let writes = DispatchQueue(label: "concord.peer.write")
 
     private init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -60,7 +58,7 @@ final class PeerSocket: Sendable {
     /// The next connection, waiting at most `timeout` ms; nil when none came. Throws once
     /// the socket is closed.
     func accept(timeout: Int) async throws(ConcordError) -> (socket: PeerSocket, host: String)? {
-        try await Self.blocking(on: reads) { () throws(ConcordError) -> (socket: PeerSocket, host: String)? in
+        try await Self.blocking { () throws(ConcordError) -> (socket: PeerSocket, host: String)? in
             guard try self.wait(for: Int16(POLLIN), timeout: timeout) else { return nil }
             var peer = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -81,7 +79,7 @@ final class PeerSocket: Sendable {
 
     /// A connection to `host:port`, made within `timeout` ms.
     static func connect(host: String, port: UInt16, timeout: Int) async throws(ConcordError) -> PeerSocket {
-        try await blocking(on: DispatchQueue(label: "concord.peer.connect")) { () throws(ConcordError) -> PeerSocket in
+        try await blocking { () throws(ConcordError) -> PeerSocket in
             let socket = try make()
             var address = try Self.address(host, port)
             let result = withUnsafePointer(to: &address) {
@@ -109,7 +107,7 @@ final class PeerSocket: Sendable {
     /// Exactly `count` bytes, each wait for more at most `timeout` ms: a peer that stops
     /// sending part-way fails here after `timeout`, however large the read.
     func read(exactly count: Int, timeout: Int) async throws(ConcordError) -> [UInt8] {
-        try await Self.blocking(on: reads) { () throws(ConcordError) -> [UInt8] in
+        try await Self.blocking { () throws(ConcordError) -> [UInt8] in
             var bytes = [UInt8](repeating: 0, count: count)
             var done = 0
             while done < count {
@@ -130,7 +128,7 @@ final class PeerSocket: Sendable {
 
     /// Sends all of `bytes`, each wait for room at most `timeout` ms.
     func write(_ bytes: [UInt8], timeout: Int) async throws(ConcordError) {
-        try await Self.blocking(on: writes) { () throws(ConcordError) in
+        try await Self.blocking { () throws(ConcordError) in
             var done = 0
             while done < bytes.count {
                 guard try self.wait(for: Int16(POLLOUT), timeout: timeout) else {
@@ -227,10 +225,11 @@ final class PeerSocket: Sendable {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Runs `body` on `queue`, off the cooperative threads.
-    private static func blocking<T: Sendable>(on queue: DispatchQueue, _ body: @escaping @Sendable () throws(ConcordError) -> T) async throws(ConcordError) -> T {
+    /// Runs `body` on a thread of its own (tens of microseconds to start; a call waits at
+    /// most its timeout), off the cooperative threads.
+    private static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(ConcordError) -> T) async throws(ConcordError) -> T {
         let result: Result<T, ConcordError> = await withCheckedContinuation { continuation in
-            queue.async {
+            Thread.detachNewThread {
                 continuation.resume(returning: Result { () throws(ConcordError) -> T in try body() })
             }
         }

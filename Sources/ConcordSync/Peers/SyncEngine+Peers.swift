@@ -52,7 +52,7 @@ extension SyncEngine {
     }
 
     /// Opens the batch a peer sent through the same checks as one fetched from the remote
-    /// (``RemoteObjects``: authenticated for its path, decoded, its origin and seq those its
+    /// (`RemoteObjects`: authenticated for its path, decoded, its origin and seq those its
     /// path names) and applies it as a pull would. Throws what opening throws — a forged,
     /// moved or damaged object: drop its sender — and what applying throws.
     public func receive(_ delivery: PeerChannel.Delivery) async throws(ConcordError) -> PeerReceipt {

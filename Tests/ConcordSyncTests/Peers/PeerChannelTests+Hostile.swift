@@ -12,7 +12,7 @@ import Testing
 extension PeerChannelTests {
     /// A connection past the handshake as `replica`, over which a test writes raw frames.
     static func liar(as replica: ReplicaID, key: StoreKey, port: UInt16) async throws -> PeerSocket {
-        let socket = try await PeerSocket.connect(host: "127.0.0.1", port: port, timeout: 2_000)
+        let socket = try await PeerSocket.connect(host: "127.0.0.1", port: port, timeout: 20_000)
         _ = try await PeerHandshake(channelReplica: replica, key: key.subkey(for: .peers), configuration: quick).dial(socket)
         return socket
     }

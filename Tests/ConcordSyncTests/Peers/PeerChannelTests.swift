@@ -12,8 +12,11 @@ import Testing
 /// and a side without the store key gets nowhere. Tests only wait — with deadlines far beyond
 /// what the outcome needs — for something observable; no duration decides a pass.
 @Suite(.timeLimit(.minutes(2))) struct PeerChannelTests {
+    /// Loopback, and a short stall timeout (the stalling peer's test waits for it); the
+    /// handshake and idle timeouts stay long, since a loaded machine running other suites
+    /// beside these may leave a connection's tasks waiting for a thread for seconds.
     static let quick = PeerChannel.Configuration(
-        host: "127.0.0.1", handshakeTimeout: 2_000, stallTimeout: 500, idleTimeout: 5_000, pingInterval: 1_000)
+        host: "127.0.0.1", handshakeTimeout: 20_000, stallTimeout: 500, idleTimeout: 20_000, pingInterval: 1_000)
 
     static func note(_ index: Int) -> RecordRef { RecordRef(collection: "notes", id: "n\(index)") }
 
@@ -55,6 +58,13 @@ import Testing
         let root = fleet.scratch.file("remote")
         #expect(!FileManager.default.fileExists(atPath: root + "/" + RemoteLayout.batch(fleet.stores[0].replicaID, seq: 1)), "nothing reached the remote")
         #expect(await autos[1].status.counters.peerApplied >= 1)
+        // A burst, the remote still unreachable, is a handful of batches over the channel:
+        // the share waits for the commits to pause (at most 1 s), as the push does.
+        let sharedBefore = await autos[0].status.counters.batchesShared
+        for index in 100..<200 { try fleet.stores[0].set(Self.note(index), "title", .string("burst \(index)")) }
+        #expect(try await LiveSyncTests.eventually { try Self.title(fleet.stores[1], Self.note(199)) == .scalar(.string("burst 199")) })
+        let burst = await autos[0].status.counters.batchesShared - sharedBefore
+        #expect(burst >= 1 && burst <= 20, "100 writes went over in \(burst) batches")
 
         // The remote back: each replica's batch reaches it, by its own push (or the relay).
         faulty.faultsOff()
