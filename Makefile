@@ -9,6 +9,9 @@ SERVER_PACKAGES := apache2 nginx libnginx-mod-http-dav-ext rclone python3-pip \
 SOAK_SCHEDULES ?= 50000
 # Faulty sync schedules per WebDAV and S3 server in `make soak`.
 SOAK_HTTP_SCHEDULES ?= 500
+# Faulty schedules of three live replicas joined by the LAN peer channel in `make soak`
+# (real sockets and time: about a second each; `make test` runs 2).
+SOAK_PEER_SCHEDULES ?= 300
 
 .PHONY: all deps servers build demo test test-swift docs crash-enum powercut-mutants proofs proofs-extended bench bench-backends bench-peers bench-scale soak soak-files fuzz clean
 
@@ -116,11 +119,12 @@ $(PEERS_VENV)/.installed: Benchmarks/Peers/requirements.txt
 
 # Long convergence runs (release build): SOAK_SCHEDULES simulator schedules, then as many
 # faulty sync schedules through a folder remote, then SOAK_HTTP_SCHEDULES through each
-# WebDAV and S3 server. Hours, not minutes.
+# WebDAV and S3 server, then SOAK_PEER_SCHEDULES with peers. Hours, not minutes.
 soak: deps servers
 	CONCORD_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConvergenceTests
 	CONCORD_SYNC_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConcordSyncTests.SyncFuzzTests
 	CONCORD_HTTP_SCHEDULES=$(SOAK_HTTP_SCHEDULES) $(SWIFT) test -c release --filter HTTPSyncFuzzTests
+	CONCORD_PEER_SCHEDULES=$(SOAK_PEER_SCHEDULES) $(SWIFT) test -c release --filter PeerFuzzTests
 
 # Bootstrap at scale: a new replica joins a snapshot of SCALE_RECORDS (1,000,000) records
 # × 10 fields, against raw SQLite inserting the same rows; on tmpfs and on disk

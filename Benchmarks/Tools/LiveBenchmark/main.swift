@@ -1,14 +1,16 @@
 // Live sync's latency and idle cost (see README.md, "Live sync").
 //
-//   LiveBenchmark DIR [WRITES]
+//   LiveBenchmark DIR [WRITES] [MODES]
 //
 // Latency: two replicas on this machine share a folder remote under DIR, each kept live by
 // an AutoSync loop with `Configuration.live` (push 50 ms after a commit). WRITES (default
 // 100) writes on the first, one at a time, each after a pause of 50–150 ms; for each, the
 // time from just before the write until the second replica's change stream reports it
 // applied. Twice: with the folder watched (inotify; the poll only a 5-minute safety net),
-// then with polling only (the adaptive poll, 1 s after activity doubling to 5 min).
-// Prints `latency mode=… writes=… median_ms=… p99_ms=… max_ms=…` for each.
+// then with polling only (the adaptive poll, 1 s after activity doubling to 5 min), then
+// over the LAN peer channel (loopback TCP) with the remote unreachable (every storage call
+// fails from the first write on). Prints `latency mode=… writes=… median_ms=… p99_ms=…
+// max_ms=…` for each. A third argument picks modes: e.g. `peers` or `watch,poll,peers`.
 //
 // Idle cost: storage requests an idle replica makes in one hour, in virtual time (a
 // scheduler whose sleeps jump the clock to their deadline, so the hour takes moments),
@@ -34,6 +36,7 @@ guard arguments.count >= 2 else {
 }
 let directory = arguments[1]
 let writes = arguments.count > 2 ? Int(arguments[2]) ?? 100 : 100
+let modes = Set((arguments.count > 3 ? arguments[3] : "watch,poll,peers,burst,idle").split(separator: ",").map(String.init))
 
 func milliseconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) * 1_000 + Double(duration.components.attoseconds) / 1e15
@@ -43,26 +46,35 @@ func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
     sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * fraction).rounded()))]
 }
 
-/// Two live replicas over a fresh folder; `watched` gives each a watcher of the folder.
-func latency(watched: Bool, run: String) async throws -> [Double] {
+/// Two live replicas over a fresh folder; `watched` gives each a watcher of the folder;
+/// `peers` connects them over the peer channel and makes the remote fail every call.
+func latency(watched: Bool, peers: Bool = false, run: String) async throws -> [Double] {
     let root = directory + "/" + run
     try? FileManager.default.removeItem(atPath: root)
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: root) }
     let folder = try FolderRemote(root: root + "/remote", createIfMissing: true)
     let (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "benchmark", limits: .minimum)
+    let remote = FaultyRemote(wrapping: folder, seed: 41)
     var stores: [Store] = []
     var loops: [AutoSync] = []
+    var channels: [PeerChannel] = []
     for name in ["writer", "reader"] {
         let store = try Store(path: root + "/\(name).db")
-        let engine = SyncEngine(store: store, remote: folder, key: key, storeID: storeID)
+        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: storeID)
         var watcher: (any RemoteWatcher)?
         if watched { watcher = try RemoteWatch.watcher(for: folder, ignoring: store.replicaID).get() }
-        let auto = AutoSync(engine: engine, configuration: .live(slowestPull: 300_000), watcher: watcher)
+        let channel = peers ? engine.peerChannel(configuration: PeerChannel.Configuration(host: "127.0.0.1")) : nil
+        if let channel { channels.append(channel) }
+        let auto = AutoSync(engine: engine, configuration: .live(slowestPull: 300_000), watcher: watcher, peers: channel)
         await auto.start()
         _ = await auto.wait { $0.counters.succeeded >= 1 }
         stores.append(store)
         loops.append(auto)
+    }
+    if peers {
+        try await channels[0].connect(host: "127.0.0.1", port: try channels[1].listen())
+        remote.plan = FaultyRemote.Plan(failure: 1)
     }
     var arrivals = stores[1].changes().makeAsyncIterator()
     let clock = ContinuousClock()
@@ -154,11 +166,14 @@ func idleRequests(_ configuration: AutoSync.Configuration, settle: UInt64, watch
     return counted
 }
 
-for (watched, name) in [(true, "watched folder (inotify)"), (false, "polling only (adaptive)")] {
-    let sorted = try await latency(watched: watched, run: watched ? "watched" : "polled")
+for (mode, watched, peers, name) in [
+    ("watch", true, false, "watched folder (inotify)"), ("poll", false, false, "polling only (adaptive)"),
+    ("peers", false, true, "peer channel, remote unreachable"),
+] where modes.contains(mode) {
+    let sorted = try await latency(watched: watched, peers: peers, run: mode)
     let summary = String(
         format: "latency mode=%@ writes=%d median_ms=%.1f p99_ms=%.1f max_ms=%.1f",
-        watched ? "watch" : "poll", sorted.count, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0)
+        mode, sorted.count, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0)
     print(summary + "   # \(name)")
 }
 
@@ -192,7 +207,7 @@ func burst(count: Int, fromAnotherWriter: Bool, run: String) async throws -> (ba
     return (batches, elapsed)
 }
 
-for (other, mode) in [(false, "same-store"), (true, "another-writer")] {
+for (other, mode) in [(false, "same-store"), (true, "another-writer")] where modes.contains("burst") {
     let (batches, elapsed) = try await burst(count: 1_000, fromAnotherWriter: other, run: "burst-\(mode)")
     print(String(format: "burst mode=%@ writes=1000 burst_ms=%.0f batches=%d", mode, elapsed, batches))
 }
@@ -206,7 +221,7 @@ for (mode, configuration, settle, watched) in [
     ("adaptive-first-hour", adaptive, UInt64(0), false),
     ("adaptive-settled", adaptive, UInt64(3_600_000), false),
     ("watched-folder", adaptive, UInt64(0), true),
-] {
+] where modes.contains("idle") {
     let requests = try await idleRequests(configuration, settle: settle, watched: watched, run: "idle-\(mode)")
     print("idle mode=\(mode) requests_per_hour=\(requests)")
 }

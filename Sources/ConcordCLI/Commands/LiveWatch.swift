@@ -32,7 +32,9 @@ extension Sync {
         try? store.setSetting(CLIConfig.watch, "\(getpid())\t\(live.plan.mode)\t\(live.text)")
         defer { try? store.setSetting(CLIConfig.watch, "") }
 
-        let auto = AutoSync(engine: connection.engine, configuration: configuration, watcher: watcher)
+        let peers = noPeers ? nil : try startPeers(connection)
+        defer { try? store.setSetting(CLIConfig.peers, "") }
+        let auto = AutoSync(engine: connection.engine, configuration: configuration, watcher: watcher, peers: peers)
         let fatal = FatalError()
         let printer = Task { [options, events = auto.events()] in
             var count = 0
@@ -62,8 +64,17 @@ extension Sync {
         }
         await auto.start()
         var reportedFallback = false
+        var peersSaid = ""
         while !stop.isSet && fatal.error == nil {
             try? await Task.sleep(for: .milliseconds(100))
+            if let peers {
+                // What `concord status` shows: the port, and each peer connected.
+                let said = "\(peers.port)\t" + peers.peers.map { "\($0.replica) at \($0.address)" }.joined(separator: ", ")
+                if said != peersSaid {
+                    peersSaid = said
+                    try? store.setSetting(CLIConfig.peers, said)
+                }
+            }
             if watcher != nil, !reportedFallback, await !auto.status.isWatching {
                 reportedFallback = true
                 FileHandle.standardError.write(Data("concord: the folder's notifications stopped; polling instead\n".utf8))
@@ -74,6 +85,30 @@ extension Sync {
         if let error = fatal.error { throw error }
         options.say("stopped after \(count) sync\(count == 1 ? "" : "s")")
     }
+
+    /// The peer channel of a watch: listening on `--peer-port` (or any free port when the
+    /// default one is taken), and connected to every `--peer`.
+    func startPeers(_ connection: RemoteConnection) throws -> PeerChannel {
+        var configuration = PeerChannel.Configuration(port: peerPort ?? Self.defaultPeerPort)
+        let preferred = connection.engine.peerChannel(configuration: configuration)
+        let channel: PeerChannel
+        if peerPort == nil, (try? preferred.listen()) == nil {
+            configuration.port = 0
+            channel = connection.engine.peerChannel(configuration: configuration)
+        } else {
+            channel = preferred
+        }
+        try channel.listen()  // the port it listens on already, or the error
+        for address in peerAddresses {
+            if let (host, port) = Self.peerAddress(address) { channel.keepConnected(host: host, port: port) }
+        }
+        let dialling = peerAddresses.isEmpty ? "" : "; connecting to \(peerAddresses.joined(separator: ", "))"
+        options.say("peers: listening on port \(channel.port)\(dialling) (--no-peers to turn off)")
+        return channel
+    }
+
+    /// The peer channel's port when `--peer-port` is not given.
+    static let defaultPeerPort: UInt16 = 7467
 
     /// Errors a retry cannot fix: the watch stops and says so.
     static let needsAPerson: Set<ConcordError.Code> = [.wrongKey, .storeMismatch, .newerSchema, .corrupt]
@@ -120,6 +155,9 @@ extension CLIConfig {
     /// What a running `sync --watch` does: `<pid>\t<watch|poll>\t<description>`; empty
     /// when none runs.
     static let watch = "watch"
+    /// The peer channel of a running `sync --watch`: `<port>\t<peers connected, by ", ">`;
+    /// empty when none runs.
+    static let peers = "peers"
 }
 
 extension Status {
@@ -127,8 +165,19 @@ extension Status {
     static func live(_ store: Store, folder: String?) throws -> (line: String, document: JSON) {
         let fields = (try store.setting(CLIConfig.watch) ?? "").split(separator: "\t", maxSplits: 2).map(String.init)
         if fields.count == 3, let pid = Int32(fields[0]), kill(pid, 0) == 0 || errno == EPERM {
-            return ("  live: `sync --watch` (process \(pid)) is \(fields[2])", .object([
+            let peers = (try store.setting(CLIConfig.peers) ?? "").split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            var line = "  live: `sync --watch` (process \(pid)) is \(fields[2])"
+            var peersDocument = JSON.null
+            if peers.count == 2, let port = UInt64(peers[0]) {
+                let connected = peers[1].isEmpty ? [] : peers[1].components(separatedBy: ", ")
+                line += "\n  peers: listening on port \(port); \(connected.isEmpty ? "none connected" : "connected: " + connected.joined(separator: ", "))"
+                peersDocument = .object([("port", .uint(port)), ("connected", .array(connected.map { .string($0) }))])
+            } else {
+                line += "\n  peers: off"
+            }
+            return (line, .object([
                 ("running", .bool(true)), ("pid", .int(Int64(pid))), ("mode", .string(fields[1])), ("description", .string(fields[2])),
+                ("peers", peersDocument),
             ]))
         }
         let would = LiveMode(plan: RemoteWatch.plan(folder: folder), slowest: LiveMode.defaultSlowest)

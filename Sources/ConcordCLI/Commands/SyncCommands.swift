@@ -20,6 +20,11 @@ struct Sync: AsyncParsableCommand {
             processes' included, and pulls as soon as a watched folder remote shows a new head \
             (inotify on Linux), or polls — from every second after activity, slowing to every \
             --interval seconds when idle — where the remote cannot be watched or with --poll. \
+            It also runs the LAN peer channel (unless --no-peers): it listens on --peer-port \
+            (default 7467, another free port if taken) and keeps a connection to each --peer, \
+            replicas that prove they hold the store key; each sends the other its sealed batches \
+            as soon as they are committed, also while the remote cannot be reached, and puts on \
+            the remote any batch it received that the remote lacks. \
             With --json each sync then prints one JSON line.
             """)
 
@@ -28,6 +33,9 @@ struct Sync: AsyncParsableCommand {
     @Flag(name: .long, help: "Keep syncing until interrupted.") var watch = false
     @Flag(name: .long, help: "With --watch, poll the remote even where its folder could be watched.") var poll = false
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --watch, the slowest poll: seconds between listings when idle (default 300; 0.1 to a year).", valueName: "seconds")) var interval: Double?
+    @Flag(name: .customLong("no-peers"), help: "With --watch, run no LAN peer channel.") var noPeers = false
+    @Option(name: .customLong("peer"), help: ArgumentHelp("With --watch, a replica of the same store to connect to over the LAN (repeatable).", valueName: "ipv4:port")) var peerAddresses: [String] = []
+    @Option(name: .customLong("peer-port"), help: ArgumentHelp("With --watch, the TCP port the peer channel listens on (default 7467; 0: any free port).", valueName: "port")) var peerPort: UInt16?
     @OptionGroup var options: GlobalOptions
 
     func validate() throws {
@@ -38,9 +46,23 @@ struct Sync: AsyncParsableCommand {
             guard interval >= 0.1, interval <= 86_400 * 365 else { throw ValidationError("--interval must be a number of seconds from 0.1 to a year, not \(interval)") }
         }
         guard !poll || watch else { throw ValidationError("--poll applies to --watch") }
+        guard watch || (!noPeers && peerAddresses.isEmpty && peerPort == nil) else { throw ValidationError("--no-peers, --peer and --peer-port apply to --watch") }
+        guard !noPeers || (peerAddresses.isEmpty && peerPort == nil) else { throw ValidationError("--no-peers excludes --peer and --peer-port") }
+        for address in peerAddresses where Self.peerAddress(address) == nil {
+            throw ValidationError("--peer takes an IPv4 address and a port, like 192.168.1.20:7467, not \(address)")
+        }
     }
 
     var mode: SyncMode { pushOnly ? .pushOnly : pullOnly ? .pullOnly : .twoWay }
+
+    /// `ipv4:port` split, or nil.
+    static func peerAddress(_ text: String) -> (host: String, port: UInt16)? {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let port = UInt16(parts[1]), port > 0,
+            parts[0].split(separator: ".").count == 4, parts[0].split(separator: ".").allSatisfy({ UInt8($0) != nil })
+        else { return nil }
+        return (String(parts[0]), port)
+    }
 
     func run() async throws {
         let store = try options.openStore()

@@ -37,11 +37,14 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     public static let keyCheck = KeyPurpose(subkeyID: 6, name: "keyCheck")
     /// Seals a named store's name in its `concord.json` (``StoreManifest/sealedName``).
     public static let storeName = KeyPurpose(subkeyID: 7, name: "storeName")
+    /// The LAN peer channel: its handshake's proofs are keyed by a key derived from this
+    /// one (``PeerProof``), so replicas prove they hold the store key without showing it.
+    public static let peers = KeyPurpose(subkeyID: 8, name: "peers")
     /// Seals a shared store's membership logs under `members/…` and keys their names.
     public static let members = KeyPurpose(subkeyID: 9, name: "members")
 
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .members]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers, .members]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

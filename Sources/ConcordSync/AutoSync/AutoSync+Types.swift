@@ -39,6 +39,11 @@ extension AutoSync {
         /// ``SyncScheduler``), and a commit that left changes to push plans a push as a
         /// local commit does. Set it when another process may write the same store.
         public var commitProbeInterval: UInt64?
+        /// How long, in milliseconds, a batch applied from a peer may be missing from the
+        /// remote before this replica puts it there itself (default 10 s: its sender pushes
+        /// it well within that when it can). The remote stays the source of truth: a
+        /// replica that met only a peer loses nothing when the peer disappears.
+        public var relayGrace: UInt64 = 10_000
 
         /// A configuration; every parameter has the default described on its property.
         public init(
@@ -122,6 +127,14 @@ extension AutoSync {
         /// Batches pushed and deltas applied, summed over the syncs' reports.
         public var batchesPushed = 0
         public var deltasApplied = 0
+        /// Batches peers sent; of them, applied, and refused (their sender was dropped).
+        public var peerDeliveries = 0
+        public var peerApplied = 0
+        public var peerRejected = 0
+        /// This replica's batches sent to peers (once per batch, to every peer connected).
+        public var batchesShared = 0
+        /// Peers' batches this replica put on the remote, which did not hold them.
+        public var batchesRelayed = 0
 
         /// All zero.
         public init() {}
@@ -145,5 +158,9 @@ extension AutoSync {
         public var isWatching: Bool
         /// How long after a sync the next pull comes, as planned now (nil: none on a timer).
         public var pullInterval: UInt64?
+        /// The peers connected now (empty without a peer channel).
+        public var peers: [PeerChannel.Peer]
+        /// Batches applied from peers that the remote was not yet seen to hold.
+        public var heldFromPeers: Int
     }
 }

@@ -19,6 +19,10 @@ import Logging
 ///   stream ends, the loop polls adaptively from then on.
 /// - **Other processes' commits.** With ``Configuration/commitProbeInterval``, commits
 ///   made to the store file by other processes plan a push as local commits do.
+/// - **Peers.** With a ``PeerChannel``, the push's debounce also seals the commits and sends
+///   the batches to every connected peer — while the remote fails too, not waiting for a
+///   retry; what peers send is applied between syncs, and each batch applied from a peer
+///   that the remote lacks after ``Configuration/relayGrace`` is put there by this replica.
 /// - **Backoff.** A failed sync is retried after ``Configuration/backoff``'s delay for the
 ///   number of consecutive failures (jittered with the injected generator, capped); while
 ///   retrying, the push and pull timers wait for the retry, which syncs both ways. One
@@ -46,6 +50,9 @@ public actor AutoSync {
     public nonisolated let scheduler: any SyncScheduler
     /// What tells the loop the remote changed, if anything does.
     public nonisolated let watcher: (any RemoteWatcher)?
+    /// The LAN peer channel the loop sends this replica's batches on and applies peers'
+    /// batches from, if any.
+    public nonisolated let peers: PeerChannel?
 
     private var generator: any RandomNumberGenerator & Sendable
     private let broadcaster = Broadcaster<Event>(bufferingPolicy: .bufferingNewest(1_024))
@@ -59,39 +66,40 @@ public actor AutoSync {
     /// The next interval pull.
     private var pullDue: UInt64?
     /// The next retry after a failure; while set, the push and pull timers wait for it.
-    private var retryDue: UInt64?
+    var retryDue: UInt64?
     /// The pull a watcher's signal asked for.
     private var remoteDue: UInt64?
     /// Pulls since the last activity that found nothing: how far the adaptive poll backed off.
+    var peerState = PeerState()
     private var idlePulls = 0
     private var watching = false
 
-    private var phase = Phase.notStarted
-    private var paused = false
-    private var stopping = false
+    var phase = Phase.notStarted
+    var paused = false
+    var stopping = false
     private var consecutiveFailures = 0
-    private var counters = Counters()
+    var counters = Counters()
 
     private var driver: Task<Void, Never>?
     private var localWatch: Task<Void, Never>?
     private var remoteWatch: Task<Void, Never>?
     private var prober: Task<Void, Never>?
     /// The loop's sleep: resumed by its timer or by ``wake()``.
-    private var wakeUp: CheckedContinuation<Void, Never>?
+    var wakeUp: CheckedContinuation<Void, Never>?
     /// What the loop's current sleep waits for (nil: a wake-up only).
-    private var sleepingUntil: UInt64?
-    private var timer: Task<Void, Never>?
-    private var sleepGeneration = 0
-    private var waiters: [Int: Waiter] = [:]
-    private var nextWaiter = 0
+    var sleepingUntil: UInt64?
+    var timer: Task<Void, Never>?
+    var sleepGeneration = 0
+    var waiters: [Int: Waiter] = [:]
+    var nextWaiter = 0
 
-    private struct Waiter {
+    struct Waiter {
         let condition: @Sendable (Status) -> Bool
         let continuation: CheckedContinuation<Bool, Never>
     }
 
     private enum Trigger {
-        case prompt, push, interval, retry, remote
+        case prompt, push, interval, retry, remote, share, deliver, relay
     }
 
     /// A loop for `engine`, idle until ``start()``.
@@ -104,18 +112,21 @@ public actor AutoSync {
     /// `scheduler` supplies time (tests pass a
     /// virtual one) and `generator` the backoff's jitter (tests pass a seeded one).
     /// `watcher` (``RemoteWatch/watcher(for:ignoring:debounce:)``) makes pulls follow the
-    /// remote's changes; the loop stops it when it stops.
+    /// remote's changes; the loop stops it when it stops. `peers`
+    /// (``SyncEngine/peerChannel(configuration:)``) shares batches with peers on the LAN;
+    /// the loop stops it too.
     public init(
         engine: SyncEngine, configuration: Configuration = Configuration(),
         scheduler: any SyncScheduler = SystemScheduler(),
         generator: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
-        watcher: (any RemoteWatcher)? = nil
+        watcher: (any RemoteWatcher)? = nil, peers: PeerChannel? = nil
     ) {
         self.engine = engine
         self.configuration = configuration
         self.scheduler = scheduler
         self.generator = generator
         self.watcher = watcher
+        self.peers = peers
     }
 
     // MARK: Observing
@@ -141,40 +152,8 @@ public actor AutoSync {
             phase: stopping && phase != .stopped ? .stopping : phase, isPaused: paused,
             nextSync: paused || stopping || phase == .stopped || phase == .notStarted ? nil : nextDeadline(),
             consecutiveFailures: consecutiveFailures, counters: counters, isWatching: watching,
-            pullInterval: configuration.mode == .pushOnly ? nil : currentPullInterval())
-    }
-
-    /// Suspends until `condition` holds of ``status`` (checked now and after every change of
-    /// it), and returns true; returns whether it holds once the loop has stopped, and false
-    /// if the calling task is cancelled first. For tests, and for tools that wait for a
-    /// particular outcome ("until the first successful sync").
-    public func wait(until condition: @escaping @Sendable (Status) -> Bool) async -> Bool {
-        if condition(status) { return true }
-        if phase == .stopped { return false }
-        nextWaiter += 1
-        let id = nextWaiter
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                waiters[id] = Waiter(condition: condition, continuation: continuation)
-                if Task.isCancelled { cancelWaiter(id) }
-            }
-        } onCancel: {
-            Task { await self.cancelWaiter(id) }
-        }
-    }
-
-    private func cancelWaiter(_ id: Int) {
-        waiters.removeValue(forKey: id)?.continuation.resume(returning: false)
-    }
-
-    /// Resumes the waiters whose condition now holds.
-    private func changed() {
-        guard !waiters.isEmpty else { return }
-        let current = status
-        for (id, waiter) in waiters where waiter.condition(current) {
-            waiters[id] = nil
-            waiter.continuation.resume(returning: true)
-        }
+            pullInterval: configuration.mode == .pushOnly ? nil : currentPullInterval(),
+            peers: peers?.peers ?? [], heldFromPeers: heldFromPeers)
     }
 
     // MARK: Control
@@ -202,6 +181,7 @@ public actor AutoSync {
             }
         }
         startLiveSources()
+        startPeers()
         let now = scheduler.now()
         if configuration.syncOnStart {
             promptDue = now
@@ -244,6 +224,7 @@ public actor AutoSync {
         localWatch?.cancel()
         localWatch = nil
         stopLiveSources()
+        stopPeers()
         wake()
         changed()
         if let driver { await driver.value }
@@ -335,6 +316,7 @@ public actor AutoSync {
             let first = firstPendingAt ?? now
             firstPendingAt = first
             pushDue = min(now + configuration.pushDebounce, first + configuration.pushMaxDelay)
+            planShare()
             // Re-plan only when the plan moved: a burst of commits within one millisecond
             // (one event per record) costs one timer, not one per record.
             if !paused && wakeUp != nil && sleepingUntil != nextDeadline() { wake() }
@@ -354,15 +336,20 @@ public actor AutoSync {
 
     /// The next planned sync: a prompt one first; while retrying, the retry; else the
     /// earliest of the watcher's pull, the push and the interval's pull.
-    private func nextDeadline() -> UInt64? {
+    func nextDeadline() -> UInt64? {
         if let promptDue { return promptDue }
-        if let retryDue { return retryDue }
-        return [remoteDue, pushDue, pullDue].compactMap { $0 }.min()
+        let peers = [peerState.deliverDue, peerState.shareDue].compactMap { $0 }.min()
+        if let retryDue { return min(retryDue, peers ?? retryDue) }
+        return [remoteDue, pushDue, pullDue, peers, peerState.relayDue].compactMap { $0 }.min()
     }
 
     private func dueTrigger(at now: UInt64) -> Trigger? {
         if let promptDue, now >= promptDue { return .prompt }
+        // Peers do not wait for the remote: sharing and applying go on while it fails.
+        if let due = peerState.deliverDue, now >= due { return .deliver }
+        if let due = peerState.shareDue, now >= due { return .share }
         if let retryDue { return now >= retryDue ? .retry : nil }
+        if let due = peerState.relayDue, now >= due { return .relay }
         if let remoteDue, now >= remoteDue { return .remote }
         if let pushDue, now >= pushDue { return .push }
         if let pullDue, now >= pullDue { return .interval }
@@ -382,6 +369,12 @@ public actor AutoSync {
     }
 
     private func perform(_ trigger: Trigger) async {
+        switch trigger {
+        case .share: return await share()
+        case .deliver: return await deliver()
+        case .relay: return await relayHeld()
+        default: break
+        }
         if trigger == .push {
             // A sync in flight when these commits were noted may have sealed and pushed them.
             let seen = counters.localChanges
@@ -413,6 +406,7 @@ public actor AutoSync {
         case .interval: counters.intervalSyncs += 1
         case .retry: counters.retrySyncs += 1
         case .remote: counters.watchSyncs += 1
+        case .share, .deliver, .relay: break
         }
         changed()
         let logger = engine.logger(ConcordLogLabel.autoSync)
@@ -428,6 +422,9 @@ public actor AutoSync {
             counters.succeeded += 1
             counters.batchesPushed += report.pushed
             counters.deltasApplied += report.applied
+            // Batches this sync sealed go to peers too; held peers' batches are looked for.
+            if report.pushed > 0 { planShareNow() }
+            planRelay()
             event = .synced(report)
         } catch {
             consecutiveFailures += 1
@@ -455,33 +452,4 @@ public actor AutoSync {
         }
     }
 
-    /// Sleeps until `deadline` (forever when nil) or until ``wake()``.
-    private func sleep(until deadline: UInt64?) async {
-        sleepGeneration += 1
-        let generation = sleepGeneration
-        sleepingUntil = deadline
-        if let deadline {
-            let scheduler = self.scheduler
-            timer = Task { [weak self] in
-                do { try await scheduler.sleep(until: deadline) } catch { return }
-                await self?.timerFired(generation)
-            }
-        }
-        await withCheckedContinuation { continuation in
-            wakeUp = continuation
-        }
-    }
-
-    private func timerFired(_ generation: Int) {
-        guard generation == sleepGeneration else { return }  // a later sleep's business
-        wake()
-    }
-
-    /// Ends the loop's current sleep (if it sleeps) so it looks at the plan again.
-    private func wake() {
-        timer?.cancel()
-        timer = nil
-        wakeUp?.resume()
-        wakeUp = nil
-    }
 }

@@ -74,6 +74,7 @@ public actor SyncEngine {
         let members: SubKey
         /// The key a new member is granted (``grantedStoreKey``).
         let store: StoreKey
+        let peers: SubKey
 
         init(_ key: StoreKey) {
             store = key
@@ -83,6 +84,7 @@ public actor SyncEngine {
             snapshots = key.subkey(for: .snapshots)
             blobContents = key.subkey(for: .blobContents)
             blobNames = key.subkey(for: .blobNames)
+            peers = key.subkey(for: .peers)
         }
     }
 

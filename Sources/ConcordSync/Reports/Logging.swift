@@ -11,6 +11,7 @@ import Logging
 /// | `concord.sweep` | remote files swept, or why a sweep stopped (debug) |
 /// | `concord.doctor` | each finding and repair, and the outcome (debug) |
 /// | `concord.autosync` | syncs it starts and why, failures and the retry (debug) |
+/// | `concord.peers` | peers connected and disconnected (info); a peer dropped, and why, in one line (notice) |
 ///
 /// As swift-log asks of libraries, what every call also returns in its report is logged
 /// at debug level; only the rare events an operator should hear of even when nobody reads
@@ -24,6 +25,7 @@ public enum ConcordLogLabel {
     public static let sweep = "concord.sweep"
     public static let doctor = "concord.doctor"
     public static let autoSync = "concord.autosync"
+    public static let peers = "concord.peers"
 }
 
 extension SyncEngine {
