@@ -191,7 +191,10 @@ struct RemoteConnection {
         }
         if try store.setting(CLIConfig.manifest) != fingerprint { try store.setSetting(CLIConfig.manifest, fingerprint) }
         try SyncEngine.keepManifest(manifest, in: store)
-        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID)
+        // This device's identity, when it has one: it opens the key generations sealed to it.
+        let identityPath = IdCommand.secretPath(options)
+        let identity = FileManager.default.fileExists(atPath: identityPath) ? try DeviceIdentity(contentsOfSecretFile: identityPath) : nil
+        let engine = SyncEngine(store: store, remote: remote, key: key, storeID: manifest.storeID, identity: identity)
         return RemoteConnection(location: location, remote: remote, manifest: manifest, key: key, engine: engine)
     }
 

@@ -38,8 +38,12 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     /// Seals a named store's name in its `concord.json` (``StoreManifest/sealedName``).
     public static let storeName = KeyPurpose(subkeyID: 7, name: "storeName")
 
+    /// Seals the chained part of a key object `heads/keys/<id>` (the parent generations' keys,
+    /// the signer and its signature) under the new generation's key.
+    public static let keyring = KeyPurpose(subkeyID: 10, name: "keyring")
+
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .keyring]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

@@ -174,6 +174,12 @@ enum Schema {
         migrator.registerMigration("v12-file-prefetch-and-scopes") { db in
             try migrateToFilePrefetchAndScopes(db)
         }
+        migrator.registerMigration("v13-key-generations") { db in
+            try db.execute(sql: """
+                ALTER TABLE concord_sync_state ADD COLUMN key_objects BLOB;
+                ALTER TABLE concord_sync_state ADD COLUMN removed_from_store TEXT;
+                """)
+        }
         return migrator
     }
 }

@@ -137,7 +137,7 @@ extension SyncEngine {
         var found = true
         var failure: ConcordError?
         switch name {
-        case .manifest, .storeManifest:
+        case .manifest, .storeManifest, .keyObject:
             return true
         case let .head(replica, seq):
             do throws(ConcordError) {
@@ -354,7 +354,7 @@ extension SyncEngine {
             let seq: UInt64
             switch name {
             case let .head(r, s), let .batch(r, s), let .snapshot(r, s): (replica, seq) = (r, s)
-            case .manifest, .blob, .storeManifest: continue
+            case .manifest, .blob, .storeManifest, .keyObject: continue
             }
             let announced = reach[replica] ?? 0
             let known = announced > 0 || replica == me || seen.contains(replica) || scan.heads[replica] != nil

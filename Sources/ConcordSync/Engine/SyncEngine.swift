@@ -19,11 +19,17 @@ public actor SyncEngine {
     public let remote: any Remote
     let clock: any PhysicalClock
     let maxClockDrift: UInt64
-    let keys: Keys
+    /// The keys of the current key generation (what is sealed now) and of every generation
+    /// this replica holds (what it opens): ``adopt(_:)`` replaces them.
+    var keys: Keys
     /// Opens what this engine fetches: batches, snapshots, heads.
-    let objects: RemoteObjects
+    var objects: RemoteObjects
     /// The one door for writes to the remote.
-    let writes: RemoteWrites
+    var writes: RemoteWrites
+    /// Generation 0's key: the key of `concord.json`, as unlocked.
+    let baseKey: StoreKey
+    /// This device's identity, which opens the key generations sealed to it.
+    let identity: DeviceIdentity?
     let storeID: StoreID
     let snapshotEvery: UInt64?
     /// Compaction shares another replica's snapshot, instead of writing one, when it leaves
@@ -61,19 +67,46 @@ public actor SyncEngine {
         updates.subscribe()
     }
 
+    /// The sub-keys objects are sealed under — the current key generation's for batches,
+    /// heads and snapshots; generation 0's for files and their names (docs/ARCHITECTURE.md
+    /// §5) — and the keyring that opens objects of every generation this replica holds.
     struct Keys: Sendable {
         let batches: SubKey
         let heads: SubKey
         let snapshots: SubKey
         let blobContents: SubKey
         let blobNames: SubKey
+        /// Generation 0's batch key: fingerprints of batches are keyed with it whatever
+        /// generation sealed them, so a batch re-sealed under a newer key keeps its fingerprint.
+        let fingerprints: SubKey
+        let base: StoreKey
+        let keyring: Keyring?
 
-        init(_ key: StoreKey) {
-            batches = key.subkey(for: .batches)
-            heads = key.subkey(for: .heads)
-            snapshots = key.subkey(for: .snapshots)
+        init(_ key: StoreKey, keyring: Keyring? = nil) {
+            let current = keyring?.current ?? key
+            base = key
+            self.keyring = keyring
+            batches = current.subkey(for: .batches)
+            heads = current.subkey(for: .heads)
+            snapshots = current.subkey(for: .snapshots)
             blobContents = key.subkey(for: .blobContents)
             blobNames = key.subkey(for: .blobNames)
+            fingerprints = key.subkey(for: .batches)
+        }
+
+        /// The `purpose` key that opens `sealed`, found at `path`: of the generation its header
+        /// names. Throws ``ConcordCore/ConcordError/Code/authenticationFailed`` for a header
+        /// that is not an object's, or names a generation this replica does not hold (its key
+        /// object not listed yet, or never written): damage, "not there yet".
+        func opening(_ purpose: KeyPurpose, _ sealed: some Collection<UInt8>, at path: String) throws(ConcordError) -> SubKey {
+            let generation = try EncryptedObject.generation(of: sealed, path: path)
+            let current = purpose == .batches ? batches : purpose == .heads ? heads : snapshots
+            if generation == current.generation { return current }
+            if generation.isZero { return base.subkey(for: purpose) }
+            guard let key = keyring?.key(for: generation) else {
+                throw ConcordError(.authenticationFailed, "remote object \(path) is sealed under key generation \(generation), whose key this replica does not hold (its key object is not listed yet, or was never written); run `concord doctor`")
+            }
+            return key.subkey(for: purpose)
         }
     }
 
@@ -96,12 +129,14 @@ public actor SyncEngine {
     /// `blobGracePeriod`: the least age of a remote file the sweep deletes (default 7 days).
     /// `lossCheckInterval`: how often a sync lists every batch for vanished ones (default an
     /// hour; 0: every sync). `requestsInFlight`: how many requests a sync keeps in flight
-    /// (default 8; at least 1).
+    /// (default 8; at least 1). `identity`: this device's identity, which opens the key
+    /// generations an owner's rotation sealed to it (``rotateStoreKey(recipients:identity:)``);
+    /// without one, a store whose key was rotated reads as one this replica was removed from.
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
         clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64,
         snapshotSlack: UInt64 = 4, retention: UInt64 = 90 * SyncEngine.day, blobGracePeriod: UInt64 = 7 * SyncEngine.day,
-        lossCheckInterval: UInt64 = 3_600_000, requestsInFlight: Int = 8
+        lossCheckInterval: UInt64 = 3_600_000, requestsInFlight: Int = 8, identity: DeviceIdentity? = nil
     ) {
         self.requestsInFlight = max(1, requestsInFlight)
         self.lossCheckInterval = lossCheckInterval
@@ -111,7 +146,12 @@ public actor SyncEngine {
         self.blobGracePeriod = blobGracePeriod
         self.store = store
         self.remote = remote
-        let keys = Keys(key)
+        self.baseKey = key
+        self.identity = identity
+        // The key generations this replica knew when it last synced; the first sync reads
+        // them again (and throws what reading them throws).
+        let known = try? Self.keptKeyObjects(in: store)
+        let keys = Keys(key, keyring: known.flatMap { try? Keyring(base: key, objects: $0, identity: identity) })
         self.keys = keys
         self.objects = RemoteObjects(remote: remote, keys: keys)
         self.writes = RemoteWrites(remote: remote, keys: keys)
@@ -264,6 +304,8 @@ public actor SyncEngine {
         var report = SyncReport()
         report.restoredCopy = restoredCopy
         var heads = try await listHeads()
+        // A replica removed from the store (``listHeads()`` read the key generations) stops here.
+        try checkNotRemoved()
         report.rejected += heads.rejected
         // The store's file is a copy: it continues under a new id, whatever the remote shows.
         if try await continueUnderANewIDIfFileCopied(oldHead: heads.read[store.replicaID], into: &report) { heads = try await listHeads() }

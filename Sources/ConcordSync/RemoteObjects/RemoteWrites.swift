@@ -33,18 +33,36 @@ struct RemoteWrites: Sendable {
 
     /// Puts sealed bytes (``sealBatch(_:of:seq:)``, ``sealSnapshot(_:at:)``) at `path`.
     func put(_ bytes: [UInt8], at path: String) async throws(ConcordError) {
+        try checkMember()
         try await remote.put(path, bytes)
     }
 
     /// Seals and puts batch `seq` of `replica`.
     func putBatch(_ plaintext: [UInt8], of replica: ReplicaID, seq: UInt64) async throws(ConcordError) {
+        try checkMember()
         let (path, bytes) = sealBatch(plaintext, of: replica, seq: seq)
         try await remote.put(path, bytes)
+    }
+
+    /// Puts a key generation's key object at `heads/keys/<id>`.
+    func putKeyObject(_ object: KeyObject) async throws(ConcordError) {
+        try checkMember()
+        try await remote.put(Keyring.path(object.id), object.bytes)
+    }
+
+    /// Throws ``ConcordCore/ConcordError/Code/removedFromStore`` when the keyring says this
+    /// replica lacks the current key: it was removed, and writes nothing more (what it
+    /// would seal, a removed member could read).
+    private func checkMember() throws(ConcordError) {
+        if let keyring = keys.keyring, keyring.isRemoved {
+            throw ConcordError(.removedFromStore, SyncEngine.removedMessage(keyring, identity: nil))
+        }
     }
 
     /// Seals `head` (with a random nonce: a head is rewritten in place) and puts it at its
     /// name, `heads/<replica>-<seq>`.
     func putHead(_ head: Head, of replica: ReplicaID) async throws(ConcordError) {
+        try checkMember()
         let path = RemoteLayout.head(replica, seq: head.seq)
         try await remote.put(path, EncryptedObject.encrypt(head.json(), path: path, key: keys.heads))
     }
@@ -59,12 +77,14 @@ struct RemoteWrites: Sendable {
 
     /// Deletes the head `heads/<replica>-<seq>`.
     func deleteHead(of replica: ReplicaID, seq: UInt64) async throws(ConcordError) {
+        try checkMember()
         try await remote.delete(RemoteLayout.head(replica, seq: seq))
     }
 
     /// Deletes the object at `path`: a batch or snapshot compaction dropped, a file the
     /// sweep found unreferenced, a stale head doctor's repair removes.
     func delete(_ path: String) async throws(ConcordError) {
+        try checkMember()
         try await remote.delete(path)
     }
 }
