@@ -135,7 +135,7 @@ extension Store {
 }
 
 extension Store {
-    /// Throws ``ConcordCore/ConcordError/Code/removedFromStore`` when this replica was
+    /// Throws `removedFromStore` when this replica was
     /// removed from its store (``SyncStateValue/removedFromStore``): its copy is read-only.
     static func checkNotRemoved(_ db: Database) throws {
         guard let removed = try String.fetchOne(db.cachedStatement(sql: "SELECT removed_from_store FROM concord_sync_state WHERE id = 0")) else { return }

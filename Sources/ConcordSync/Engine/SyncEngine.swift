@@ -95,7 +95,7 @@ public actor SyncEngine {
         }
 
         /// The `purpose` key that opens `sealed`, found at `path`: of the generation its header
-        /// names. Throws ``ConcordCore/ConcordError/Code/authenticationFailed`` for a header
+        /// names. Throws `authenticationFailed` for a header
         /// that is not an object's, or names a generation this replica does not hold (its key
         /// object not listed yet, or never written): damage, "not there yet".
         func opening(_ purpose: KeyPurpose, _ sealed: some Collection<UInt8>, at path: String) throws(ConcordError) -> SubKey {

@@ -57,7 +57,7 @@ extension SyncEngine {
     /// A replica that finds it cannot derive the current key records its removal
     /// (``checkNotRemoved()`` throws it) and writes nothing more.
     ///
-    /// - Throws: ``ConcordCore/ConcordError/Code/authenticationFailed`` when a key object this
+    /// - Throws: `authenticationFailed` when a key object this
     ///   replica can open was modified or forged (nothing is sealed then).
     func readKeyObjects(_ listed: [KeyGenerationID]) async throws(ConcordError) {
         guard listed.contains(where: { keys.keyring?.objects[$0] == nil }) else { return }
@@ -110,7 +110,7 @@ extension SyncEngine {
             + "this copy keeps everything it had, read-only, and syncs no more"
     }
 
-    /// Throws ``ConcordCore/ConcordError/Code/removedFromStore`` when this replica found it
+    /// Throws `removedFromStore` when this replica found it
     /// was removed: nothing more is written to the remote.
     func checkNotRemoved() throws(ConcordError) {
         if let line = try Self.removal(in: store) { throw ConcordError(.removedFromStore, line) }

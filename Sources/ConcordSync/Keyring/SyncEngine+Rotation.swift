@@ -19,7 +19,7 @@ extension SyncEngine {
     /// then on every batch, head and snapshot is sealed under the new generation; replicas
     /// whose identity is a recipient pick it up at their next sync, with no action; any
     /// other replica finds at its next sync that it was removed
-    /// (``ConcordCore/ConcordError/Code/removedFromStore``) and keeps its copy read-only.
+    /// (`removedFromStore`) and keeps its copy read-only.
     ///
     /// ```swift
     /// let engine = SyncEngine(store: store, remote: remote, key: key, storeID: id, identity: me)
@@ -32,14 +32,14 @@ extension SyncEngine {
     /// `heads/` — this one too, at its next sync.
     ///
     /// Two owners rotating at once (from the same frontier) make two generations; the
-    /// current key is then derived from both (``ConcordCrypto/StoreKey/merged(_:)``), so
+    /// current key is then derived from both (`StoreKey.merged(_:)`), so
     /// every replica converges on it, and only a recipient of both derives it.
     ///
     /// What it does not do: take back what a removed member already has (everything sealed
     /// before — and whatever it copied), or re-seal older objects; files (blobs) stay under
     /// generation 0's keys.
     ///
-    /// - Throws: `invalidOperation` without an identity (``init(store:remote:key:storeID:clock:maxClockDrift:snapshotEvery:snapshotSlack:retention:blobGracePeriod:lossCheckInterval:requestsInFlight:identity:)``),
+    /// - Throws: `invalidOperation` for an engine made without an `identity`,
     ///   `removedFromStore` when this replica was removed itself, `invalidParameter` for more
     ///   than 1,024 recipients or 16 concurrent generations, and what the remote throws.
     @discardableResult

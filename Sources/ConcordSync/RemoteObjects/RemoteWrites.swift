@@ -50,7 +50,7 @@ struct RemoteWrites: Sendable {
         try await remote.put(Keyring.path(object.id), object.bytes)
     }
 
-    /// Throws ``ConcordCore/ConcordError/Code/removedFromStore`` when the keyring says this
+    /// Throws `removedFromStore` when the keyring says this
     /// replica lacks the current key: it was removed, and writes nothing more (what it
     /// would seal, a removed member could read).
     private func checkMember() throws(ConcordError) {
