@@ -14,7 +14,7 @@ struct ConcordCommand: AsyncParsableCommand {
         subcommands: [
             Init.self, Put.self, Get.self, ListRecords.self, Delete.self, Add.self, Remove.self,
             Attach.self, Export.self, FilesCommand.self, Conflicts.self, Resolve.self, Versions.self, Restore.self,
-            RemoteCommand.self, StoresCommand.self, IdCommand.self, MembersCommand.self, Join.self, Sync.self, Status.self, Replicas.self, Compact.self, Doctor.self,
+            RemoteCommand.self, StoresCommand.self, IdCommand.self, MembersCommand.self, Join.self, KeyCommand.self, Sync.self, Status.self, Replicas.self, Compact.self, Doctor.self,
             Dump.self, SchemaCommand.self, QueryCommand.self, Demo.self,
         ]
     )

@@ -49,6 +49,9 @@ struct Doctor: AsyncParsableCommand {
         if !notices.isEmpty { tally += ", \(notices.count) notice\(notices.count == 1 ? "" : "s")" }
         if repair { tally += ", \(repaired.count) repaired" }
         var lines = [summary, tally]
+        // A replica removed from the store reads what it had, and nothing sealed since.
+        let removal = try SyncEngine.removal(in: store)
+        if let removal { lines.append("  removed: \(removal)") }
         for finding in report.findings {
             lines.append("  \(finding.repaired ? "repaired" : finding.kind.name): \(finding.path.isEmpty ? "(the whole remote)" : finding.path)")
             lines.append("    \(Entry.oneLine(finding.message))")
@@ -75,11 +78,11 @@ struct Doctor: AsyncParsableCommand {
                     ])
                 })),
                 ("ignored", .array(ignored.map { .string($0) })),
-                ("ok", .bool(report.isHealthy)),
+                ("ok", .bool(report.isHealthy && removal == nil)), ("removed", .string(removal)),
                 ("notDone", .array(notDone.map { .string($0) })),
             ]),
             lines.joined(separator: "\n"))
-        if !report.isHealthy { throw ExitCode(ExitStatus.failure) }
+        if !report.isHealthy || removal != nil { throw ExitCode(ExitStatus.failure) }
     }
 
     /// What was done about a finding, or what to do.

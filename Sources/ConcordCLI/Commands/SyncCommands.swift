@@ -227,6 +227,7 @@ struct Status: AsyncParsableCommand {
         let location = try RemoteLocation.configured(in: store)
         let conflicts = try store.conflicts()
         let skews = try SyncEngine.clockSkews(in: store).map { ($0.replica, $0.aheadBy) }
+        var removal = try SyncEngine.removal(in: store)
         var replicas: [ReplicaInfo]?
         var remoteError: String?
         if location != nil, !offline {
@@ -235,6 +236,7 @@ struct Status: AsyncParsableCommand {
             } catch let error as ConcordError {
                 remoteError = "not contacted: \(error.message)"
             }
+            removal = try SyncEngine.removal(in: store)
         }
         var lines = [
             "replica \(store.replicaID)\(name.map { " (\($0))" } ?? "")",
@@ -243,6 +245,7 @@ struct Status: AsyncParsableCommand {
             "  last sync: \(lastSync.map(Format.time) ?? "never")",
             "  remote: \(location?.url ?? "none (`concord remote set file:///path`)")",
         ]
+        if let removal { lines.append("  removed: \(removal)") }
         let live = try location.map { try Self.live(store, folder: $0.folder) }
         if let live { lines.append(live.line) }
         if let replicas {
@@ -273,7 +276,7 @@ struct Status: AsyncParsableCommand {
                 ("pendingChanges", .int(Int64(pending))), ("unpushedBatches", .uint(unpushed)),
                 ("lastSync", .uint(lastSync)), ("remote", .string(location?.url)), ("live", live?.document ?? .null),
                 ("remoteReplicas", replicas.map { .array($0.map { Replicas.document($0, self: store.replicaID) }) } ?? .null),
-                ("remoteError", .string(remoteError)),
+                ("remoteError", .string(remoteError)), ("removed", .string(removal)),
                 ("clockSkews", .array(skews.map { .object([("replica", .string($0.0.description)), ("aheadByMs", .uint($0.1))]) })),
                 ("clockBeyondRange", .bool(clockBeyondRange)),
                 ("conflicts", .int(Int64(conflicts.count))),

@@ -300,6 +300,7 @@ final class DemoRun {
             case .batch?: "delta batches"
             case .snapshot?: "snapshots"
             case .blob?: "encrypted files"
+            case .keyObject?: "key objects"
             case .storeManifest?, .memberLog?, .grant?, nil: "other"
             }
         }

@@ -25,3 +25,10 @@ extension ConcordError.Code {
     /// libsodium itself failed, typically because Argon2id could not allocate its memory.
     public static let cryptoFailure = ConcordError.Code("cryptoFailure")
 }
+
+extension ConcordError.Code {
+    /// This replica's identity opens no key of the store's current key generation: an owner
+    /// rotated the store key without it, so it was removed from the store. It keeps what it
+    /// had, read-only; nothing more is synced.
+    public static let removedFromStore = ConcordError.Code("removedFromStore")
+}

@@ -43,8 +43,12 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     /// Seals a shared store's membership logs under `members/…` and keys their names.
     public static let members = KeyPurpose(subkeyID: 9, name: "members")
 
+    /// Seals the chained part of a key object `heads/keys/<id>` (the parent generations' keys,
+    /// the signer and its signature) under the new generation's key.
+    public static let keyring = KeyPurpose(subkeyID: 10, name: "keyring")
+
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers, .members]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers, .members, .keyring]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

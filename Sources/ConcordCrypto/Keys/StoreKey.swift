@@ -16,9 +16,13 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
     public static let byteCount = 32
 
     let secret: SecretBytes
+    /// The key generation this key is (``KeyGeneration/zero`` for the key of `concord.json`):
+    /// what objects sealed under it name in their header.
+    public let generation: KeyGeneration
 
-    init(secret: SecretBytes) {
+    init(secret: SecretBytes, generation: KeyGeneration = .zero) {
         self.secret = secret
+        self.generation = generation
     }
 
     /// A new random store key from libsodium's secure random generator.
@@ -37,6 +41,30 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
         }
         Sodium.ensureInitialized()
         secret = SecretBytes(copying: bytes)
+        generation = .zero
+    }
+
+    /// This key's bytes as the key of `generation`.
+    public func of(_ generation: KeyGeneration) -> StoreKey {
+        StoreKey(secret: secret, generation: generation)
+    }
+
+    /// The key of the generation that merges concurrent generations: with one key, that
+    /// key itself; with several, the BLAKE2b-256 of `"concord merged generation v1"`, a zero
+    /// byte, and each generation's id and key in id order. Only whoever holds every one of
+    /// the keys derives it; everyone who does derives the same key, in the same generation
+    /// (the ids together). Nil for no key, or more than ``KeyGeneration/maxCount``.
+    public static func merged(_ keys: [KeyGenerationID: StoreKey]) -> StoreKey? {
+        guard let generation = KeyGeneration(keys.keys) else { return nil }
+        if generation.ids.count == 1 { return keys[generation.ids[0]]!.of(generation) }
+        var input = Array("concord merged generation v1".utf8) + [0]
+        for id in generation.ids { input += id.bytes + keys[id]!.secret.copiedBytes }
+        defer { input.withUnsafeMutableBytes { sodium_memzero($0.baseAddress!, $0.count) } }
+        Sodium.ensureInitialized()
+        let secret = SecretBytes(count: byteCount) { out in
+            _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), byteCount, input, UInt64(input.count), nil, 0)
+        }
+        return StoreKey(secret: secret, generation: generation)
     }
 
     /// The sub-key for `purpose`: `crypto_kdf_derive_from_key(32 bytes, purpose.subkeyID,
@@ -52,10 +80,11 @@ public struct StoreKey: Sendable, Equatable, CustomStringConvertible, CustomDebu
                 }
             }
         }
-        return SubKey(purpose: purpose, secret: derived)
+        return SubKey(purpose: purpose, secret: derived, generation: generation)
     }
 
-    /// Keys are equal when their bytes are, compared in constant time.
+    /// Keys are equal when their bytes are, compared in constant time (whatever generation
+    /// each is labelled with).
     public static func == (lhs: StoreKey, rhs: StoreKey) -> Bool {
         lhs.secret.constantTimeEquals(rhs.secret)
     }

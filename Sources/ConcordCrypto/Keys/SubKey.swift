@@ -8,15 +8,19 @@ public struct SubKey: Sendable, Equatable, CustomStringConvertible, CustomDebugS
     /// What this key is for.
     public let purpose: KeyPurpose
     let secret: SecretBytes
+    /// The generation of the store key it was derived from: objects sealed under it name
+    /// this generation (``EncryptedObject``).
+    public let generation: KeyGeneration
 
-    init(purpose: KeyPurpose, secret: SecretBytes) {
+    init(purpose: KeyPurpose, secret: SecretBytes, generation: KeyGeneration = .zero) {
         self.purpose = purpose
         self.secret = secret
+        self.generation = generation
     }
 
-    /// Keys are equal when their purposes and bytes are (bytes compared in constant time).
+    /// Keys are equal when their purposes, generations and bytes are (bytes compared in constant time).
     public static func == (lhs: SubKey, rhs: SubKey) -> Bool {
-        lhs.purpose == rhs.purpose && lhs.secret.constantTimeEquals(rhs.secret)
+        lhs.purpose == rhs.purpose && lhs.generation == rhs.generation && lhs.secret.constantTimeEquals(rhs.secret)
     }
 
     /// The raw bytes, for tests inside this package. Never log them.

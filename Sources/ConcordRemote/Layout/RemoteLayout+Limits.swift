@@ -11,6 +11,9 @@ extension RemoteLayout {
     /// 50,000 slots (more only when one write touched more); at typical sizes that is a few
     /// MiB, and the room above is for large values (up to 16 MiB each).
     public static let maxBatchSize: UInt64 = 256 << 20
+    /// The largest key object a reader accepts: 128 KiB (one sealed key for each of up to
+    /// 1,024 recipients, 80 bytes each, and the chained keys of up to 16 parents).
+    public static let maxKeyObjectSize: UInt64 = 128 << 10
     /// The largest snapshot a reader accepts: 1 GiB of sealed state (files are not in it).
     public static let maxSnapshotSize: UInt64 = 1 << 30
 
@@ -27,10 +30,10 @@ extension RemoteLayout {
     public static let maxListingPages = 10_000
     /// The most folders a listing of the whole layout enters on a remote that lists a
     /// folder at a time (WebDAV): the root, `heads/`, `snapshots/`, `replicas/` and `blobs/`,
-    /// each replica's folder and its `deltas/` for the format's 65,536 replicas, and the
+    /// `heads/keys/`, each replica's folder and its `deltas/` for the format's 65,536 replicas, and the
     /// 256 folders of `blobs/`, and `stores/` with one folder for each of up to 65,536
     /// named stores.
-    public static let maxListingFolders = 5 + 2 * 65_536 + 256 + 1 + 65_536 + 2
+    public static let maxListingFolders = 6 + 2 * 65_536 + 256 + 1 + 65_536 + 2
 
     /// The largest object of `name`'s kind a reader accepts whole through
     /// ``Remote/get(_:limit:)``, and the largest a remote stores there; files (blobs) are
@@ -49,6 +52,7 @@ extension RemoteLayout {
         case .blob: UInt64.max
         case .memberLog: maxMemberLogSize
         case .grant: maxManifestSize
+        case .keyObject: maxKeyObjectSize
         }
     }
 

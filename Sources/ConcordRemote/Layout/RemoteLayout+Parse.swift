@@ -11,6 +11,10 @@ extension RemoteLayout {
     public static func parse(_ path: String) -> Name? {
         let bytes = Array(path.utf8)
         if path == manifestPath { return .manifest }
+        if let rest = strip("heads/keys/", from: bytes) {
+            guard rest.count == 32, Hex.isLowercase(rest) else { return nil }
+            return .keyObject(id: String(decoding: rest, as: UTF8.self))
+        }
         if let rest = strip("heads/", from: bytes) {
             guard let (replica, seq) = replicaDashSeq(rest) else { return nil }
             return .head(replica: replica, seq: seq)
@@ -65,7 +69,7 @@ extension RemoteLayout {
     /// `.dropbox.cache`, a user's own files) are never read.
     public static func isStoreFolder(_ path: String) -> Bool {
         switch path {
-        case "", "heads", "snapshots", "replicas", "blobs", storesFolder, "members", "grants": return true
+        case "", "heads", "heads/keys", "snapshots", "replicas", "blobs", storesFolder, "members", "grants": return true
         default: break
         }
         let bytes = Array(path.utf8)

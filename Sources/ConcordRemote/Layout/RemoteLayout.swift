@@ -6,6 +6,7 @@ import ConcordCore
 /// ```
 /// concord.json                                   the store manifest
 /// heads/<replica>-<seq>                          a replica's head
+/// heads/keys/<generation>                        a key generation's key object
 /// replicas/<replica>/deltas/<seq>                a replica's delta batch
 /// snapshots/<replica>-<seq>                      a full-state snapshot
 /// blobs/<2 hex>/<keyed name>                     file contents
@@ -31,6 +32,9 @@ public enum RemoteLayout {
     public static let manifestPath = "concord.json"
     /// The prefix under which every head lives; listing it is an idle pull's only request.
     public static let headsPrefix = "heads/"
+    /// Where key objects are: `heads/keys/<generation id>`, below `heads/` so that the one
+    /// listing of `heads/` a sync makes also shows a new key generation.
+    public static let keyObjectsPrefix = "heads/keys/"
     /// The prefix under which every replica's delta batches live.
     public static let replicasPrefix = "replicas/"
     /// The prefix under which every snapshot lives.
@@ -72,6 +76,12 @@ public enum RemoteLayout {
     public static func storeManifest(_ storeID: String) -> String {
         precondition(isStoreID(storeID), "a store id is 32 lowercase hex digits, not \(storeID)")
         return "\(storesPrefix)\(storeID)/\(manifestPath)"
+    }
+
+    /// The path of the key object of generation `id` (32 lowercase hex digits).
+    public static func keyObject(_ id: String) -> String {
+        precondition(isStoreID(id), "a key generation id is 32 lowercase hex digits, not \(id)")
+        return keyObjectsPrefix + id
     }
 
     /// Whether `text` is a store id as folder names spell it: 32 lowercase hex digits.
@@ -133,6 +143,8 @@ public enum RemoteLayout {
         case snapshot(replica: ReplicaID, seq: UInt64)
         /// `blobs/<2 hex>/<keyedName>`.
         case blob(keyedName: String)
+        /// `heads/keys/<generation id>`: a key generation's key object (32 lowercase hex).
+        case keyObject(id: String)
         /// `stores/<store id>/concord.json`: the manifest of a named store kept below this
         /// root. A store at the root never reads it; the list of a remote's stores does.
         case storeManifest(storeID: String)
@@ -152,6 +164,7 @@ public enum RemoteLayout {
             case let .storeManifest(storeID): RemoteLayout.storeManifest(storeID)
             case let .memberLog(tag): RemoteLayout.memberLog(tag: tag)
             case let .grant(name): RemoteLayout.grant(name: name)
+            case let .keyObject(id): RemoteLayout.keyObject(id)
             }
         }
 

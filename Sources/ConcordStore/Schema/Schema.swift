@@ -81,7 +81,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 12
+    static let version = 13
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -173,6 +173,12 @@ enum Schema {
         }
         migrator.registerMigration("v12-file-prefetch-and-scopes") { db in
             try migrateToFilePrefetchAndScopes(db)
+        }
+        migrator.registerMigration("v13-key-generations") { db in
+            try db.execute(sql: """
+                ALTER TABLE concord_sync_state ADD COLUMN key_objects BLOB;
+                ALTER TABLE concord_sync_state ADD COLUMN removed_from_store TEXT;
+                """)
         }
         return migrator
     }

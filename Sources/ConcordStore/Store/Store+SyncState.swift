@@ -55,9 +55,18 @@ extension SyncStateValue where Value == [UInt8]? {
     public static var manifest: Self { bytes("manifest") }
     /// The BLAKE2b hash of the sealed bytes of the newest own snapshot.
     public static var snapshotDigest: Self { bytes("snapshot_digest") }
+    /// The key objects of the store's key generations this replica knows, each as its
+    /// length (4 bytes, big-endian) and its bytes as read from the remote.
+    public static var keyObjects: Self { bytes("key_objects") }
 }
 
 extension SyncStateValue where Value == String? {
+    /// Set when this replica found it was removed from the store (a key generation it
+    /// cannot open): the one line that says so. While set, local writes are refused.
+    public static var removedFromStore: Self {
+        Self(column: "removed_from_store", decode: { String.fromDatabaseValue($0) }, encode: { $0.map(\.databaseValue) ?? .null })
+    }
+
     /// What the newest own head written says: its JSON without its time.
     public static var headAdvertised: Self {
         Self(column: "head_advertised", decode: { String.fromDatabaseValue($0) }, encode: { $0.map(\.databaseValue) ?? .null })

@@ -1,4 +1,5 @@
 import ConcordCore
+import ConcordCrypto
 import GRDB
 
 extension Store {
@@ -25,6 +26,7 @@ extension Store {
         var changes = ChangedFields()
         let result: T = try writeDatabase { (db: Database, written: inout WrittenRecords) in
             try Self.checkWritableSchema(db)
+            try Self.checkNotRemoved(db)
             let transaction = WriteTransaction(db: db, store: self)
             let value = try body(transaction)
             try transaction.finish()
@@ -129,5 +131,14 @@ extension Store {
     /// ```
     public func keepVersion(_ ref: RecordRef, _ field: String, hash: ContentHash) throws(ConcordError) {
         try write { tx throws(ConcordError) in try tx.keepVersion(ref, field, hash: hash) }
+    }
+}
+
+extension Store {
+    /// Throws `removedFromStore` when this replica was
+    /// removed from its store (``SyncStateValue/removedFromStore``): its copy is read-only.
+    static func checkNotRemoved(_ db: Database) throws {
+        guard let removed = try String.fetchOne(db.cachedStatement(sql: "SELECT removed_from_store FROM concord_sync_state WHERE id = 0")) else { return }
+        throw ConcordError(.removedFromStore, "this store is read-only: \(removed); nothing was written, and everything it holds stays readable")
     }
 }

@@ -31,6 +31,8 @@ extension SyncEngine {
         /// Replicas whose head at ``latest`` did not open (or did not when last read, and is
         /// unchanged since): not read again for this listing's standings.
         var unopened: Set<ReplicaID> = []
+        /// The key generations whose key objects (`heads/keys/<id>`) the listing shows.
+        var keyObjects: [KeyGenerationID] = []
 
         /// How far pull looks for `replica`'s batches: its authenticated head, or further up
         /// to an unconfirmed claim.
@@ -59,12 +61,19 @@ extension SyncEngine {
         var heads = Heads()
         var signatures: [String: ListingSignature] = [:]
         for object in try await remote.list(prefix: RemoteLayout.headsPrefix) {
+            if case let .keyObject(id)? = RemoteLayout.parse(object.path), let generation = KeyGenerationID(hex: id) {
+                heads.keyObjects.append(generation)
+                continue
+            }
             guard case let .head(replica, seq)? = RemoteLayout.parse(object.path) else { continue }
             heads.all.append((replica, seq))
             if object.size != nil || object.modified != nil {
                 signatures[object.path] = ListingSignature(size: object.size, modified: object.modified)
             }
         }
+        // The key generations the listing shows, before any head is opened: a head sealed
+        // under a new generation opens, and is never remembered as unopened for want of it.
+        try await readKeyObjects(heads.keyObjects)
         let remembered = try store.unopenedHeads()
         var seen = Set(try store.replicaFacts(.seen).keys)
         seen.formUnion(try store.appliedSeqs().keys)

@@ -139,7 +139,7 @@ extension SyncEngine {
     /// authentic bytes at `path`, this replica's batch `seq`. The same bytes (a push that
     /// crashed after the put) or a torn, unreadable object there are fine to (re)write.
     private func checkNameIsFree(_ path: String, for bytes: [UInt8], seq: UInt64) async throws(ConcordError) {
-        guard let existing = try await objects.authenticBytes(at: path), existing != bytes else { return }
+        guard let existing = try await objects.authenticBytes(at: path), !objects.same(existing, as: bytes, at: path) else { return }
         throw ConcordError(.storeRestored, "the remote batch \(path) holds other changes than this store sealed under that name: this store is an older copy of itself")
     }
 

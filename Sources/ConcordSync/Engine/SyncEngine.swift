@@ -19,11 +19,17 @@ public actor SyncEngine {
     public let remote: any Remote
     let clock: any PhysicalClock
     let maxClockDrift: UInt64
-    let keys: Keys
+    /// The keys of the current key generation (what is sealed now) and of every generation
+    /// this replica holds (what it opens): ``adopt(_:)`` replaces them.
+    var keys: Keys
     /// Opens what this engine fetches: batches, snapshots, heads.
-    let objects: RemoteObjects
+    var objects: RemoteObjects
     /// The one door for writes to the remote.
-    let writes: RemoteWrites
+    var writes: RemoteWrites
+    /// Generation 0's key: the key of `concord.json`, as unlocked.
+    let baseKey: StoreKey
+    /// This device's identity, which opens the key generations sealed to it.
+    let identity: DeviceIdentity?
     let storeID: StoreID
     let snapshotEvery: UInt64?
     /// Compaction shares another replica's snapshot, instead of writing one, when it leaves
@@ -65,26 +71,56 @@ public actor SyncEngine {
         updates.subscribe()
     }
 
+    /// The sub-keys objects are sealed under — the current key generation's for batches,
+    /// heads and snapshots; generation 0's for files and their names (docs/ARCHITECTURE.md
+    /// §5) — and the keyring that opens objects of every generation this replica holds.
     struct Keys: Sendable {
         let batches: SubKey
         let heads: SubKey
         let snapshots: SubKey
         let blobContents: SubKey
         let blobNames: SubKey
+        /// Generation 0's batch key: fingerprints of batches are keyed with it whatever
+        /// generation sealed them, so a batch re-sealed under a newer key keeps its fingerprint.
+        let fingerprints: SubKey
+        let base: StoreKey
+        let keyring: Keyring?
+        /// Generation 0's key for a shared store's membership logs: a member granted the store
+        /// key reads them before it holds any later generation.
         let members: SubKey
-        /// The key a new member is granted (``grantedStoreKey``).
-        let store: StoreKey
+        /// Generation 0's key for the peer channel's handshake, the same across rotations.
         let peers: SubKey
+        /// The key a new member is granted (``grantedStoreKey``): generation 0's, from which
+        /// a rotation made after the grant is reached through the key objects sealed to it.
+        var store: StoreKey { base }
 
-        init(_ key: StoreKey) {
-            store = key
-            members = key.subkey(for: .members)
-            batches = key.subkey(for: .batches)
-            heads = key.subkey(for: .heads)
-            snapshots = key.subkey(for: .snapshots)
+        init(_ key: StoreKey, keyring: Keyring? = nil) {
+            let current = keyring?.current ?? key
+            base = key
+            self.keyring = keyring
+            batches = current.subkey(for: .batches)
+            heads = current.subkey(for: .heads)
+            snapshots = current.subkey(for: .snapshots)
             blobContents = key.subkey(for: .blobContents)
             blobNames = key.subkey(for: .blobNames)
+            fingerprints = key.subkey(for: .batches)
+            members = key.subkey(for: .members)
             peers = key.subkey(for: .peers)
+        }
+
+        /// The `purpose` key that opens `sealed`, found at `path`: of the generation its header
+        /// names. Throws `authenticationFailed` for a header
+        /// that is not an object's, or names a generation this replica does not hold (its key
+        /// object not listed yet, or never written): damage, "not there yet".
+        func opening(_ purpose: KeyPurpose, _ sealed: some Collection<UInt8>, at path: String) throws(ConcordError) -> SubKey {
+            let generation = try EncryptedObject.generation(of: sealed, path: path)
+            let current = purpose == .batches ? batches : purpose == .heads ? heads : snapshots
+            if generation == current.generation { return current }
+            if generation.isZero { return base.subkey(for: purpose) }
+            guard let key = keyring?.key(for: generation) else {
+                throw ConcordError(.authenticationFailed, "remote object \(path) is sealed under key generation \(generation), whose key this replica does not hold (its key object is not listed yet, or was never written); run `concord doctor`")
+            }
+            return key.subkey(for: purpose)
         }
     }
 
@@ -108,8 +144,10 @@ public actor SyncEngine {
     /// `lossCheckInterval`: how often a sync lists every batch for vanished ones (default an
     /// hour; 0: every sync). `requestsInFlight`: how many requests a sync keeps in flight
     /// (default 8; at least 1). `identity`: this device's identity, which signs everything
-    /// it writes once the store is shared (docs/ARCHITECTURE.md §5, "Signatures"); nil for a
-    /// device without one (it cannot write to a shared store).
+    /// it writes once the store is shared (docs/ARCHITECTURE.md §5, "Signatures") and opens
+    /// the key generations an owner's rotation sealed to it (``rotateStoreKey(recipients:)``);
+    /// nil for a device without one (it cannot write to a shared store, and a store whose key
+    /// was rotated reads as one this replica was removed from).
     public init(
         store: Store, remote: any Remote, key: StoreKey, storeID: StoreID,
         clock: any PhysicalClock = SystemClock(), maxClockDrift: UInt64 = 60_000, snapshotEvery: UInt64? = 64,
@@ -124,7 +162,12 @@ public actor SyncEngine {
         self.blobGracePeriod = blobGracePeriod
         self.store = store
         self.remote = remote
-        let keys = Keys(key)
+        self.baseKey = key
+        self.identity = identity
+        // The key generations this replica knew when it last synced; the first sync reads
+        // them again (and throws what reading them throws).
+        let known = try? Self.keptKeyObjects(in: store)
+        let keys = Keys(key, keyring: known.flatMap { try? Keyring(base: key, objects: $0, identity: identity) })
         self.keys = keys
         let gate = SignatureGate(identity: identity)
         self.identity = identity
@@ -297,6 +340,8 @@ public actor SyncEngine {
             return SyncMode.pullOnly
         } ?? requested
         var heads = try await listHeads()
+        // A replica removed from the store (``listHeads()`` read the key generations) stops here.
+        try checkNotRemoved()
         report.rejected += heads.rejected
         // The store's file is a copy: it continues under a new id, whatever the remote shows.
         if try await continueUnderANewIDIfFileCopied(oldHead: heads.read[store.replicaID], into: &report) { heads = try await listHeads() }

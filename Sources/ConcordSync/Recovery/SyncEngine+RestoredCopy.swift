@@ -66,11 +66,12 @@ extension SyncEngine {
             torn = []
             for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(me)) {
                 guard case let .batch(origin, seq)? = RemoteLayout.parse(object.path), origin == me, seq <= pushed,
-                    let plaintext = try store.sealedBytes(seq: seq), object.size != writes.sealedBatchSize(plaintext.count, of: me, seq: seq)
+                    let plaintext = try store.sealedBytes(seq: seq),
+                    !(object.size.map { writes.isSealedBatchSize($0, ofPlaintext: plaintext.count, of: me, seq: seq) } ?? false)
                 else { continue }
                 let sealed = writes.sealBatch(plaintext, of: me, seq: seq).bytes
                 // A listing without sizes: read back, and put again only if it differs.
-                if object.size == nil, try await objects.authenticBytes(at: object.path) == sealed { continue }
+                if object.size == nil, let there = try await objects.authenticBytes(at: object.path), objects.same(there, as: sealed, at: object.path) { continue }
                 torn.append(object.path)
                 for hash in Self.files(in: try DeltaCodec.decode(plaintext)).sorted() where store.blobs.contains(hash) {
                     try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))

@@ -244,7 +244,7 @@ extension SyncEngine {
             // put again, covered or not (publishing again checks it byte for byte first).
             // (A size the listing does not give is unknown: no evidence of a tear.)
             if origin == me, let size = object.size, let plaintext = try store.sealedBytes(seq: seq),
-               size != writes.sealedBatchSize(plaintext.count, of: me, seq: seq) {
+               !writes.isSealedBatchSize(size, ofPlaintext: plaintext.count, of: me, seq: seq) {
                 ownTorn = true
                 continue
             }
@@ -314,7 +314,7 @@ extension SyncEngine {
             let (path, sealed) = writes.sealBatch(plaintext, of: me, seq: seq)
             // An older copy may hold a batch torn by an upload that was retried later: one
             // that is there is checked byte for byte (this runs only after a rollback).
-            if present.contains(seq), try await objects.authenticBytes(at: path) == sealed { continue }
+            if present.contains(seq), let there = try await objects.authenticBytes(at: path), objects.same(there, as: sealed, at: path) { continue }
             let delta = try DeltaCodec.decode(plaintext)
             for hash in Self.files(in: delta).sorted() where store.blobs.contains(hash) {
                 try await reupload(hash, path: BlobName.remotePath(for: hash, key: keys.blobNames))

@@ -33,7 +33,7 @@ struct RemoteObjects: Sendable {
     /// The batch `sealed`, found at `path`, authenticated and decoded — without checking
     /// that it is the batch the name says (what it references counts wherever it lies).
     func openBatch(_ sealed: [UInt8], at path: String) throws(ConcordError) -> Delta {
-        try DeltaCodec.decode(try gate.open(try EncryptedObject.open(sealed, path: path, key: keys.batches), path: path))
+        try DeltaCodec.decode(try gate.open(try EncryptedObject.open(sealed, path: path, key: try keys.opening(.batches, sealed, at: path)), path: path))
     }
 
     /// Batch `seq` of `origin`, from the bytes fetched at its name.
@@ -45,12 +45,12 @@ struct RemoteObjects: Sendable {
     /// (``ConcordCrypto/EncryptedObject/fingerprint(of:path:key:)``).
     func openFingerprintedBatch(_ sealed: [UInt8], origin: ReplicaID, seq: UInt64) throws(ConcordError) -> (delta: Delta, fingerprint: BatchFingerprint) {
         let path = RemoteLayout.batch(origin, seq: seq)
-        let plaintext = try EncryptedObject.open(sealed, path: path, key: keys.batches)
+        let plaintext = try EncryptedObject.open(sealed, path: path, key: try keys.opening(.batches, sealed, at: path))
         let delta = try DeltaCodec.decode(try gate.open(plaintext, path: path))
         guard delta.origin == origin, delta.seq == seq else {
             throw ConcordError(.malformed, "remote object \(path) holds delta \(delta.seq) of \(delta.origin): it was moved or swapped; run `concord doctor`")
         }
-        return (delta, BatchFingerprint(digest: EncryptedObject.fingerprint(of: plaintext, path: path, key: keys.batches), size: UInt64(sealed.count)))
+        return (delta, BatchFingerprint(digest: EncryptedObject.fingerprint(of: plaintext, path: path, key: keys.fingerprints), size: UInt64(sealed.count)))
     }
 
     /// What the snapshot `sealed`, found at `path`, covers (per origin, the seq of its newest
@@ -76,13 +76,14 @@ struct RemoteObjects: Sendable {
     /// The snapshot `sealed`, found at `path`, opened in its own memory and read as far as
     /// its first record: its records are checked as they are read.
     func openSnapshotReader(_ sealed: consuming [UInt8], at path: String) throws(ConcordError) -> SnapshotObjectReader {
-        try SnapshotObjectReader(try gate.open(try EncryptedObject.open(consuming: sealed, path: path, key: keys.snapshots), path: path), path: path)
+        let key = try keys.opening(.snapshots, sealed, at: path)
+        return try SnapshotObjectReader(try gate.open(try EncryptedObject.open(consuming: sealed, path: path, key: key), path: path), path: path)
     }
 
     /// The head of `replica` at `seq`, from the bytes fetched at its name.
     func openHead(_ sealed: [UInt8], replica: ReplicaID, seq: UInt64) throws(ConcordError) -> Head {
         let path = RemoteLayout.head(replica, seq: seq)
-        let head = try Head.decode(try gate.open(try EncryptedObject.open(sealed, path: path, key: keys.heads), path: path), path: path)
+        let head = try Head.decode(try gate.open(try EncryptedObject.open(sealed, path: path, key: try keys.opening(.heads, sealed, at: path)), path: path), path: path)
         guard head.replica == replica.description, head.seq == seq else {
             throw ConcordError(.malformed, "remote head \(path) holds the head of \(head.replica) at \(head.seq): it was moved or swapped")
         }
@@ -92,15 +93,33 @@ struct RemoteObjects: Sendable {
     /// Whether `sealed` authenticates as the object at `path` under its kind's key (only
     /// batches and snapshots are asked about), without decoding it.
     func authenticates(_ sealed: [UInt8], at path: String) -> Bool {
-        let key: SubKey
+        plaintext(of: sealed, at: path) != nil
+    }
+
+    /// The plaintext of `sealed` as the object at `path` (a batch, snapshot or head), under
+    /// the key of the generation it names; nil when it does not authenticate.
+    func plaintext(of sealed: [UInt8], at path: String) -> [UInt8]? {
+        let purpose: KeyPurpose
         switch RemoteLayout.parse(path) {
-        case .batch?: key = keys.batches
-        case .snapshot?: key = keys.snapshots
-        case .head?: key = keys.heads
-        default: return false
+        case .batch?: purpose = .batches
+        case .snapshot?: purpose = .snapshots
+        case .head?: purpose = .heads
+        default: return nil
         }
-        guard let plaintext = try? EncryptedObject.open(sealed, path: path, key: key) else { return false }
-        return (try? gate.open(plaintext, path: path)) != nil
+        guard let key = try? keys.opening(purpose, sealed, at: path),
+            let plaintext = try? EncryptedObject.open(sealed, path: path, key: key),
+            (try? gate.open(plaintext, path: path)) != nil
+        else { return nil }
+        return plaintext
+    }
+
+    /// Whether `there` (read at `path`) and `sealed` are the same object: the same bytes,
+    /// or the same plaintext sealed under two key generations (a batch sealed again after a
+    /// rotation holds the same changes under the same name).
+    func same(_ there: [UInt8], as sealed: [UInt8], at path: String) -> Bool {
+        if there == sealed { return true }
+        guard let a = plaintext(of: there, at: path), let b = plaintext(of: sealed, at: path) else { return false }
+        return a == b
     }
 
     // MARK: Fetching and opening

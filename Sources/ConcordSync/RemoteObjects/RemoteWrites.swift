@@ -32,29 +32,48 @@ struct RemoteWrites: Sendable {
         EncryptedObject.encryptDeterministically(gate.sign(plaintext, path: path), path: path, key: keys.snapshots)
     }
 
-    /// The size of the sealed bytes of this replica's batch `seq` whose plaintext is
-    /// `count` bytes (``sealBatch(_:of:seq:)``): what a whole copy on the remote measures.
-    func sealedBatchSize(_ count: Int, of replica: ReplicaID, seq: UInt64) -> UInt64 {
+    /// Whether `size` is what the sealed bytes of this replica's batch `seq`, whose plaintext
+    /// is `count` bytes (``sealBatch(_:of:seq:)``), measure whole on the remote: signed or
+    /// not as the store is, under any key generation.
+    func isSealedBatchSize(_ size: UInt64, ofPlaintext count: Int, of replica: ReplicaID, seq: UInt64) -> Bool {
         let signed = gate.signs(RemoteLayout.batch(replica, seq: seq)) ? SignedEnvelope.headerSize : 0
-        return UInt64(count + signed + EncryptedObject.overheadByteCount)
+        return EncryptedObject.isSealedSize(size, ofPlaintext: count + signed)
     }
 
     // MARK: Putting
 
     /// Puts sealed bytes (``sealBatch(_:of:seq:)``, ``sealSnapshot(_:at:)``) at `path`.
     func put(_ bytes: [UInt8], at path: String) async throws(ConcordError) {
+        try checkMember()
         try await remote.put(path, bytes)
     }
 
     /// Seals and puts batch `seq` of `replica`.
     func putBatch(_ plaintext: [UInt8], of replica: ReplicaID, seq: UInt64) async throws(ConcordError) {
+        try checkMember()
         let (path, bytes) = sealBatch(plaintext, of: replica, seq: seq)
         try await remote.put(path, bytes)
+    }
+
+    /// Puts a key generation's key object at `heads/keys/<id>`.
+    func putKeyObject(_ object: KeyObject) async throws(ConcordError) {
+        try checkMember()
+        try await remote.put(Keyring.path(object.id), object.bytes)
+    }
+
+    /// Throws `removedFromStore` when the keyring says this
+    /// replica lacks the current key: it was removed, and writes nothing more (what it
+    /// would seal, a removed member could read).
+    private func checkMember() throws(ConcordError) {
+        if let keyring = keys.keyring, keyring.isRemoved {
+            throw ConcordError(.removedFromStore, SyncEngine.removedMessage(keyring, identity: nil))
+        }
     }
 
     /// Seals `head` (with a random nonce: a head is rewritten in place) and puts it at its
     /// name, `heads/<replica>-<seq>`.
     func putHead(_ head: Head, of replica: ReplicaID) async throws(ConcordError) {
+        try checkMember()
         let path = RemoteLayout.head(replica, seq: head.seq)
         try await remote.put(path, EncryptedObject.encrypt(gate.sign(head.json(), path: path), path: path, key: keys.heads))
     }
@@ -69,12 +88,14 @@ struct RemoteWrites: Sendable {
 
     /// Deletes the head `heads/<replica>-<seq>`.
     func deleteHead(of replica: ReplicaID, seq: UInt64) async throws(ConcordError) {
+        try checkMember()
         try await remote.delete(RemoteLayout.head(replica, seq: seq))
     }
 
     /// Deletes the object at `path`: a batch or snapshot compaction dropped, a file the
     /// sweep found unreferenced, a stale head doctor's repair removes.
     func delete(_ path: String) async throws(ConcordError) {
+        try checkMember()
         try await remote.delete(path)
     }
 }

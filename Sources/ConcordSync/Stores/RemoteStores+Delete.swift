@@ -72,14 +72,21 @@ extension RemoteStores {
     }
 
     /// Throws `storeInUse` when a head of a replica not in `excluding` says it synced within
-    /// `window` before `now`.
+    /// `window` before `now` — or, sealed under a rotated key (a key generation the store key
+    /// alone does not open), was written within `window` as its listing says.
     func refuseIfInUse(_ remote: any Remote, key: StoreKey, now: UInt64, window: UInt64, excluding: Set<ReplicaID>, name: String) async throws {
         let headsKey = key.subkey(for: .heads)
         var newest: Head?
         for object in try await remote.list(prefix: RemoteLayout.headsPrefix) {
             guard case let .head(replica, _)? = RemoteLayout.parse(object.path), !excluding.contains(replica) else { continue }
-            guard let sealed = try? await remote.get(object.path, limit: RemoteLayout.maxHeadSize),
-                  let plain = try? EncryptedObject.open(sealed, path: object.path, key: headsKey),
+            guard let sealed = try? await remote.get(object.path, limit: RemoteLayout.maxHeadSize) else { continue }
+            if let generation = try? EncryptedObject.generation(of: sealed, path: object.path), !generation.isZero {
+                if let written = object.modified, written + window > now, written > (newest?.syncedAt ?? 0) {
+                    newest = Head(replica: replica.description, seq: 0, device: nil, syncedAt: written, applied: [:], vector: [:])
+                }
+                continue
+            }
+            guard let plain = try? EncryptedObject.open(sealed, path: object.path, key: headsKey),
                   let head = try? Head.decode(plain, path: object.path),
                   head.replica == replica.description
             else { continue }

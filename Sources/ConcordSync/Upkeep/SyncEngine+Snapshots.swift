@@ -54,7 +54,7 @@ extension SyncEngine {
         }
         // A put under this name that failed may have landed all the same (its reply was
         // lost) with the state of then: that snapshot stands — one name, one content.
-        if !taken, try store.syncState(.snapshotAttempt) == seq, let landed = try await objects.authenticBytes(at: path), landed != sealed {
+        if !taken, try store.syncState(.snapshotAttempt) == seq, let landed = try await objects.authenticBytes(at: path), !objects.same(landed, as: sealed, at: path) {
             try store.setSyncState(.snapshotSeq, seq)
             try store.setSyncState(.snapshotDigest, ContentHasher.hash(landed).bytes)
             _ = try await refreshHead()

@@ -1,0 +1,118 @@
+import ConcordCore
+import ConcordCrypto
+import ConcordRemote
+import ConcordStore
+
+/// Key generations (docs/ARCHITECTURE.md §5): the key objects this replica knows, kept in
+/// its store; reading the new ones a listing of `heads/` shows; and what follows when a
+/// generation does not open with this device's identity — the replica was removed.
+extension SyncEngine {
+    // MARK: Kept key objects
+
+    /// The key objects `store` keeps (those its last keyring knew), as read from the remote.
+    static func keptKeyObjects(in store: Store) throws(ConcordError) -> [KeyObject] {
+        guard let bytes = try store.syncState(.keyObjects) else { return [] }
+        var objects: [KeyObject] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard offset + 4 <= bytes.count else { break }
+            let length = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+            offset += 4
+            guard length >= 20, offset + length <= bytes.count, let id = KeyGenerationID(bytes: bytes[(offset + 4)..<(offset + 20)]) else {
+                throw ConcordError(.corrupt, "the key objects this store keeps are damaged; sync again to read them from the remote")
+            }
+            objects.append(try KeyObject(bytes: Array(bytes[offset..<(offset + length)]), path: Keyring.path(id), id: id))
+            offset += length
+        }
+        return objects
+    }
+
+    private static func keep(_ objects: [KeyObject], in store: Store) throws(ConcordError) {
+        var bytes: [UInt8] = []
+        for object in objects.sorted(by: { $0.id < $1.id }) {
+            let length = object.bytes.count
+            bytes += [UInt8(length >> 24 & 0xff), UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff)] + object.bytes
+        }
+        try store.setSyncState(.keyObjects, bytes.isEmpty ? nil : bytes)
+    }
+
+    /// The line that says `store` was removed from its remote store, if it found so at its
+    /// last sync (its copy is read-only since).
+    public static func removal(in store: Store) throws(ConcordError) -> String? {
+        try store.syncState(.removedFromStore)
+    }
+
+    /// The current key generation of this replica's keyring (``KeyGeneration/zero`` before any
+    /// rotation it knows of).
+    public func keyGeneration() -> KeyGeneration {
+        keys.keyring?.frontier ?? .zero
+    }
+
+    // MARK: Reading key objects
+
+    /// Reads the key objects `listed` (generation ids from the listing of `heads/`) that this
+    /// replica does not keep yet, and adopts the keyring they make with those it keeps. A key
+    /// object cut short or not one is left aside (not there yet; `doctor` names it).
+    ///
+    /// A replica that finds it cannot derive the current key records its removal
+    /// (``checkNotRemoved()`` throws it) and writes nothing more.
+    ///
+    /// - Throws: `authenticationFailed` when a key object this
+    ///   replica can open was modified or forged (nothing is sealed then).
+    func readKeyObjects(_ listed: [KeyGenerationID]) async throws(ConcordError) {
+        guard listed.contains(where: { keys.keyring?.objects[$0] == nil }) else { return }
+        var objects = try Self.keptKeyObjects(in: store)
+        let held = Set(objects.map(\.id))
+        var fetched = false
+        for id in listed where !held.contains(id) {
+            let path = Keyring.path(id)
+            do throws(ConcordError) {
+                guard let bytes = try await remote.get(path, limit: RemoteLayout.maxKeyObjectSize) else { continue }
+                objects.append(try KeyObject(bytes: bytes, path: path, id: id))
+                fetched = true
+            } catch where Self.isDamage(error) {
+                logger(ConcordLogLabel.sync).warning("key object left aside: \(error.message)")
+            }
+        }
+        if fetched || keys.keyring == nil && !objects.isEmpty { try adopt(objects) }
+    }
+
+    /// Adopts the keyring `objects` make: keeps them, seals under its current generation from
+    /// now on — or, when this replica cannot derive that generation's key, records the
+    /// removal (local writes are refused from then on; ``checkNotRemoved()`` throws it).
+    func adopt(_ objects: [KeyObject]) throws(ConcordError) {
+        let keyring = try Keyring(base: baseKey, objects: objects, identity: identity)
+        try Self.keep(Array(keyring.objects.values), in: store)
+        install(keyring)
+        if keyring.isRemoved {
+            try store.setSyncState(.removedFromStore, Self.removedMessage(keyring, identity: identity))
+            return
+        }
+        if try Self.removal(in: store) != nil {
+            // Sealed to this device again by a later rotation: a member once more.
+            try store.setSyncState(.removedFromStore, nil)
+        }
+    }
+
+    /// Seals under `keyring`'s current generation from now on, and opens every generation it holds.
+    func install(_ keyring: Keyring) {
+        keys = Keys(baseKey, keyring: keyring)
+        objects = RemoteObjects(remote: remote, keys: keys)
+        writes = RemoteWrites(remote: remote, keys: keys)
+    }
+
+    static func removedMessage(_ keyring: Keyring, identity: DeviceIdentity?) -> String {
+        let generations = keyring.unopened.map(\.description).joined(separator: ", ")
+        let why = identity == nil
+            ? "this replica has no identity (only the passphrase or key file)"
+            : "none of its sealed keys opens with this device's identity"
+        return "you were removed from this store: its key was rotated to generation \(generations) and \(why); "
+            + "this copy keeps everything it had, read-only, and syncs no more"
+    }
+
+    /// Throws `removedFromStore` when this replica found it
+    /// was removed: nothing more is written to the remote.
+    func checkNotRemoved() throws(ConcordError) {
+        if let line = try Self.removal(in: store) { throw ConcordError(.removedFromStore, line) }
+    }
+}
