@@ -179,7 +179,9 @@ import Testing
             }
             for error in [read, streamed] {
                 #expect(error?.code == .limitExceeded, "\(String(describing: error))")
-                #expect(error?.message.contains("the answer stalled") == true, "\(String(describing: error))")
+                // "the answer stalled" when the timer finds it; on a loaded machine the byte
+                // may itself arrive past the deadline, which stops the read the same way.
+                #expect(error?.message.contains("allowed to read 100 bytes") == true, "\(String(describing: error))")
             }
             // Two reads of at most 1.1 s each, however the machine is loaded: far below the 60 s idle timeout.
             #expect(ContinuousClock.now - started < .seconds(30))

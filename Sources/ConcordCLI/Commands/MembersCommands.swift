@@ -76,8 +76,8 @@ struct MembersRemove: AsyncParsableCommand {
         discussion: """
             The removal records, per replica of the member, the last change this replica had \
             applied: later ones are rejected by every replica. What the member already had, it \
-            keeps. The store key is not rotated yet: a removed member that keeps a copy of the \
-            key can still read what is written later.
+            keeps. The store key is then rotated to the members left: what is sealed after they \
+            read the new key is under a key the removed member never gets.
             """)
 
     @Argument(help: "The member's name.") var name: String
@@ -89,7 +89,7 @@ struct MembersRemove: AsyncParsableCommand {
         let membership = try await connection.engine.removeMember(named: name)
         options.emit(
             .object([("removed", .string(name)), ("members", .int(Int64(membership.members.values.filter { !$0.isRemoved }.count)))]),
-            "removed \"\(name)\": what it signs from now on is rejected by every replica")
+            "removed \"\(name)\": what it signs from now on is rejected by every replica; the store key was rotated to the \(membership.members.values.filter { !$0.isRemoved }.count) members left")
     }
 }
 

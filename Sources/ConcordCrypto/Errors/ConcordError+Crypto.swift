@@ -27,8 +27,8 @@ extension ConcordError.Code {
 }
 
 extension ConcordError.Code {
-    /// This replica's identity opens no key of the store's current key generation: an owner
-    /// rotated the store key without it, so it was removed from the store. It keeps what it
-    /// had, read-only; nothing more is synced.
+    /// This device was removed from the shared store: the membership says so, or its
+    /// identity opens no key of the store's current key generation (an owner rotated the
+    /// store key without it). It keeps what it had, read-only; nothing more is synced.
     public static let removedFromStore = ConcordError.Code("removedFromStore")
 }

@@ -16,6 +16,10 @@ public struct SharingRecord: Sendable {
     /// The Ed25519 key (hex) of the owner who shared the store: the root of its membership
     /// (this replica's own key when it shared it, else the one its grant named).
     public static let root = SharingRecord(key: "sharing.root")
+    /// Set ("1") by an owner before it removes a member (or adds one to a store whose key
+    /// was rotated), cleared ("0") once the store key is rotated to the active members: a
+    /// sync finishes a rotation a crash left undone.
+    public static let rotationPending = SharingRecord(key: "sharing.rotationPending")
 }
 
 extension Store {

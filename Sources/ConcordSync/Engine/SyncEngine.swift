@@ -28,8 +28,6 @@ public actor SyncEngine {
     var writes: RemoteWrites
     /// Generation 0's key: the key of `concord.json`, as unlocked.
     let baseKey: StoreKey
-    /// This device's identity, which opens the key generations sealed to it.
-    let identity: DeviceIdentity?
     let storeID: StoreID
     let snapshotEvery: UInt64?
     /// Compaction shares another replica's snapshot, instead of writing one, when it leaves
@@ -59,7 +57,8 @@ public actor SyncEngine {
     var rejectedFiles: Set<ContentHash> = []
     /// In a shared store, checks what is fetched and signs what is written.
     let gate: SignatureGate
-    /// This device's identity: it signs what this replica writes to a shared store.
+    /// This device's identity: it signs what this replica writes to a shared store, and
+    /// opens the key generations sealed to it.
     public nonisolated let identity: DeviceIdentity?
     /// Files being fetched on demand, shared by every reader that waits for one
     /// (``localFile(_:)``).
@@ -88,8 +87,6 @@ public actor SyncEngine {
         /// Generation 0's key for a shared store's membership logs: a member granted the store
         /// key reads them before it holds any later generation.
         let members: SubKey
-        /// Generation 0's key for the peer channel's handshake, the same across rotations.
-        let peers: SubKey
         /// The key a new member is granted (``grantedStoreKey``): generation 0's, from which
         /// a rotation made after the grant is reached through the key objects sealed to it.
         var store: StoreKey { base }
@@ -105,7 +102,6 @@ public actor SyncEngine {
             blobNames = key.subkey(for: .blobNames)
             fingerprints = key.subkey(for: .batches)
             members = key.subkey(for: .members)
-            peers = key.subkey(for: .peers)
         }
 
         /// The `purpose` key that opens `sealed`, found at `path`: of the generation its header
@@ -163,7 +159,6 @@ public actor SyncEngine {
         self.store = store
         self.remote = remote
         self.baseKey = key
-        self.identity = identity
         // The key generations this replica knew when it last synced; the first sync reads
         // them again (and throws what reading them throws).
         let known = try? Self.keptKeyObjects(in: store)
@@ -342,6 +337,11 @@ public actor SyncEngine {
         var heads = try await listHeads()
         // A replica removed from the store (``listHeads()`` read the key generations) stops here.
         try checkNotRemoved()
+        // An owner's removal of a member whose key rotation a crash left undone.
+        if mode != .pullOnly, try store.sharingRecord(.rotationPending) == "1" {
+            try await finishPendingRotation()
+            heads = try await listHeads()
+        }
         report.rejected += heads.rejected
         // The store's file is a copy: it continues under a new id, whatever the remote shows.
         if try await continueUnderANewIDIfFileCopied(oldHead: heads.read[store.replicaID], into: &report) { heads = try await listHeads() }

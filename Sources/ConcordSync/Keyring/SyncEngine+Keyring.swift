@@ -97,8 +97,8 @@ extension SyncEngine {
     /// Seals under `keyring`'s current generation from now on, and opens every generation it holds.
     func install(_ keyring: Keyring) {
         keys = Keys(baseKey, keyring: keyring)
-        objects = RemoteObjects(remote: remote, keys: keys)
-        writes = RemoteWrites(remote: remote, keys: keys)
+        objects = RemoteObjects(remote: remote, keys: keys, gate: gate)
+        writes = RemoteWrites(remote: remote, keys: keys, gate: gate)
     }
 
     static func removedMessage(_ keyring: Keyring, identity: DeviceIdentity?) -> String {

@@ -137,6 +137,4 @@ extension ConcordError.Code {
     /// A signed object met before this replica read the store's members: the sync reads
     /// them and starts again (`SyncEngine.sync(mode:progress:)`); other calls say to sync.
     public static let membershipUnknown = ConcordError.Code("membershipUnknown")
-    /// This device's identity was removed from the shared store.
-    public static let removedFromStore = ConcordError.Code("removedFromStore")
 }

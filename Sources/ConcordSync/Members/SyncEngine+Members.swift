@@ -144,11 +144,17 @@ extension SyncEngine {
         guard try resolve(operations).member(signingKey: member.signingKey) == nil || member != identity.publicIdentity else {
             throw ConcordError(.invalidOperation, "this device is already the store's owner")
         }
+        // A store whose key was rotated: the new member is reached by a rotation to every
+        // active member (a grant hands out generation 0, which opens no later generation).
+        let rotates = !keyGeneration().isZero
+        if rotates { try store.setSharingRecord(.rotationPending, "1") }
         operations.insert(try await issue(MembershipOperation(
             action: MembershipOperation.add, store: storeID.hex, issuer: identity.publicIdentity.description, counter: 0, lamport: 0,
             member: member.description, name: name, role: role.name), by: identity, after: operations))
         try await putGrant(to: member)
-        return try await publish(operations, of: identity)
+        let membership = try await publish(operations, of: identity)
+        if rotates { try await finishPendingRotation() }
+        return membership
     }
 
     /// Removes the member called `name`: records the removal with its cut (per replica that
@@ -177,10 +183,30 @@ extension SyncEngine {
             if let id = ReplicaID(hex: replica) { cut[id] = applied[id] ?? 0 }
         }
         let opCut = operations.filter { $0.issuer == target.identity }.map(\.operation.counter).max() ?? 0
+        // Marked before the removal is published: a crash between the two leaves the
+        // rotation to this device's next sync.
+        try store.setSharingRecord(.rotationPending, "1")
         operations.insert(try await issue(MembershipOperation(
             action: MembershipOperation.remove, store: storeID.hex, issuer: identity.publicIdentity.description, counter: 0, lamport: 0,
             member: target.identity.description, cut: MembershipOperation.hexKeyed(cut), opCut: opCut), by: identity, after: operations))
-        return try await publish(operations, of: identity)
+        let after = try await publish(operations, of: identity)
+        try await finishPendingRotation()
+        return after
+    }
+
+    /// Rotates the store key to every active member (``rotateStoreKey(recipients:)``) when
+    /// this device, an owner, marked a rotation pending (``removeMember(named:)``, or
+    /// ``addMember(_:name:role:)`` on a store whose key was rotated) and has not done it
+    /// yet; then clears the mark. Every later object is sealed under a key a removed member
+    /// never gets. Called after the membership change and at every sync, so a crash between
+    /// the two is finished by the next sync.
+    func finishPendingRotation() async throws(ConcordError) {
+        guard try store.sharingRecord(.rotationPending) == "1", let identity, let membership = gate.current,
+            let me = membership.member(signingKey: identity.publicIdentity.signingKey), !me.isRemoved, me.role == .owner
+        else { return }
+        let recipients = membership.members.values.filter { !$0.isRemoved }.map(\.identity)
+        try await rotateStoreKey(recipients: recipients)
+        try store.setSharingRecord(.rotationPending, "0")
     }
 
     /// The key a member is granted. (With key generations, the newest one.)

@@ -27,11 +27,12 @@ extension SyncEngine {
         case differs
     }
 
-    /// A peer channel for this replica, keyed by the store key (docs/ARCHITECTURE.md, "The
+    /// A peer channel for this replica, keyed by the store key — generation 0's, the same
+    /// across rotations (docs/ARCHITECTURE.md, "The
     /// peer channel"). Give it to ``AutoSync``, which applies what it delivers and sends
     /// this replica's batches as it seals them.
     public nonisolated func peerChannel(configuration: PeerChannel.Configuration = PeerChannel.Configuration()) -> PeerChannel {
-        PeerChannel(replica: store.replicaID, key: keys.peers, configuration: configuration, logger: logger(ConcordLogLabel.peers))
+        PeerChannel(replica: store.replicaID, key: baseKey.subkey(for: .peers), configuration: configuration, logger: logger(ConcordLogLabel.peers))
     }
 
     /// Seals what the outbox holds (in bounded batches, as a push does) and returns this
