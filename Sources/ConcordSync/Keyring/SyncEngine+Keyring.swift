@@ -42,7 +42,7 @@ extension SyncEngine {
         try store.syncState(.removedFromStore)
     }
 
-    /// The current key generation of this replica's keyring (``KeyGeneration/zero`` before any
+    /// The current key generation of this replica's keyring (`KeyGeneration.zero` before any
     /// rotation it knows of).
     public func keyGeneration() -> KeyGeneration {
         keys.keyring?.frontier ?? .zero
