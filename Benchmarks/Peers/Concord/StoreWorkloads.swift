@@ -29,28 +29,10 @@ extension PeersConcord {
             // Before the timer: a new store joins the base snapshot and is closed, then
             // opened again (a store on disk holding the base state, as an app opens it).
             let delta = try read(.fullDelta, in: directory)
-            var last: Store?
-            for iteration in 0...repeats {
-                if let previous = last?.path {
-                    last = nil
-                    removeStore(at: previous)
-                }
-                let path = storePath(workload, iteration, in: directory)
-                try joined(snapshot, at: path)
-                let store = try Store(path: path)
-                let start = now()
+            return try timedOnFreshStores(workload, in: directory, repeats: repeats, prepare: { try joined(snapshot, at: $0) }) { store in
                 let outcome = try store.apply(encoded: delta)
-                let elapsed = now() - start
                 precondition(outcome == .applied)
-                if iteration > 0 { times.append(elapsed) }
-                last = store
             }
-            let peak = peakResidentKiB()
-            let checksum = Checksum(try last!.records(in: "items"))
-            let path = last!.path
-            last = nil
-            removeStore(at: path)
-            return (times, peak, checksum, "")
         case "store-load-read":
             // Before the timer: one store holding the base state, closed. Timed: open it and
             // read every record; the read alone is reported too ("read_times").
@@ -75,30 +57,43 @@ extension PeersConcord {
             return (times, peak, Checksum(rows), ", \"read_times\": [\(readTimes.map { String($0) }.joined(separator: ", "))]")
         case "store-join":
             // Before the timer: a new, empty store. Timed: read the snapshot's bytes and join them.
-            var last: Store?
-            for iteration in 0...repeats {
-                if let previous = last?.path {
-                    last = nil
-                    removeStore(at: previous)
-                }
-                let path = storePath(workload, iteration, in: directory)
-                let store = try Store(path: path)
-                let start = now()
+            return try timedOnFreshStores(workload, in: directory, repeats: repeats) { store in
                 let outcome = try store.join(snapshot: try SnapshotReader(snapshot))
-                let elapsed = now() - start
                 precondition(outcome == .applied)
-                if iteration > 0 { times.append(elapsed) }
-                last = store
             }
-            let peak = peakResidentKiB()
-            let checksum = Checksum(try last!.records(in: "items"))
-            let path = last!.path
-            last = nil
-            removeStore(at: path)
-            return (times, peak, checksum, "")
         default:
             usage()
         }
+    }
+
+    /// One warm-up and `repeats` timed runs of `timed`, each on a store of its own at a new
+    /// path (`prepare`d before the store is opened), the previous one removed as the next
+    /// begins; then the peak resident set, and the last store read back, checked and removed.
+    static func timedOnFreshStores(
+        _ workload: String, in directory: String, repeats: Int, prepare: (String) throws -> Void = { _ in }, timed: (Store) throws -> Void
+    ) throws -> (times: [Double], peak: Int, checksum: Checksum, extra: String) {
+        var times: [Double] = []
+        var last: Store?
+        for iteration in 0...repeats {
+            if let previous = last?.path {
+                last = nil
+                removeStore(at: previous)
+            }
+            let path = storePath(workload, iteration, in: directory)
+            try prepare(path)
+            let store = try Store(path: path)
+            let start = now()
+            try timed(store)
+            let elapsed = now() - start
+            if iteration > 0 { times.append(elapsed) }
+            last = store
+        }
+        let peak = peakResidentKiB()
+        let checksum = Checksum(try last!.records(in: "items"))
+        let path = last!.path
+        last = nil
+        removeStore(at: path)
+        return (times, peak, checksum, "")
     }
 
     /// A new store at `path` that has joined `snapshot`, closed when this returns.
