@@ -24,8 +24,8 @@ import Darwin
     }
 
     /// The process's peak resident memory so far, in MiB. Other tests run in the same process
-    /// at the same time, so the checks below allow 512 MiB of growth: a quarter of what
-    /// reading the 2 GiB file would take.
+    /// at the same time (one of them once added 535 MiB during the sync below), so the checks
+    /// below allow 1 GiB of growth: half of what reading the 2 GiB file would take.
     static func peakMiB() -> Int {
         var usage = rusage()
         #if canImport(Glibc)
@@ -46,7 +46,7 @@ import Darwin
         #expect(unlock.message.contains("concord.json") && unlock.message.contains("2147483648 bytes"), "\(unlock.message)")
         let sync = try await #require(throws: ConcordError.self) { try await fleet.engines[0].sync() }
         #expect(sync.code == .limitExceeded)
-        #expect(Self.peakMiB() - before < 512, "the 2 GiB file was read")
+        #expect(Self.peakMiB() - before < 1024, "the 2 GiB file was read")
     }
 
     @Test func aSparseTwoGiBBatchIsRejectedAndEverythingElseSyncs() async throws {
@@ -60,7 +60,7 @@ import Darwin
         try b.set(RecordRef(collection: "notes", id: "n2"), "title", .string("from b"))
         let report = try await fleet.engines[1].sync()
         #expect(report.rejected.contains { $0.contains(batch) && $0.contains("over the limit") }, "\(report.rejected)")
-        #expect(Self.peakMiB() - before < 512, "the 2 GiB batch was read")
+        #expect(Self.peakMiB() - before < 1024, "the 2 GiB batch was read")
         // b's own change still went out, and a receives it.
         _ = try await fleet.engines[0].sync()
         #expect(try a.record(RecordRef(collection: "notes", id: "n2")) != nil)
