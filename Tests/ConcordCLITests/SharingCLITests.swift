@@ -144,6 +144,9 @@ import Testing
         // The removed member's own sync fails in one line.
         expectFailure(try cli.run(["sync", "--store", cli.path("writer.db")], environment: ["CONCORD_PASSPHRASE": nil]), status: 1, mentioning: ["removed"])
         #expect(try records(cli, "writer").isSuperset(of: ["before-sharing", "by-wendy", "after-removal"]), "the removed member keeps its copy")
+        // Its copy is read-only from then on: a local write is refused, and nothing changes.
+        expectFailure(try cli.run(["put", "--store", cli.path("writer.db"), "c", "after-told", "v=5"]), status: 1, mentioning: ["read-only"])
+        #expect(try !records(cli, "writer").contains("after-told"))
         let after = try #require(try cli.on("owner", ["members", "list", "--json"]).json() as? [[String: Any]])
         #expect(after.first { $0["name"] as? String == "wendy" }?["status"] as? String == "removed")
 

@@ -87,9 +87,6 @@ public actor SyncEngine {
         /// Generation 0's key for a shared store's membership logs: a member granted the store
         /// key reads them before it holds any later generation.
         let members: SubKey
-        /// The key a new member is granted (``grantedStoreKey``): generation 0's, from which
-        /// a rotation made after the grant is reached through the key objects sealed to it.
-        var store: StoreKey { base }
 
         init(_ key: StoreKey, keyring: Keyring? = nil) {
             let current = keyring?.current ?? key

@@ -88,8 +88,9 @@ extension SyncEngine {
             try store.setSyncState(.removedFromStore, Self.removedMessage(keyring, identity: identity))
             return
         }
-        if try Self.removal(in: store) != nil {
-            // Sealed to this device again by a later rotation: a member once more.
+        if try Self.removal(in: store) != nil, removedByMembership() == nil {
+            // Sealed to this device again by a later rotation, and not removed by the
+            // membership: a member once more.
             try store.setSyncState(.removedFromStore, nil)
         }
     }

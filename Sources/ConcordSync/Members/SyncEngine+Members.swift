@@ -50,9 +50,20 @@ extension SyncEngine {
         let membership = Membership.resolve(operations, root: try Self.membershipRoot(store))
         gate.update(membership.isShared ? membership : nil, bindings: [:], read: true)
         try keepBindings()
-        if checkRemoval, let identity, let me = membership.member(signingKey: identity.publicIdentity.signingKey), me.isRemoved {
-            throw ConcordError(.removedFromStore, "this device (\"\(me.name)\") was removed from this shared store: nothing was pulled or pushed; the local copy stays as it is, read-only")
+        if let line = removedByMembership() {
+            // Recorded like a removal the keyring shows: local writes are refused from now on.
+            if try Self.removal(in: store) == nil { try store.setSyncState(.removedFromStore, line) }
+            if checkRemoval { throw ConcordError(.removedFromStore, line) }
         }
+    }
+
+    /// The line saying this device's identity was removed from the shared store, when the
+    /// membership in force says so; nil otherwise.
+    func removedByMembership() -> String? {
+        guard let identity, let membership = gate.current,
+            let me = membership.member(signingKey: identity.publicIdentity.signingKey), me.isRemoved
+        else { return nil }
+        return "this device (\"\(me.name)\") was removed from this shared store: nothing was pulled or pushed; the local copy stays as it is, read-only"
     }
 
     /// Why this device may not write to the store, when it may not; nil when it may.
@@ -209,8 +220,9 @@ extension SyncEngine {
         try store.setSharingRecord(.rotationPending, "0")
     }
 
-    /// The key a member is granted. (With key generations, the newest one.)
-    func grantedStoreKey() -> StoreKey { keys.store }
+    /// The key a member is granted: generation 0's, from which a rotation made after the
+    /// grant is reached through the key objects sealed to the member.
+    func grantedStoreKey() -> StoreKey { baseKey }
 
     private func putGrant(to member: PublicIdentity) async throws(ConcordError) {
         guard let root = try Self.membershipRoot(store) else { throw ConcordError(.invalidOperation, "this store's membership has no root: it is not shared") }
