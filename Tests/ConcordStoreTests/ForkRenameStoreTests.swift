@@ -38,7 +38,7 @@ import Testing
     @Test func renamingTheStoredStateEqualsRenamingTheLoadedState() throws {
         let directory = TemporaryDirectory("fork-rename-store")
         let fresh = ReplicaID(high: 0xF0F0, low: 0x0F0F)
-        for seed in 0..<40 {
+        for seed in 0..<15 {
             var codes = Codes(state: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ 1)
             var a = Replica(id: ReplicaID(high: 1, low: 1))
             var b = Replica(id: ReplicaID(high: 2, low: 2))
