@@ -369,10 +369,13 @@ import Testing
     /// The device's store and the remote are backed up at the same moment; a writes n2 and
     /// syncs, b pulls it; both are restored — the store's bytes written back into its own
     /// file, which keeps its identity — and a writes n3 and syncs: under the batch name b
-    /// applied n2 from, with nothing on either side to tell. The fork cannot be merged, but
-    /// it is named: by b's `doctor` (a `forkedHistory` problem), and by a once b's next batch
-    /// depends on n2 (`forks` in `sync --json`, a warning instead of "nothing was lost").
-    @Test func aDeviceRestoredInPlaceWithItsRemoteToOneMomentNamesTheFork() throws {
+    /// applied n2 from, with nothing on either side to tell. The fork is named first: by b's
+    /// `doctor` (a `forkedHistory` problem), and by a once b's next batch depends on n2
+    /// (`forks` in `sync --json`, a warning instead of "nothing was lost"). Then it is
+    /// merged: a few syncs later a, b, and a replica c that joins afterwards hold n1, n2, n3
+    /// and b's writes, converged; the merge is reported once (`merged`), and doctor finds no
+    /// problem left.
+    @Test func aDeviceRestoredInPlaceWithItsRemoteToOneMomentNamesTheForkThenMergesIt() throws {
         let cli = try CLI()
         defer { cli.cleanUp() }
         let a = try Self.restoreDeviceAndRemoteToOneMoment(cli, inPlace: true)
@@ -389,7 +392,30 @@ import Testing
         let report = try found.object()
         #expect((report["restoredCopy"] as? [String: Any])?["oldReplica"] as? String == a, "\(report)")
         let forks = try #require(report["forks"] as? [[String: Any]])
-        #expect(forks.contains { $0["replica"] as? String == a && $0["batch"] as? String == forked }, "\(forks)")
+        #expect(forks.contains { $0["replica"] as? String == a && $0["batch"] as? String == forked && $0["merged"] as? Bool == false }, "\(forks)")
         #expect(found.stderr.contains("history forked") && !found.stderr.contains("nothing was lost"), "\(found.stderr)")
+
+        // The merge: b learns a's side from its head, a learns b's.
+        var merged: [String: Int] = [:]
+        for name in ["b", "a", "b", "a"] {
+            let synced = try cli.on(name, ["sync", "--json"]).object()
+            let forks = try #require(synced["forks"] as? [[String: Any]], "\(synced)")
+            #expect(forks.allSatisfy { $0["merged"] as? Bool == true && $0["batch"] as? String == forked }, "\(name): \(forks)")
+            merged[name, default: 0] += forks.count
+        }
+        #expect(merged == ["a": 1, "b": 1], "each replica reports the merge once: \(merged)")
+        try cli.on("b", ["put", "notes", "m2", "title=bee again"])
+        try cli.syncAll(["b", "a"])
+        try cli.on("c", ["init", "--name", "c"])
+        try cli.on("c", ["remote", "set", cli.remoteURL])
+        try cli.syncAll(["c"])
+        let dump = try cli.dump("a")
+        for word in ["one", "two", "three, written after the restore", "bee", "bee again"] { #expect(dump.contains(word), "\(word) missing: \(dump)") }
+        #expect(try cli.dump("b") == dump)
+        #expect(try cli.dump("c") == dump)
+        for replica in ["a", "b", "c"] {
+            let doctor = try cli.run(["doctor", "--json", "--store", cli.path("\(replica).db")])
+            #expect(doctor.status == 0, "\(replica): \(doctor.stdout)")
+        }
     }
 }

@@ -148,13 +148,16 @@ struct Sync: AsyncParsableCommand {
             lines.append("concord: warning: the remote had lost objects this replica knew were there (it was rolled back, restored from an older copy, or objects were deleted); published again from this replica: \(report.remoteRolledBack.joined(separator: ", "))")
         }
         if let change = report.restoredCopy {
-            let forked = report.forks.contains { $0.replica == change.old }
+            let forked = report.forks.contains { $0.replica == change.old && !$0.merged }
             lines.append("concord: warning: this store is an older copy of replica \(change.old) (restored from a backup: \(Entry.oneLine(change.evidence))); it continues as replica \(change.new), pulled the history it lacked, and pushed its newer changes under the new id — \(forked ? "but it had pushed batches under names the other copy had used (below)" : "nothing was lost or overwritten")")
         }
         if !report.announcedOrphans.isEmpty {
             lines.append("concord: warning: \(report.announcedOrphans.count) change batch\(report.announcedOrphans.count == 1 ? "" : "es") on the remote that no head announced (a lost store uploaded them, or their head was deleted); announced now, so every replica applies them: \(report.announcedOrphans.joined(separator: ", "))")
         }
-        for fork in report.forks {
+        for fork in report.forks where fork.merged {
+            lines.append("concord: replica \(fork.replica)'s forked history (at \(fork.batch)) is merged: \(Entry.oneLine(fork.evidence)); no write of either side is lost")
+        }
+        for fork in report.forks where !fork.merged {
             lines.append("concord: warning: replica \(fork.replica)'s history forked at \(fork.batch): \(Entry.oneLine(fork.evidence)); two copies of it wrote under one name (a device restored from a backup while the storage was rolled back), so its batches past that name are not applied here (run `concord doctor`)")
         }
         for skew in report.skews {
@@ -179,7 +182,7 @@ struct Sync: AsyncParsableCommand {
             } ?? .null),
             ("announcedOrphans", .array(report.announcedOrphans.map { .string($0) })),
             ("forks", .array(report.forks.map {
-                .object([("replica", .string($0.replica.description)), ("batch", .string($0.batch)), ("evidence", .string($0.evidence))])
+                .object([("replica", .string($0.replica.description)), ("batch", .string($0.batch)), ("evidence", .string($0.evidence)), ("merged", .bool($0.merged))])
             })),
         ])
     }

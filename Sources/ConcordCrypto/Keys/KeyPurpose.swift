@@ -46,9 +46,12 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     /// Seals the chained part of a key object `heads/keys/<id>` (the parent generations' keys,
     /// the signer and its signature) under the new generation's key.
     public static let keyring = KeyPurpose(subkeyID: 10, name: "keyring")
+    /// Keys the BLAKE2b that names the fresh replica id a forked history's renamed side
+    /// moves to when the fork is merged (``ForkName``).
+    public static let forkNames = KeyPurpose(subkeyID: 11, name: "forkNames")
 
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers, .members, .keyring]
+    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers, .members, .keyring, .forkNames]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

@@ -37,6 +37,14 @@ import GRDB
 ///   `batch_fingerprint`, `batch_size`, migration "v8-batch-fingerprints"; NULL until one is): a batch under that name with
 ///   other contents, or a next batch that follows another end, is a fork of that replica's
 ///   history (``Store/appliedBatches()``).
+/// - `concord_forks` (migration "v14-history-forks"): per fork of a replica's history this
+///   store knows (replica, the seq `k` where it parts), the common prefix's last stamp
+///   (`after`), the fingerprints of the two sides' batches at `k` (`side2` NULL until
+///   known), the one this store holds (`held`, NULL for neither), the own seq through which
+///   its own batches saw that side (`through`, set when it merges), whether it merged it and
+///   the fingerprint of the remote's batch at `k` when it was read (`remote_side`, 0 when
+///   none was there) (``Store/historyForks()``).
+///   `concord_fork_holders`: the same for other replicas, as their heads tell it.
 /// - The sync engine's own state (migration "v6"; ``Store/syncState(_:)``), each column of
 ///   one type — numbers (seqs, and times in milliseconds since the epoch) as their 64-bit
 ///   pattern, ids and digests as their bytes, remote paths and keyed file names as text:
@@ -81,7 +89,7 @@ import GRDB
 /// "v2" rewrites every such column.
 enum Schema {
     /// The schema version this release writes: the number of the newest migration.
-    static let version = 13
+    static let version = 14
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -178,6 +186,23 @@ enum Schema {
             try db.execute(sql: """
                 ALTER TABLE concord_sync_state ADD COLUMN key_objects BLOB;
                 ALTER TABLE concord_sync_state ADD COLUMN removed_from_store TEXT;
+                """)
+        }
+        migrator.registerMigration("v14-history-forks") { db in
+            // Forks of a replica's history this store knows of (docs/ARCHITECTURE.md §4,
+            // "Merging a fork"), and which side other replicas held when they merged one.
+            try db.execute(sql: """
+                CREATE TABLE concord_forks (
+                    replica BLOB NOT NULL, seq INTEGER NOT NULL, after INTEGER NOT NULL,
+                    side1 INTEGER NOT NULL, side2 INTEGER, held INTEGER, through INTEGER,
+                    merged INTEGER NOT NULL DEFAULT 0, remote_side INTEGER,
+                    PRIMARY KEY (replica, seq)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE concord_fork_holders (
+                    replica BLOB NOT NULL, seq INTEGER NOT NULL, holder BLOB NOT NULL,
+                    held INTEGER NOT NULL, through INTEGER NOT NULL,
+                    PRIMARY KEY (replica, seq, holder)
+                ) STRICT, WITHOUT ROWID;
                 """)
         }
         return migrator

@@ -123,8 +123,12 @@ public struct DoctorFinding: Hashable, Sendable {
         /// under its name now (``HistoryFork``) — two copies of one replica id wrote under
         /// one name, a device restored from a backup while the storage was rolled back to
         /// the same moment. Neither history's batches past the fork reach the replicas
-        /// that applied the other's; no sync or repair can merge them yet.
+        /// that applied the other's until a sync merges the fork (docs/ARCHITECTURE.md §4,
+        /// "Merging a fork").
         public static let forkedHistory = Kind("forkedHistory")
+        /// A notice: a fork of a replica's history that this replica merged — one side's
+        /// writes continue as another replica's, and both sides reach every replica.
+        public static let mergedHistoryFork = Kind("mergedHistoryFork", isProblem: false)
     }
 
     /// The remote object concerned (`""` for the remote as a whole).

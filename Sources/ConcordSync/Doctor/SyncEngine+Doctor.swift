@@ -115,7 +115,14 @@ extension SyncEngine {
         for fork in try await forksAtAppliedNames() {
             scan.add(
                 .forkedHistory, fork.batch, fork.replica, fork.evidence + ": two copies of replica \(fork.replica) wrote under one name (a device restored from a backup while the storage was rolled back to the same moment)",
-                "the writes of each copy past \(fork.batch) do not reach the replicas that applied the other's; export what this replica holds (`concord export`) before anything else changes, and see docs/ARCHITECTURE.md §4")
+                "the writes of each copy past \(fork.batch) do not reach the replicas that applied the other's until the fork is merged: sync the replicas that hold each side (a restored device first), and see docs/ARCHITECTURE.md §4")
+        }
+        for fork in try store.historyForks() where fork.merged {
+            let name = RemoteLayout.batch(fork.replica, seq: fork.seq)
+            scan.add(
+                .mergedHistoryFork, name, fork.replica,
+                "two copies of replica \(fork.replica) wrote under \(name); this replica merged the two histories (one side continues as replica \(try forkRename(fork).to))",
+                "nothing to do: both sides reach every replica that syncs")
         }
         if repair { try await repairFindings(&scan) }
         return scan.report

@@ -41,6 +41,10 @@ public struct Head: Codable, Hashable, Sendable {
     /// declares any (README, "Evolving your model"). Absent in heads of replicas that
     /// declare none, and of releases before it.
     public var schema: SchemaVersions?
+    /// The forks of replicas' histories this replica knows (docs/ARCHITECTURE.md §4,
+    /// "Merging a fork"), so that the replicas holding the other side learn both sides.
+    /// Absent in heads of replicas that know none, and of releases before it.
+    public var forks: [HeadFork]?
 
     /// Replica-keyed values as heads hold them: keyed by the replica's 32 hex digits.
     static func hexKeyed(_ values: [ReplicaID: UInt64]) -> [String: UInt64] {
@@ -75,6 +79,19 @@ public struct Head: Codable, Hashable, Sendable {
         }
         return head
     }
+}
+
+/// A fork of a replica's history as a head tells it: the replica (32 hex), the seq where
+/// its histories part, the last stamp of their common prefix, the fingerprints of the
+/// sides' batches at that seq known to the head's replica (16 hex digits each, one or two),
+/// and, once it merged the fork, the side it held and the newest own seq sealed before.
+public struct HeadFork: Codable, Hashable, Sendable {
+    public var replica: String
+    public var seq: UInt64
+    public var after: UInt64
+    public var sides: [String]
+    public var held: String?
+    public var through: UInt64?
 }
 
 /// One replica as the remote shows it.

@@ -250,6 +250,7 @@ extension SyncEngine {
         if snapshot > 0 { head.snapshot = snapshot }
         head.stable = try store.stableVector(pushedSeq: seq).map { Head.hexKeyed($0.entries) }
         head.schema = try store.schemaVersions()
+        head.forks = try headForks()
         return head
     }
 

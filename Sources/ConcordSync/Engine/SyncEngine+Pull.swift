@@ -42,6 +42,9 @@ extension SyncEngine {
         defer { prefetch.cancelAll() }
         var stopped: Set<ReplicaID> = []
         var caughtUp: Set<ReplicaID> = []
+        // Forks whose two sides are known: a renamed side's batch is not applied under the
+        // forked replica's name.
+        let forks = try decidedForks()
         var bytes: UInt64 = 0
         var done = 0
         var progressMade = true
@@ -81,8 +84,10 @@ extension SyncEngine {
                             bytes += UInt64(sealed.count)
                             do throws(ConcordError) {
                                 let batch = try objects.openFingerprintedBatch(sealed, origin: replica, seq: seq)
-                                opened = batch.delta
-                                fingerprints[replica] = batch.fingerprint
+                                if !Self.isRenamedSide(replica, seq: seq, digest: batch.fingerprint.digest, forks: forks) {
+                                    opened = batch.delta
+                                    fingerprints[replica] = batch.fingerprint
+                                }
                             } catch {
                                 report.rejected.append("\(path): \(error.message)")
                             }
@@ -203,9 +208,15 @@ extension SyncEngine {
     /// (``HistoryFork``, reported, not applied).
     func apply(_ delta: Delta, fingerprint: BatchFingerprint? = nil, into report: inout SyncReport) async throws(ConcordError) -> ApplyStep {
         if let fork = try forkBefore(delta) {
-            if !report.forks.contains(fork) { report.forks.append(fork) }
+            // Named once: a fork merged here stops the batches past it without a report.
+            if let known = try store.appliedBatch(of: delta.origin), !(try mergedFork(delta.origin, seq: known.seq)) {
+                if !report.forks.contains(fork) { report.forks.append(fork) }
+                try await recordForkAfterAppliedBatch(delta.origin)
+            }
             return .forked
         }
+        // A batch that saw one side of a forked history, applied as that side is named here.
+        guard let delta = try forkSided(delta) else { return .notReady }
         // Another replica depends on this one up to the end of a batch this one sealed. Any
         // other stamp is the end of a batch this store never sealed: it is an older copy of
         // itself, even where its own later writes put its stamp past that end (applying

@@ -87,6 +87,9 @@ public actor SyncEngine {
         /// Generation 0's key for a shared store's membership logs: a member granted the store
         /// key reads them before it holds any later generation.
         let members: SubKey
+        /// Generation 0's key for the fresh ids of merged forks' renamed sides
+        /// (`ForkName`): every replica names one alike whatever generation it holds.
+        let forkNames: SubKey
 
         init(_ key: StoreKey, keyring: Keyring? = nil) {
             let current = keyring?.current ?? key
@@ -99,6 +102,7 @@ public actor SyncEngine {
             blobNames = key.subkey(for: .blobNames)
             fingerprints = key.subkey(for: .batches)
             members = key.subkey(for: .members)
+            forkNames = key.subkey(for: .forkNames)
         }
 
         /// The `purpose` key that opens `sealed`, found at `path`: of the generation its header
@@ -375,12 +379,28 @@ public actor SyncEngine {
             // Batches nobody announced, announced now: pulled by this sync too.
             if report.announcedOrphans.count > announced { heads = try await listHeads() }
             if mode != .pullOnly, try await continueUnderANewIDAfterOwnLoss(into: &report) { heads = try await listHeads() }
+            // Forks of a replica's history: what heads say of them, and the merges that can be
+            // made now. A store that must rename its side applies nothing before it has (its
+            // own changes are sealed first, by the push).
+            try await learnForks(&heads)
+            var forks = try await mergeForks(into: &report)
             if mode != .pushOnly {
                 try await bootstrapIfNew(into: &report)
-                try await pull(heads, into: &report, progress: emit)
+                if !forks.waiting {
+                    try await pull(heads, into: &report, progress: emit)
+                    try await applyRenamedSides(heads, into: &report)
+                }
                 try await fetchWantedFiles(into: &report, progress: emit)
             }
             if mode != .pullOnly { try await push(into: &report, progress: emit, listed: heads.all) }
+            // Forks the pull named with both sides, or a renamed side whose changes are sealed now.
+            let later = try await mergeForks(into: &report)
+            forks.merged += later.merged
+            if mode != .pushOnly, !later.merged.isEmpty || (forks.waiting && !later.waiting) {
+                try await pull(heads, into: &report, progress: emit)
+                try await applyRenamedSides(heads, into: &report)
+            }
+            try await publishMergedForks(forks.merged, mode: mode, into: &report)
         } catch where error.code == .storeRestored && report.restoredCopy == nil {
             // The periodic listing found a batch of this replica past what it sealed, another
             // replica's batch depends on changes it never made, or a batch name of this

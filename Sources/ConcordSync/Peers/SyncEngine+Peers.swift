@@ -61,6 +61,9 @@ extension SyncEngine {
         let applied = try store.appliedSeqs()[delivery.origin] ?? 0
         if delivery.seq <= applied { return .alreadyApplied }
         guard delivery.seq == applied + 1 else { return .notReady }
+        // The renamed side of a merged fork is never applied under the forked name: the pull
+        // applies it renamed, or joins the side this store lacks from a snapshot.
+        if Self.isRenamedSide(delivery.origin, seq: delivery.seq, digest: fingerprint.digest, forks: try decidedForks()) { return .notReady }
         var report = SyncReport()
         switch try await apply(delta, fingerprint: fingerprint, into: &report) {
         case .applied: return report.applied > 0 ? .applied : .alreadyApplied

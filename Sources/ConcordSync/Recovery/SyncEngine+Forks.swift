@@ -38,8 +38,10 @@ extension SyncEngine {
             }
             guard let sealed = try await objects.authenticBytes(at: name),
                 let there = try? objects.openFingerprintedBatch(sealed, origin: origin, seq: known.seq),
-                there.fingerprint.digest != recorded.digest
+                there.fingerprint.digest != recorded.digest, !(try mergedFork(origin, seq: known.seq))
             else { continue }
+            // The sync's listing: both sides are known now, and the merge can begin.
+            if listed != nil { try recordForkAtAppliedBatch(origin, known: known, there: there) }
             forks.append(HistoryFork(
                 replica: origin, batch: name,
                 evidence: "\(name) holds another batch than the one this replica applied under that name (\(there.delta.records.count) record\(there.delta.records.count == 1 ? "" : "s") ending at stamp \(there.delta.upTo), not at \(known.upTo))"))
@@ -57,6 +59,12 @@ extension SyncEngine {
         let pushed = try pushedSeq()
         guard pushed > common else { return }
         let me = store.replicaID
+        // Its own side, recorded while it keeps the bytes it sealed: a replica holding the
+        // other side learns it from this replica's head, and the fork can be merged.
+        if let own = try ownBatchFingerprint(seq: common + 1), let after = try store.ownBatchEnd(seq: common) {
+            try store.recordHistoryFork(HistoryForkRecord(replica: me, seq: common + 1, after: after, sides: [own], held: own))
+        }
+        if try mergedFork(me, seq: common + 1) { return }
         let fork = HistoryFork(
             replica: me, batch: RemoteLayout.batch(me, seq: common + 1),
             evidence: "batch \(RemoteLayout.batch(delta.origin, seq: delta.seq)) depends on this replica up to stamp \(stamp), where none of its batches ended: another copy of it sealed batches from \(common + 1) on, and this store pushed its own batches \(common + 1)…\(pushed) under the same names")

@@ -53,7 +53,10 @@ extension SyncEngine {
         if !report.announcedOrphans.isEmpty {
             logger.warning("announced batches a lost store never announced", metadata: ["batches": "\(report.announcedOrphans)"])
         }
-        for fork in report.forks {
+        for fork in report.forks where fork.merged {
+            logger.notice("a replica's forked history was merged", metadata: ["replica": "\(fork.replica)", "batch": "\(fork.batch)"])
+        }
+        for fork in report.forks where !fork.merged {
             logger.error("a replica's history forked: its batches past the fork are not applied", metadata: ["replica": "\(fork.replica)", "batch": "\(fork.batch)", "evidence": "\(fork.evidence)"])
         }
         for skew in report.skews { logger.debug("a replica's clock runs ahead", metadata: ["other": "\(skew.replica)", "aheadByMs": "\(skew.aheadBy)"]) }

@@ -67,7 +67,8 @@ public struct SyncReport: Hashable, Sendable {
     /// Snapshots joined to catch up past compacted batches.
     public var joinedSnapshots: [String] = []
     /// Replicas whose history this sync found forked: two copies of one replica id wrote
-    /// different batches under one name. Their batches past the fork are not applied.
+    /// different batches under one name. Their batches past the fork are not applied until
+    /// the fork is merged; the sync that merges one reports it once more, `merged`.
     public var forks: [HistoryFork] = []
     /// What the prefetch after the pull did, when it wanted anything
     /// (``SyncEngine/prefetchFiles(below:progress:)``).
@@ -90,11 +91,16 @@ public struct HistoryFork: Hashable, Sendable {
     public let batch: String
     /// What showed it, in one sentence.
     public let evidence: String
+    /// Whether this sync merged it (docs/ARCHITECTURE.md §4, "Merging a fork"): one side's
+    /// writes past the common prefix continue as another replica's, and both sides reach
+    /// every replica. A merged fork is reported once, by the sync that merged it.
+    public let merged: Bool
 
-    public init(replica: ReplicaID, batch: String, evidence: String) {
+    public init(replica: ReplicaID, batch: String, evidence: String, merged: Bool = false) {
         self.replica = replica
         self.batch = batch
         self.evidence = evidence
+        self.merged = merged
     }
 }
 
