@@ -224,10 +224,13 @@ import Testing
         try await members.folder.put(path, original)
         try await members.engines[1].sync()
         #expect(await members.engines[1].keyGeneration() == KeyGeneration([rotation.generation]))
-        // A key object cut short (a torn put) is left aside: not a generation, not an error.
-        try await members.folder.put(Keyring.path(.random()), Array(original.dropLast(9)))
-        try await members.engines[2].sync()
+        // A key object cut short (a torn put) is left aside: not a generation, not an error;
+        // the report names it.
+        let torn = Keyring.path(.random())
+        try await members.folder.put(torn, Array(original.dropLast(9)))
+        let report = try await members.engines[2].sync()
         #expect(await members.engines[2].keyGeneration() == KeyGeneration([rotation.generation]))
+        #expect(report.rejected.contains { $0.hasPrefix(torn) }, "\(report.rejected)")
     }
 }
 

@@ -90,8 +90,8 @@ extension SyncEngine {
     }
 
     /// Reads the key objects `listing` shows as a sync does (the membership already read):
-    /// one that does not authenticate is a finding, and so is one left aside as unauthentic
-    /// (in a shared store, not made by an owner).
+    /// one that does not authenticate is a finding, and so is one left aside — torn, not a key
+    /// object, or unauthentic (in a shared store, not made by an owner).
     func examineKeyObjects(_ listing: [RemoteLayout.Name], _ scan: inout DoctorScan) async throws(ConcordError) {
         let ids = listing.compactMap { name -> KeyGenerationID? in
             guard case let .keyObject(id) = name else { return nil }
@@ -104,9 +104,11 @@ extension SyncEngine {
             let path = ids.map(Keyring.path).first { error.message.contains($0) } ?? RemoteLayout.keyObjectsPrefix
             scan.add(Self.kind(of: error), path, nil, Self.clean(error.message), "put back the key object as its owner wrote it, from a backup; until then nothing is sealed under it and syncs stop")
         }
-        for line in keyObjectsRejected {
-            let path = String(line.prefix { $0 != ":" })
-            scan.add(.unauthentic, path, nil, Self.clean(line), "remove \(path) by hand: only an owner of a shared store rotates its key, so no replica adopts it")
+        for (path, error) in keyObjectsRejected {
+            let action = error.code == .unauthentic
+                ? "remove \(path) by hand: only an owner of a shared store rotates its key, so no replica adopts it"
+                : "if a rotation was cut short, the owner rotates again; otherwise remove \(path) by hand: no replica adopts it"
+            scan.add(Self.kind(of: error), path, nil, Self.clean(error.message), action)
         }
     }
 }

@@ -63,9 +63,10 @@ public actor SyncEngine {
     /// Files being fetched on demand, shared by every reader that waits for one
     /// (``localFile(_:)``).
     var onDemand = OnDemandDownloads()
-    /// Why each key object the last listing showed was left aside as unauthentic (not made by
-    /// an owner, or its attestation does not verify): the sync's report names them.
-    var keyObjectsRejected: [String] = []
+    /// The key objects the last listing showed that were left aside — torn, not key objects,
+    /// or unauthentic (not made by an owner, or their attestation does not verify) — each with
+    /// why: the sync's report and `doctor` name them.
+    var keyObjectsRejected: [(path: String, error: ConcordError)] = []
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
     /// total); ends when the engine goes away.

@@ -52,10 +52,11 @@ extension SyncEngine {
 
     /// Reads the key objects `listed` (generation ids from the listing of `heads/`) that this
     /// replica does not keep yet, and adopts the keyring they make with those it keeps. A key
-    /// object cut short or not one is left aside (not there yet; `doctor` names it); so is one
-    /// that does not count — in a shared store, one not made by an owner in the membership in
-    /// force (``keyObjectsRejected`` names it; it is read and judged again at every listing,
-    /// with the membership then in force: one request a sync while it stays).
+    /// object cut short or not one is left aside (not there yet); so is one that does not
+    /// count — in a shared store, one not made by an owner in the membership in force. Either
+    /// is named in ``keyObjectsRejected`` (the sync's report, `doctor`), and read and judged
+    /// again at every listing, with the membership then in force: one request a sync while it
+    /// stays.
     ///
     /// The membership is read before a new key object is judged: a replica that has not seen
     /// the store shared reads the members first (one listing of `members/`).
@@ -78,6 +79,7 @@ extension SyncEngine {
                 objects.append(try KeyObject(bytes: bytes, path: path, id: id))
             } catch where Self.isDamage(error) {
                 logger(ConcordLogLabel.sync).warning("key object left aside: \(error.message)")
+                keyObjectsRejected.append((path, error))
             }
         }
         guard objects.count > kept.count || keys.keyring == nil && !kept.isEmpty else { return }
@@ -88,8 +90,8 @@ extension SyncEngine {
             try await refreshMembership(into: &unused, checkRemoval: false)
         }
         let keyring = try adopt(objects, adopted: held)
-        keyObjectsRejected = keyring.leftAside.filter { listed.contains($0.key) }.sorted { $0.key < $1.key }.map { id, why in
-            "\(Keyring.path(id)): unauthentic: \(why)"
+        for (id, why) in keyring.leftAside.sorted(by: { $0.key < $1.key }) where listed.contains(id) {
+            keyObjectsRejected.append((Keyring.path(id), ConcordError(.unauthentic, why)))
         }
     }
 

@@ -54,6 +54,10 @@ extension SyncEngine {
             throw ConcordError(.invalidOperation, "rotating the store key needs this device's identity (the new key is sealed to it and signed with it): create one with `concord id create`")
         }
         try await checkStoreIdentityOnce()
+        // A shared store's membership as it is now: who may rotate, and who made the key
+        // objects read below.
+        var members = SyncReport()
+        try await refreshMembershipIfShared(into: &members)
         // The newest frontier: every key object the remote lists now (only those: the heads
         // are left to the next sync, which reports what it finds in them).
         var listed: [KeyGenerationID] = []
