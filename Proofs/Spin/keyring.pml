@@ -1,7 +1,9 @@
 /*
  * Key generations and rotation (docs/ARCHITECTURE.md §5, "Key generations").
  *
- * N replicas; replicas 0 and 1 are owners that may rotate the store key. Generation 0 is the
+ * N replicas; replicas 0 and 1 are owners that may rotate the store key (only owners: a key
+ * object anyone else writes is left aside by every replica, so it is not modelled — it is as
+ * if never written; files are sealed like every other object). Generation 0 is the
  * key of concord.json, which every replica holds. A rotation by owner o:
  *   - reads (a possibly stale subset of) the key objects on the remote; its parents are the
  *     frontier of the generations it knows, whose keys it must hold all;

@@ -189,9 +189,11 @@ import Testing
         for removed in [2, 3] { try expectOpensNothingNew(members, replica: removed, written: merged) }
     }
 
-    /// A key object modified on the remote — its signature, another recipient's sealed key,
-    /// its chained keys — is refused by a member with a typed error, and nothing is sealed
-    /// under it; put back as it was, the member adopts it.
+    /// A key object modified on the remote — its signature or its chained keys — is refused
+    /// by a member with a typed error, and nothing is sealed under it; one whose header was
+    /// changed (another recipient's sealed key) no longer matches its signer's attestation:
+    /// it is left aside as unauthentic, named in the report. Put back as it was, the member
+    /// adopts it.
     @Test func aTamperedKeyObjectIsRejectedWithATypedError() async throws {
         let members = try await Members(count: 3)
         try members.note(1, "before")
@@ -211,8 +213,9 @@ import Testing
             bytes[offset] ^= 0x04
             try await members.folder.put(path, bytes)
             do {
-                try await members.engines[1].sync()
-                Issue.record("a tampered key object at byte \(offset) was adopted")
+                let report = try await members.engines[1].sync()
+                #expect(offset < original.count - 40, "a tampered key object at byte \(offset) was not refused")
+                #expect(report.rejected.contains { $0.hasPrefix(path) && $0.contains("unauthentic") }, "\(report.rejected)")
             } catch {
                 #expect(error.code == .authenticationFailed && error.message.contains(path), "\(error)")
             }
@@ -221,10 +224,13 @@ import Testing
         try await members.folder.put(path, original)
         try await members.engines[1].sync()
         #expect(await members.engines[1].keyGeneration() == KeyGeneration([rotation.generation]))
-        // A key object cut short (a torn put) is left aside: not a generation, not an error.
-        try await members.folder.put(Keyring.path(.random()), Array(original.dropLast(9)))
-        try await members.engines[2].sync()
+        // A key object cut short (a torn put) is left aside: not a generation, not an error;
+        // the report names it.
+        let torn = Keyring.path(.random())
+        try await members.folder.put(torn, Array(original.dropLast(9)))
+        let report = try await members.engines[2].sync()
         #expect(await members.engines[2].keyGeneration() == KeyGeneration([rotation.generation]))
+        #expect(report.rejected.contains { $0.hasPrefix(torn) }, "\(report.rejected)")
     }
 }
 

@@ -23,26 +23,39 @@ public struct BlobDecryptor: ~Copyable {
     private let name: String
 
     /// Starts decrypting the blob stored under `name`, keyed by the
-    /// ``KeyPurpose/blobContents`` sub-key.
+    /// ``KeyPurpose/blobContents`` sub-key of the generation its header names.
     ///
-    /// - Throws: `authenticationFailed` when `header` is too short or not a blob stream
-    ///   header; `unsupportedVersion` for an unknown format version.
+    /// - Throws: `authenticationFailed` when `header` is too short, not a blob stream
+    ///   header, or names another key generation than `key`'s; `unsupportedVersion` for an
+    ///   unknown format version.
     public init(header: some Collection<UInt8>, key: SubKey, name: String) throws(ConcordError) {
+        try self.init(header: header, name: name) { (generation: KeyGeneration) throws(ConcordError) -> SubKey in
+            guard generation == key.generation else {
+                throw ConcordError(.authenticationFailed, "remote blob \(name) was sealed under key generation \(generation), not under the key given (generation \(key.generation))")
+            }
+            return key
+        }
+    }
+
+    /// Starts decrypting the blob stored under `name`, with the ``KeyPurpose/blobContents``
+    /// sub-key `key` gives for the generation its header names (and throws for one it does
+    /// not hold).
+    ///
+    /// - Throws: what ``BlobStream/generation(ofHeader:name:)`` and `key` throw, and
+    ///   `authenticationFailed` for an invalid stream header.
+    public init(header: some Collection<UInt8>, name: String, key keyOf: (KeyGeneration) throws(ConcordError) -> SubKey) throws(ConcordError) {
         let header = Array(header)
-        guard header.count == BlobStream.headerByteCount else {
-            throw ConcordError(.authenticationFailed, "remote blob \(name) failed authentication: its header is \(header.count) bytes, not \(BlobStream.headerByteCount); it was truncated or is not a Concord blob; run `concord doctor`")
+        let generation = try BlobStream.generation(ofHeader: header, name: name)
+        let key = try keyOf(generation)
+        guard key.generation == generation, key.purpose == .blobContents else {
+            throw ConcordError(.authenticationFailed, "remote blob \(name) was sealed under key generation \(generation), not under the key given (generation \(key.generation))")
         }
-        guard header[0..<3].elementsEqual(BlobStream.prefix[0..<3]) else {
-            throw ConcordError(.authenticationFailed, "remote blob \(name) failed authentication: it does not start with a Concord blob header; it was modified or is not a Concord blob; run `concord doctor`")
-        }
-        guard header[3] == BlobStream.formatVersion else {
-            throw ConcordError(.unsupportedVersion, "remote blob \(name) uses blob-stream format version \(header[3]), which this release cannot read (it reads version \(BlobStream.formatVersion)): upgrade Concord; if no newer client writes to this store, the blob was damaged; run `concord doctor`")
-        }
+        let prefix = BlobStream.prefix(for: generation)
         Sodium.ensureInitialized()
         let stateByteCount = crypto_secretstream_xchacha20poly1305_statebytes()
         let state = UnsafeMutableRawPointer.allocate(byteCount: stateByteCount, alignment: 16)
         let status = key.secret.withKeyPointer { keyPointer in
-            Array(header[4...]).withNonNullBytes { h, _ in
+            Array(header[prefix.count...]).withNonNullBytes { h, _ in
                 crypto_secretstream_xchacha20poly1305_init_pull(
                     state.assumingMemoryBound(to: crypto_secretstream_xchacha20poly1305_state.self), h, keyPointer)
             }
@@ -54,7 +67,7 @@ public struct BlobDecryptor: ~Copyable {
         }
         self.state = state
         self.stateByteCount = stateByteCount
-        self.associatedData = BlobStream.prefix + Array(name.utf8)
+        self.associatedData = prefix + Array(name.utf8)
         self.name = name
     }
 

@@ -21,7 +21,8 @@ public struct BlobEncryptor: ~Copyable {
     private let name: String
 
     /// Starts a stream for the blob stored under `name`, keyed by the
-    /// ``KeyPurpose/blobContents`` sub-key, with a fresh random secretstream header.
+    /// ``KeyPurpose/blobContents`` sub-key, with a fresh random secretstream header. A key of
+    /// generation 0 writes format 1; any other, format 2 naming its generation.
     public init(key: SubKey, name: String) {
         Sodium.ensureInitialized()
         let stateByteCount = crypto_secretstream_xchacha20poly1305_statebytes()
@@ -34,8 +35,9 @@ public struct BlobEncryptor: ~Copyable {
         }
         self.stateByteCount = stateByteCount
         self.state = state
-        header = BlobStream.prefix + streamHeader
-        associatedData = BlobStream.prefix + Array(name.utf8)
+        let prefix = BlobStream.prefix(for: key.generation)
+        header = prefix + streamHeader
+        associatedData = prefix + Array(name.utf8)
         self.name = name
     }
 

@@ -18,6 +18,13 @@ import ConcordCore
 /// associated data is the 4 bytes of magic and version followed by the UTF-8 bytes of the
 /// blob's name (its remote path), so a blob stored under another name fails to open.
 ///
+/// Format version 2 is the same but for the key generation it was sealed under, named
+/// right after the version byte as in ``EncryptedObject``'s format 2 — one byte `n` (1…16),
+/// then `n` sorted 16-byte generation ids — before the secretstream header. Those bytes take
+/// the place of the 4-byte prefix in every chunk's associated data, so a stream cannot be
+/// relabelled with another generation. A key of generation 0 seals format 1, byte for byte
+/// as before key generations existed; every other generation seals format 2.
+///
 /// Decryption checks every chunk before handing out its plaintext and rejects, with
 /// `authenticationFailed` naming the blob: a modified bit, reordered, duplicated or missing
 /// chunks, a stream that ends before its final chunk (truncation), and data after it.
@@ -45,10 +52,11 @@ public enum BlobStream {
     /// chunk of plaintext), never the whole blob.
     public typealias Writer = (_ bytes: [UInt8]) throws -> Void
 
-    /// The size of the encrypted stream of a blob of `plaintextByteCount` bytes.
-    public static func sealedByteCount(plaintextByteCount: UInt64) -> UInt64 {
+    /// The size of the encrypted stream of a blob of `plaintextByteCount` bytes sealed under
+    /// a key of `generation`.
+    public static func sealedByteCount(plaintextByteCount: UInt64, generation: KeyGeneration = .zero) -> UInt64 {
         let chunks = max(1, (plaintextByteCount + UInt64(chunkByteCount) - 1) / UInt64(chunkByteCount))
-        return UInt64(headerByteCount) + plaintextByteCount + chunks * UInt64(frameOverheadByteCount)
+        return UInt64(headerByteCount(for: generation)) + plaintextByteCount + chunks * UInt64(frameOverheadByteCount)
     }
 
     /// Encrypts everything `read` yields for storage under `name`, handing the header and
@@ -92,9 +100,15 @@ public enum BlobStream {
     @discardableResult
     public static func decrypt(key: SubKey, name: String, read: Reader, write: Writer) throws -> UInt64 {
         var input = ChunkReader()
-        var header = [UInt8](repeating: 0, count: headerByteCount)
-        let headerCount = try input.fill(&header, count: headerByteCount, from: read)
-        var decryptor = try BlobDecryptor(header: header[0..<headerCount], key: key, name: name)
+        var header = [UInt8](repeating: 0, count: leadByteCount)
+        header.removeLast(leadByteCount - (try input.fill(&header, count: leadByteCount, from: read)))
+        let length = headerByteCount(startingWith: header)
+        if length > header.count {
+            var rest = [UInt8](repeating: 0, count: length - header.count)
+            let got = try input.fill(&rest, count: rest.count, from: read)
+            header += rest.prefix(got)
+        }
+        var decryptor = try BlobDecryptor(header: header.prefix(length), key: key, name: name)
         var frame = [UInt8](repeating: 0, count: frameByteCount)
         var total: UInt64 = 0
         while !decryptor.isFinished {

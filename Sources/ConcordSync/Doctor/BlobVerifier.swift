@@ -7,9 +7,10 @@ import Foundation
 
 /// Decrypts a blob stream chunk by chunk as it arrives and hashes the plaintext. The first
 /// failure is kept, and ``feed(_:)`` throws it so that the download stops there: a planted
-/// 4 GiB file at a blob's name costs one frame, not 4 GiB read.
+/// 4 GiB file at a blob's name costs one frame, not 4 GiB read. The stream opens under the
+/// key generation its header names, any this replica holds.
 final class BlobVerifier {
-    private let key: SubKey
+    private let keys: SyncEngine.Keys
     private let name: String
     private var buffer: [UInt8] = []
     private var decryptor: BlobDecryptor?
@@ -17,8 +18,8 @@ final class BlobVerifier {
     private var finished = false
     private var failure: ConcordError?
 
-    init(key: SubKey, name: String) {
-        self.key = key
+    init(keys: SyncEngine.Keys, name: String) {
+        self.keys = keys
         self.name = name
     }
 
@@ -37,9 +38,14 @@ final class BlobVerifier {
 
     private func drain(final: Bool) throws(ConcordError) {
         if decryptor == nil {
-            guard buffer.count >= BlobStream.headerByteCount || final else { return }
-            decryptor = try BlobDecryptor(header: buffer.prefix(BlobStream.headerByteCount), key: key, name: name)
-            buffer.removeFirst(min(buffer.count, BlobStream.headerByteCount))
+            guard buffer.count >= BlobStream.leadByteCount || final else { return }
+            let length = BlobStream.headerByteCount(startingWith: buffer)
+            guard buffer.count >= length || final else { return }
+            let keys = keys, name = name
+            decryptor = try BlobDecryptor(header: buffer.prefix(length), name: name) { (generation: KeyGeneration) throws(ConcordError) -> SubKey in
+                try keys.key(.blobContents, of: generation, at: name)
+            }
+            buffer.removeFirst(min(buffer.count, length))
         }
         while buffer.count >= BlobStream.frameByteCount || (final && !buffer.isEmpty) {
             guard !finished else {

@@ -106,7 +106,9 @@ extension SyncEngine {
                 "\(anomaly.path) is \(anomaly.kind), not what the store keeps there: Concord never follows, opens or deletes it, and skips everything behind it",
                 "remove it from the store folder by hand (Concord never writes such a thing: someone planted it); its replica's next sync, or `concord doctor --repair` there, writes what belongs there")
         }
-        for name in try await doctorListing(sizes: &scan.listedSizes) { try await examine(name, &scan) }
+        let listing = try await doctorListing(sizes: &scan.listedSizes)
+        try await examineKeyObjects(listing, &scan)
+        for name in listing { try await examine(name, &scan) }
         // 3. Each replica's sequence of batches and heads; 4. files; 5. the fleet.
         try await checkSequences(&scan)
         try checkPlanted(&scan)
@@ -221,7 +223,7 @@ extension SyncEngine {
             }
         case let .blob(keyedName):
             let listed = scan.listedSizes[path] ?? .max
-            switch try await Self.checkBlob(remote, keyedName: keyedName, contents: keys.blobContents, names: keys.blobNames, limit: listed) {
+            switch try await Self.checkBlob(remote, keyedName: keyedName, keys: keys, limit: listed) {
             case .absent:
                 found = false
             case .intact:

@@ -68,9 +68,9 @@ extension SyncEngine {
     /// Streams the blob `keyedName`, decrypting it and checking that its content hashes to
     /// the file its name stands for, in constant memory; one that goes on past `limit`
     /// bytes (its listed size) is damaged.
-    static func checkBlob(_ remote: any Remote, keyedName: String, contents: SubKey, names: SubKey, limit: UInt64 = .max) async throws(ConcordError) -> BlobCheck {
+    static func checkBlob(_ remote: any Remote, keyedName: String, keys: Keys, limit: UInt64 = .max) async throws(ConcordError) -> BlobCheck {
         let path = RemoteLayout.blob(keyedName: keyedName)
-        let verifier = BlobVerifier(key: contents, name: path)
+        let verifier = BlobVerifier(keys: keys, name: path)
         do throws(ConcordError) {
             guard try await remote.getStream(path, limit: limit, write: { (chunk) throws(ConcordError) in try verifier.feed(chunk) }) else { return .absent }
         } catch where verifier.failed != nil || error.code == .limitExceeded || error.code == .unreadableObject {
@@ -80,12 +80,35 @@ extension SyncEngine {
         }
         do throws(ConcordError) {
             let hash = try verifier.finish()
-            guard BlobName.keyedName(for: hash, key: names) == keyedName else {
+            guard BlobName.keyedName(for: hash, key: keys.blobNames) == keyedName else {
                 throw ConcordError(.authenticationFailed, "remote blob \(path) decrypts, but its content (\(hash.hex)) is not the file its name stands for: it was moved or swapped")
             }
             return .intact
         } catch {
             return .damaged(error)
+        }
+    }
+
+    /// Reads the key objects `listing` shows as a sync does (the membership already read):
+    /// one that does not authenticate is a finding, and so is one left aside — torn, not a key
+    /// object, or unauthentic (in a shared store, not made by an owner).
+    func examineKeyObjects(_ listing: [RemoteLayout.Name], _ scan: inout DoctorScan) async throws(ConcordError) {
+        let ids = listing.compactMap { name -> KeyGenerationID? in
+            guard case let .keyObject(id) = name else { return nil }
+            return KeyGenerationID(hex: id)
+        }
+        guard !ids.isEmpty else { return }
+        do throws(ConcordError) {
+            try await readKeyObjects(ids)
+        } catch where Self.isDamage(error) {
+            let path = ids.map(Keyring.path).first { error.message.contains($0) } ?? RemoteLayout.keyObjectsPrefix
+            scan.add(Self.kind(of: error), path, nil, Self.clean(error.message), "put back the key object as its owner wrote it, from a backup; until then nothing is sealed under it and syncs stop")
+        }
+        for (path, error) in keyObjectsRejected {
+            let action = error.code == .unauthentic
+                ? "remove \(path) by hand: only an owner of a shared store rotates its key, so no replica adopts it"
+                : "if a rotation was cut short, the owner rotates again; otherwise remove \(path) by hand: no replica adopts it"
+            scan.add(Self.kind(of: error), path, nil, Self.clean(error.message), action)
         }
     }
 }

@@ -27,7 +27,7 @@ extension SyncEngine {
             }
             await attempt(&scan, index) { () async throws(ConcordError) -> String? in
                 _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: finding.path, key: keys.blobContents)
-                guard case .intact = try await Self.checkBlob(remote, keyedName: keyed, contents: keys.blobContents, names: keys.blobNames) else { return nil }
+                guard case .intact = try await Self.checkBlob(remote, keyedName: keyed, keys: keys) else { return nil }
                 return "re-uploaded file \(hash.hex) from this replica's files"
             }
             if scan.report.findings[index].repaired { intact.insert(keyed) }
@@ -50,7 +50,7 @@ extension SyncEngine {
                 for (hash, _) in Self.distinctFiles(delta.fileReferences) where store.blobs.contains(hash) {
                     let keyed = BlobName.keyedName(for: hash, key: keys.blobNames)
                     if present.contains(keyed) { continue }
-                    if case .intact = try await Self.checkBlob(remote, keyedName: keyed, contents: keys.blobContents, names: keys.blobNames) { continue }
+                    if case .intact = try await Self.checkBlob(remote, keyedName: keyed, keys: keys) { continue }
                     try await uploadFile(hash)
                 }
                 try await writes.putBatch(plaintext, of: me, seq: seq)

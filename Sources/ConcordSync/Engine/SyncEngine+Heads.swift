@@ -74,6 +74,7 @@ extension SyncEngine {
         // The key generations the listing shows, before any head is opened: a head sealed
         // under a new generation opens, and is never remembered as unopened for want of it.
         try await readKeyObjects(heads.keyObjects)
+        heads.rejected += keyObjectsRejected.map { "\($0.path): \($0.error.code == .unauthentic ? "unauthentic: " : "")\($0.error.message)" }
         let remembered = try store.unopenedHeads()
         var seen = Set(try store.replicaFacts(.seen).keys)
         seen.formUnion(try store.appliedSeqs().keys)

@@ -20,7 +20,7 @@ public actor SyncEngine {
     let clock: any PhysicalClock
     let maxClockDrift: UInt64
     /// The keys of the current key generation (what is sealed now) and of every generation
-    /// this replica holds (what it opens): ``adopt(_:)`` replaces them.
+    /// this replica holds (what it opens): ``adopt(_:adopted:)`` replaces them.
     var keys: Keys
     /// Opens what this engine fetches: batches, snapshots, heads.
     var objects: RemoteObjects
@@ -63,6 +63,10 @@ public actor SyncEngine {
     /// Files being fetched on demand, shared by every reader that waits for one
     /// (``localFile(_:)``).
     var onDemand = OnDemandDownloads()
+    /// The key objects the last listing showed that were left aside — torn, not key objects,
+    /// or unauthentic (not made by an owner, or their attestation does not verify) — each with
+    /// why: the sync's report and `doctor` name them.
+    var keyObjectsRejected: [(path: String, error: ConcordError)] = []
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
     /// total); ends when the engine goes away.
@@ -71,13 +75,16 @@ public actor SyncEngine {
     }
 
     /// The sub-keys objects are sealed under — the current key generation's for batches,
-    /// heads and snapshots; generation 0's for files and their names (docs/ARCHITECTURE.md
-    /// §5) — and the keyring that opens objects of every generation this replica holds.
+    /// heads, snapshots and file contents; generation 0's for files' remote names
+    /// (docs/ARCHITECTURE.md §5) — and the keyring that opens objects of every generation
+    /// this replica holds.
     struct Keys: Sendable {
         let batches: SubKey
         let heads: SubKey
         let snapshots: SubKey
         let blobContents: SubKey
+        /// Generation 0's, whatever the current generation: a file keeps one remote name
+        /// across rotations (content addressing, uploads deduplicated).
         let blobNames: SubKey
         /// Generation 0's batch key: fingerprints of batches are keyed with it whatever
         /// generation sealed them, so a batch re-sealed under a newer key keeps its fingerprint.
@@ -98,7 +105,7 @@ public actor SyncEngine {
             batches = current.subkey(for: .batches)
             heads = current.subkey(for: .heads)
             snapshots = current.subkey(for: .snapshots)
-            blobContents = key.subkey(for: .blobContents)
+            blobContents = current.subkey(for: .blobContents)
             blobNames = key.subkey(for: .blobNames)
             fingerprints = key.subkey(for: .batches)
             members = key.subkey(for: .members)
@@ -110,9 +117,21 @@ public actor SyncEngine {
         /// that is not an object's, or names a generation this replica does not hold (its key
         /// object not listed yet, or never written): damage, "not there yet".
         func opening(_ purpose: KeyPurpose, _ sealed: some Collection<UInt8>, at path: String) throws(ConcordError) -> SubKey {
-            let generation = try EncryptedObject.generation(of: sealed, path: path)
-            let current = purpose == .batches ? batches : purpose == .heads ? heads : snapshots
-            if generation == current.generation { return current }
+            try key(purpose, of: try EncryptedObject.generation(of: sealed, path: path), at: path)
+        }
+
+        /// The most bytes the stream of a file of `size` bytes may take: its sealed size
+        /// under generation 0 in a store whose key was never rotated; under a generation
+        /// naming the most ids there may be (``KeyGeneration/maxCount``) once it was.
+        func maxSealedFileSize(_ size: UInt64) -> UInt64 {
+            (keyring?.objects.isEmpty ?? true) ? BlobStream.sealedByteCount(plaintextByteCount: size) : BlobStream.maxSealedByteCount(plaintextByteCount: size)
+        }
+
+        /// The `purpose` key of `generation`, named by the header of the object at `path`.
+        /// Throws `authenticationFailed` for a generation this replica does not hold.
+        func key(_ purpose: KeyPurpose, of generation: KeyGeneration, at path: String) throws(ConcordError) -> SubKey {
+            let current = purpose == .batches ? batches : purpose == .heads ? heads : purpose == .snapshots ? snapshots : blobContents
+            if purpose == current.purpose, generation == current.generation { return current }
             if generation.isZero { return base.subkey(for: purpose) }
             guard let key = keyring?.key(for: generation) else {
                 throw ConcordError(.authenticationFailed, "remote object \(path) is sealed under key generation \(generation), whose key this replica does not hold (its key object is not listed yet, or was never written); run `concord doctor`")

@@ -52,7 +52,14 @@ extension SyncEngine {
 
     /// Reads the key objects `listed` (generation ids from the listing of `heads/`) that this
     /// replica does not keep yet, and adopts the keyring they make with those it keeps. A key
-    /// object cut short or not one is left aside (not there yet; `doctor` names it).
+    /// object cut short or not one is left aside (not there yet); so is one that does not
+    /// count — in a shared store, one not made by an owner in the membership in force. Either
+    /// is named in ``keyObjectsRejected`` (the sync's report, `doctor`), and read and judged
+    /// again at every listing, with the membership then in force: one request a sync while it
+    /// stays.
+    ///
+    /// The membership is read before a new key object is judged: a replica that has not seen
+    /// the store shared reads the members first (one listing of `members/`).
     ///
     /// A replica that finds it cannot derive the current key records its removal
     /// (``checkNotRemoved()`` throws it) and writes nothing more.
@@ -60,39 +67,63 @@ extension SyncEngine {
     /// - Throws: `authenticationFailed` when a key object this
     ///   replica can open was modified or forged (nothing is sealed then).
     func readKeyObjects(_ listed: [KeyGenerationID]) async throws(ConcordError) {
+        keyObjectsRejected = []
         guard listed.contains(where: { keys.keyring?.objects[$0] == nil }) else { return }
-        var objects = try Self.keptKeyObjects(in: store)
-        let held = Set(objects.map(\.id))
-        var fetched = false
+        let kept = try Self.keptKeyObjects(in: store)
+        var objects = kept
+        let held = Set(kept.map(\.id))
         for id in listed where !held.contains(id) {
             let path = Keyring.path(id)
             do throws(ConcordError) {
                 guard let bytes = try await remote.get(path, limit: RemoteLayout.maxKeyObjectSize) else { continue }
                 objects.append(try KeyObject(bytes: bytes, path: path, id: id))
-                fetched = true
             } catch where Self.isDamage(error) {
                 logger(ConcordLogLabel.sync).warning("key object left aside: \(error.message)")
+                keyObjectsRejected.append((path, error))
             }
         }
-        if fetched || keys.keyring == nil && !objects.isEmpty { try adopt(objects) }
+        guard objects.count > kept.count || keys.keyring == nil && !kept.isEmpty else { return }
+        if objects.count > kept.count, gate.current == nil {
+            // Judged by the membership in force: read it first, if the store may have been
+            // shared since this replica last read its members.
+            var unused = SyncReport()
+            try await refreshMembership(into: &unused, checkRemoval: false)
+        }
+        let keyring = try adopt(objects, adopted: held)
+        for (id, why) in keyring.leftAside.sorted(by: { $0.key < $1.key }) where listed.contains(id) {
+            keyObjectsRejected.append((Keyring.path(id), ConcordError(.unauthentic, why)))
+        }
     }
 
-    /// Adopts the keyring `objects` make: keeps them, seals under its current generation from
-    /// now on — or, when this replica cannot derive that generation's key, records the
-    /// removal (local writes are refused from then on; ``checkNotRemoved()`` throws it).
-    func adopt(_ objects: [KeyObject]) throws(ConcordError) {
-        let keyring = try Keyring(base: baseKey, objects: objects, identity: identity)
+    /// Who may rotate the store key, by the membership in force: in a shared store, an active
+    /// owner; nil (anyone holding the store key) in a store that is not shared.
+    func rotationAuthority() -> ((PublicIdentity) -> Bool)? {
+        guard let membership = gate.current, membership.isShared else { return nil }
+        return { signer in
+            guard let member = membership.member(signingKey: signer.signingKey) else { return false }
+            return !member.isRemoved && member.role == .owner
+        }
+    }
+
+    /// Adopts the keyring `objects` make: keeps those that count, seals under its current
+    /// generation from now on — or, when this replica cannot derive that generation's key,
+    /// records the removal (local writes are refused from then on; ``checkNotRemoved()``
+    /// throws it). `adopted`: the key objects this replica already adopted (they stay).
+    @discardableResult
+    func adopt(_ objects: [KeyObject], adopted: Set<KeyGenerationID>) throws(ConcordError) -> Keyring {
+        let keyring = try Keyring(base: baseKey, objects: objects, identity: identity, mayRotate: rotationAuthority(), adopted: adopted)
         try Self.keep(Array(keyring.objects.values), in: store)
         install(keyring)
         if keyring.isRemoved {
             try store.setSyncState(.removedFromStore, Self.removedMessage(keyring, identity: identity))
-            return
+            return keyring
         }
         if try Self.removal(in: store) != nil, removedByMembership() == nil {
             // Sealed to this device again by a later rotation, and not removed by the
             // membership: a member once more.
             try store.setSyncState(.removedFromStore, nil)
         }
+        return keyring
     }
 
     /// Seals under `keyring`'s current generation from now on, and opens every generation it holds.

@@ -35,11 +35,17 @@ extension SyncEngine {
     /// current key is then derived from both (`StoreKey.merged(_:)`), so
     /// every replica converges on it, and only a recipient of both derives it.
     ///
-    /// What it does not do: take back what a removed member already has (everything sealed
-    /// before — and whatever it copied), or re-seal older objects; files (blobs) stay under
-    /// generation 0's keys.
+    /// Files uploaded from then on are sealed under the new generation too; their remote
+    /// names stay keyed by generation 0 (one name per content across rotations).
     ///
-    /// - Throws: `invalidOperation` for an engine made without an `identity`,
+    /// In a shared store only an owner rotates: every replica leaves aside a key object made
+    /// by anyone else (docs/ARCHITECTURE.md §5).
+    ///
+    /// What it does not do: take back what a removed member already has (everything sealed
+    /// before — and whatever it copied), or re-seal older objects.
+    ///
+    /// - Throws: `invalidOperation` for an engine made without an `identity`, or in a shared
+    ///   store whose active owners it is not one of,
     ///   `removedFromStore` when this replica was removed itself, `invalidParameter` for more
     ///   than 1,024 recipients or 16 concurrent generations, and what the remote throws.
     @discardableResult
@@ -48,6 +54,10 @@ extension SyncEngine {
             throw ConcordError(.invalidOperation, "rotating the store key needs this device's identity (the new key is sealed to it and signed with it): create one with `concord id create`")
         }
         try await checkStoreIdentityOnce()
+        // A shared store's membership as it is now: who may rotate, and who made the key
+        // objects read below.
+        var members = SyncReport()
+        try await refreshMembershipIfShared(into: &members)
         // The newest frontier: every key object the remote lists now (only those: the heads
         // are left to the next sync, which reports what it finds in them).
         var listed: [KeyGenerationID] = []
@@ -56,8 +66,11 @@ extension SyncEngine {
         }
         try await readKeyObjects(listed)
         try checkNotRemoved()
+        if let mayRotate = rotationAuthority(), !mayRotate(identity.publicIdentity) {
+            throw ConcordError(.invalidOperation, "only an owner of this shared store rotates its key; every replica would leave a key object of this device aside")
+        }
         let kept = try Self.keptKeyObjects(in: store)
-        let keyring = try Keyring(base: baseKey, objects: kept, identity: identity)
+        let keyring = try Keyring(base: baseKey, objects: kept, identity: identity, adopted: Set(kept.map(\.id)))
         var parents: [KeyGenerationID: StoreKey] = [:]
         for id in keyring.frontier.ids {
             guard let key = keyring.keys[id] else { throw ConcordError(.removedFromStore, Self.removedMessage(keyring, identity: identity)) }
@@ -66,11 +79,11 @@ extension SyncEngine {
         let id = KeyGenerationID.random()
         let key = StoreKey.random().of(KeyGeneration([id])!)
         let everyone = Array(Set(recipients + [identity.publicIdentity]))
-        let object = try KeyObject.create(key: key, parents: parents, recipients: everyone, signer: identity, path: Keyring.path(id))
+        let object = try KeyObject.create(key: key, parents: parents, recipients: everyone, signer: identity, path: Keyring.path(id), attestedUnder: baseKey)
         // 1. The key object, whole, before anything is sealed under its key.
         try await writes.putKeyObject(object)
         // 2. This replica seals under it from now on.
-        try adopt(kept + [object])
+        try adopt(kept + [object], adopted: Set(kept.map(\.id)))
         // 3. Its head, sealed again under the new generation.
         try await putHead(seq: try pushedSeq())
         logger(ConcordLogLabel.sync).info("store key rotated", metadata: ["generation": "\(id)", "recipients": "\(everyone.count)"])

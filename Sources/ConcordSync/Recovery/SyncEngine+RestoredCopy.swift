@@ -132,11 +132,10 @@ extension SyncEngine {
                     for object in try await remote.list(prefix: RemoteLayout.blobsPrefix) { blobs![object.path] = .some(object.size) }
                 }
                 let blob = BlobName.remotePath(for: reference.file.hash, key: keys.blobNames)
-                let whole = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
-                guard Self.mayBeLost(blobs![blob], whole) else { continue }
+                guard Self.mayBeLost(blobs![blob], plaintext: reference.file.size) else { continue }
                 guard store.blobs.contains(reference.file.hash) else { break runs }
                 try await reupload(reference.file.hash, path: blob)
-                blobs![blob] = .some(whole)
+                blobs![blob] = .some(BlobStream.sealedByteCount(plaintextByteCount: reference.file.size, generation: keys.blobContents.generation))
                 report.filesUploaded += 1
             }
             orphans.append(path)

@@ -144,12 +144,12 @@ extension SyncEngine {
     /// whose remote copy is torn (storage that reported a torn upload as done — of a file a
     /// snapshot of this replica references, say) is put again too. One listing of `blobs/`.
     private func reuploadLostFilesOfOwnBatches(listed present: Set<UInt64>, into report: inout SyncReport) async throws(ConcordError) -> [String] {
-        // Per file, the size its encrypted stream must have.
+        // Per file, its size (its encrypted stream's follows, under some key generation).
         var wanted: [ContentHash: UInt64] = [:]
         for seq in present {
             guard let batch = try store.sealedBatch(seq: seq) else { continue }
             for reference in batch.delta.fileReferences {
-                wanted[reference.file.hash] = BlobStream.sealedByteCount(plaintextByteCount: reference.file.size)
+                wanted[reference.file.hash] = reference.file.size
             }
         }
         let held = try store.blobs.all()
@@ -162,16 +162,15 @@ extension SyncEngine {
         // Files held here that are on the remote at the wrong size: torn, whoever put them.
         for hash in held where wanted[hash] == nil {
             guard case let size?? = listed[BlobName.remotePath(for: hash, key: keys.blobNames)], let local = Self.fileSize(store.blobs.path(for: hash)) else { continue }
-            let expected = BlobStream.sealedByteCount(plaintextByteCount: local)
-            if size != expected { wanted[hash] = expected }
+            if !BlobStream.isSealedSize(size, ofPlaintext: local) { wanted[hash] = local }
         }
         var uploaded: [String] = []
         for (hash, size) in wanted.sorted(by: { $0.key < $1.key }) where store.blobs.contains(hash) {
             let path = BlobName.remotePath(for: hash, key: keys.blobNames)
             // Gone, or torn (a put that reported success but stored a prefix: the size
             // shows it). A listing may be stale: the file is looked for once more on its own.
-            guard Self.mayBeLost(listed[path], size),
-                  Self.mayBeLost(try await remote.list(prefix: path).first(where: { $0.path == path }).map(\.size), size) else { continue }
+            guard Self.mayBeLost(listed[path], plaintext: size),
+                  Self.mayBeLost(try await remote.list(prefix: path).first(where: { $0.path == path }).map(\.size), plaintext: size) else { continue }
             // A folder planted at the name cannot be replaced: reported, and the other files
             // and the rest of the sync go on (tried again at the next push).
             guard try await reuploadUnlessBlocked(hash, path: path, into: &report) else { continue }
@@ -181,14 +180,15 @@ extension SyncEngine {
         return uploaded
     }
 
-    /// Whether a file whose encrypted stream has `size` bytes may be lost or torn, by what a
-    /// listing said of it: nil, not listed; `.some(nil)`, listed without a size (unknown,
-    /// so not taken for torn); else the listed size.
-    static func mayBeLost(_ listed: UInt64??, _ size: UInt64) -> Bool {
+    /// Whether a file of `plaintext` bytes may be lost or torn, by what a listing said of it:
+    /// nil, not listed; `.some(nil)`, listed without a size (unknown, so not taken for torn);
+    /// else the listed size, which is whole when it is the file's encrypted size under some
+    /// key generation (`BlobStream.isSealedSize(_:ofPlaintext:)`).
+    static func mayBeLost(_ listed: UInt64??, plaintext: UInt64) -> Bool {
         switch listed {
         case nil: true
         case .some(nil): false
-        case let .some(.some(listedSize)): listedSize != size
+        case let .some(.some(listedSize)): !BlobStream.isSealedSize(listedSize, ofPlaintext: plaintext)
         }
     }
 

@@ -6,8 +6,11 @@ import Foundation
 
 /// Moves files between the local blob directory and the remote, encrypted with
 /// `crypto_secretstream` in 64 KiB chunks: memory stays constant whatever the file's size.
+/// A file is sealed under the key it is uploaded with (the current key generation's: the
+/// stream's header names it, and every chunk's associated data) and opened under the
+/// generation its header names.
 package enum BlobTransfer {
-    /// Uploads the local file `hash` to `path`.
+    /// Uploads the local file `hash` to `path`, sealed under `key` (of the current generation).
     package static func upload(_ hash: ContentHash, from blobs: BlobStore, to remote: any Remote, path: String, key: SubKey) async throws(ConcordError) -> UInt64 {
         guard let input = FileHandle(forReadingAtPath: blobs.path(for: hash)) else {
             throw ConcordError(.missingBlob, "file \(hash.hex) is not in \(blobs.directory); it cannot be uploaded")
@@ -54,16 +57,18 @@ package enum BlobTransfer {
         }
     }
 
-    /// Downloads `path` into the blob directory, checking that its content hashes to `hash`.
+    /// Downloads `path` into the blob directory, checking that its content hashes to `hash`,
+    /// opened with the file-contents key `keys` gives for the generation its header names.
     /// Returns false when the remote has no such object (yet). `size` is the file's size
     /// from its authenticated reference: the download is refused
     /// (``ConcordCore/ConcordError/Code/limitExceeded``) as soon as it would pass the
-    /// encrypted size of that many bytes, so the temporary file never grows past it.
+    /// encrypted size of that many bytes under any generation it may be sealed under
+    /// (`SyncEngine.Keys.maxSealedFileSize(_:)`), so the temporary file never grows past it.
     /// `install` runs the final step (decrypting into the blob directory) and may wrap it
     /// (the store records the arrival: ``ConcordStore/Store/installFile(_:onRemote:_:)``);
     /// `received` hears the count of encrypted bytes so far.
-    package static func download(
-        _ hash: ContentHash, size: UInt64, into blobs: BlobStore, from remote: any Remote, path: String, key: SubKey,
+    static func download(
+        _ hash: ContentHash, size: UInt64, into blobs: BlobStore, from remote: any Remote, path: String, keys: SyncEngine.Keys,
         install: (() throws(ConcordError) -> Void) throws(ConcordError) -> Void = { (add: () throws(ConcordError) -> Void) throws(ConcordError) in try add() },
         received: (@Sendable (UInt64) -> Void)? = nil
     ) async throws(ConcordError) -> Bool {
@@ -77,7 +82,7 @@ package enum BlobTransfer {
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let found: Bool
         do {
-            let limit = BlobStream.sealedByteCount(plaintextByteCount: size)
+            let limit = keys.maxSealedFileSize(size)
             var count: UInt64 = 0
             found = try await remote.getStream(path, limit: limit) { (chunk: [UInt8]) throws(ConcordError) in
                 count += UInt64(chunk.count)
@@ -91,7 +96,7 @@ package enum BlobTransfer {
         guard found else { return false }
         guard let input = FileHandle(forReadingAtPath: temporary) else { throw ConcordError(.storage, "could not reopen \(temporary)") }
         defer { try? input.close() }
-        let reader = try Download(input: input, key: key, name: path)
+        let reader = try Download(input: input, keys: keys, name: path)
         try install { () throws(ConcordError) in
             _ = try blobs.add(expected: hash) { (buffer: UnsafeMutableRawBufferPointer) throws(ConcordError) -> Int in
                 try reader.fill(buffer)
@@ -106,16 +111,22 @@ package enum BlobTransfer {
         var plaintext: [UInt8] = []
         var offset = 0
 
-        init(input: FileHandle, key: SubKey, name: String) throws(ConcordError) {
+        init(input: FileHandle, keys: SyncEngine.Keys, name: String) throws(ConcordError) {
             self.input = input
-            let header: [UInt8]
-            do { header = Array(try input.read(upToCount: BlobStream.headerByteCount) ?? Data()) } catch {
-                throw ConcordError(.storage, "could not read a downloaded file: \(error)", cause: error)
+            // The first bytes tell the header's length (it names the key generation).
+            var header = try Self.read(BlobStream.leadByteCount, from: input)
+            let length = BlobStream.headerByteCount(startingWith: header)
+            if length > header.count { header += try Self.read(length - header.count, from: input) }
+            decryptor = try BlobDecryptor(header: header, name: name) { (generation: KeyGeneration) throws(ConcordError) -> SubKey in
+                try keys.key(.blobContents, of: generation, at: name)
             }
-            decryptor = try BlobDecryptor(header: header, key: key, name: name)
         }
 
         func read(_ count: Int) throws(ConcordError) -> [UInt8] {
+            try Self.read(count, from: input)
+        }
+
+        static func read(_ count: Int, from input: FileHandle) throws(ConcordError) -> [UInt8] {
             do { return Array(try input.read(upToCount: count) ?? Data()) } catch {
                 throw ConcordError(.storage, "could not read a downloaded file: \(error)", cause: error)
             }

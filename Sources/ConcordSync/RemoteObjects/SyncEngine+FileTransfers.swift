@@ -53,7 +53,7 @@ extension SyncEngine {
         let store = store
         do {
             return try await BlobTransfer.download(
-                hash, size: size, into: store.blobs, from: remote, path: path, key: keys.blobContents,
+                hash, size: size, into: store.blobs, from: remote, path: path, keys: keys,
                 install: { (add: () throws(ConcordError) -> Void) throws(ConcordError) in try store.installFile(hash, onRemote: true, add) },
                 received: received) ? .fetched : .absent
         } catch where error.code == .authenticationFailed || error.code == .hashMismatch || error.code == .unsupportedVersion
@@ -62,7 +62,7 @@ extension SyncEngine {
         }
     }
 
-    /// Uploads one local file to its remote name.
+    /// Uploads one local file to its remote name, sealed under the current key generation.
     func uploadFile(_ hash: ContentHash) async throws(ConcordError) {
         let path = BlobName.remotePath(for: hash, key: keys.blobNames)
         _ = try await BlobTransfer.upload(hash, from: store.blobs, to: remote, path: path, key: keys.blobContents)
