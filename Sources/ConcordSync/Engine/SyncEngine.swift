@@ -63,6 +63,9 @@ public actor SyncEngine {
     /// Files being fetched on demand, shared by every reader that waits for one
     /// (``localFile(_:)``).
     var onDemand = OnDemandDownloads()
+    /// The peer announcements the last listing of `heads/` showed, and what reading each gave
+    /// (``discoveredPeers()``).
+    var announcements = AnnouncementsSeen()
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
     /// total); ends when the engine goes away.
@@ -87,6 +90,9 @@ public actor SyncEngine {
         /// Generation 0's key for a shared store's membership logs: a member granted the store
         /// key reads them before it holds any later generation.
         let members: SubKey
+        /// Seals peer announcements (the current generation's), and names them (generation 0's).
+        let announcements: SubKey
+        let announcementNames: SubKey
         /// The key a new member is granted (``grantedStoreKey``): generation 0's, from which
         /// a rotation made after the grant is reached through the key objects sealed to it.
         var store: StoreKey { base }
@@ -102,6 +108,8 @@ public actor SyncEngine {
             blobNames = key.subkey(for: .blobNames)
             fingerprints = key.subkey(for: .batches)
             members = key.subkey(for: .members)
+            announcements = current.subkey(for: .peerAnnouncements)
+            announcementNames = key.subkey(for: .peerAnnouncementNames)
         }
 
         /// The `purpose` key that opens `sealed`, found at `path`: of the generation its header
@@ -110,7 +118,12 @@ public actor SyncEngine {
         /// object not listed yet, or never written): damage, "not there yet".
         func opening(_ purpose: KeyPurpose, _ sealed: some Collection<UInt8>, at path: String) throws(ConcordError) -> SubKey {
             let generation = try EncryptedObject.generation(of: sealed, path: path)
-            let current = purpose == .batches ? batches : purpose == .heads ? heads : snapshots
+            let current = switch purpose {
+            case .batches: batches
+            case .heads: heads
+            case .peerAnnouncements: announcements
+            default: snapshots
+            }
             if generation == current.generation { return current }
             if generation.isZero { return base.subkey(for: purpose) }
             guard let key = keyring?.key(for: generation) else {
