@@ -144,6 +144,28 @@ import Testing
         #expect(try await Self.announcements(fleet) == [fleet.engines[2].announcementPath(of: fleet.stores[2].replicaID)])
     }
 
+    /// In a shared store an announcement is signed like a head, and one that is not signed
+    /// by a member is refused.
+    @Test func inASharedStoreOnlyAMembersSignedAnnouncementCounts() async throws {
+        let members = try await KeyRotationTests.Members(count: 3)
+        let owner = members.engines[0]
+        try await owner.addMember(members.identities[1].publicIdentity, name: "bob", role: .writer)
+        // A signed batch of the owner's shows Bob the store is shared (he then reads its members).
+        try members.note(0, "signed")
+        try await members.sync([0, 1])
+        // Bob's is signed; the third holds the store key but is no member, and signs nothing.
+        try await members.engines[1].announce(addresses: ["127.0.0.1"], port: 7467, lifetime: 600_000)
+        try await members.engines[2].announce(addresses: ["127.0.0.1"], port: 7468, lifetime: 600_000)
+        let bobs = members.engines[1].announcementPath(of: members.stores[1].replicaID)
+        let sealed = try #require(try await members.folder.get(bobs))
+        let plaintext = try EncryptedObject.open(sealed, path: bobs, key: members.key.subkey(for: .peerAnnouncements))
+        #expect(SignedEnvelope.isSigned(plaintext))
+        try await owner.sync()
+        let discovery = try await owner.discoveredPeers()
+        #expect(discovery.announced.map(\.replica) == [members.stores[1].replicaID])
+        #expect(discovery.rejected.count == 1 && discovery.rejected[0].contains("not signed"), "\(discovery.rejected)")
+    }
+
     @Test func layoutAndSubKeys() {
         let tag = String(repeating: "ab", count: 16)
         #expect(RemoteLayout.parse("heads/peers/\(tag)") == .announcement(tag: tag))
