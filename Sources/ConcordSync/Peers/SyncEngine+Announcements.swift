@@ -70,7 +70,7 @@ extension SyncEngine {
 
     /// The announcements of other replicas the last listing of `heads/` showed (a sync's,
     /// compaction's: no request of its own), each opened once and again only when the
-    /// listing shows it changed: at most ``maxAnnouncementsRead`` reads a call, each within
+    /// listing shows it changed: at most `maxAnnouncementsRead` (32) reads a call, each within
     /// `RemoteLayout.maxAnnouncementSize` (one the listing shows larger is refused unread).
     /// An announcement opens only under the store key, for its own name, signed by a member
     /// in a shared store; anything else is named in ``PeerDiscovery/rejected``.
