@@ -129,6 +129,7 @@ let package = Package(
                 .product(name: "ConcordStore", package: "Concord"),
                 .product(name: "ConcordRemote", package: "Concord"),
                 .product(name: "ConcordSync", package: "Concord"),
+                .product(name: "ConcordTestServers", package: "Concord"),
                 .product(name: "ConcordTesting", package: "Concord"),
             ],
             path: "Tools/LiveBenchmark"

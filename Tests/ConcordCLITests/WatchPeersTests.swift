@@ -50,4 +50,37 @@ import Testing
         quiet.kill(SIGINT)
         #expect(quiet.wait() == .exited(0))
     }
+
+    /// Two watches given no `--peer` find each other through the announcements they put on
+    /// the remote, and a put crosses between them once the remote is gone; `concord status`
+    /// names the peer announced.
+    @Test func twoWatchesFindEachOtherThroughTheRemote() async throws {
+        let cli = try CLI()
+        defer { cli.cleanUp() }
+        try cli.replicas(["a", "b"])
+        let announcements = cli.path("remote") + "/heads/peers"
+        func announced() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: announcements).count) ?? 0 }
+        let (a, aOutput) = try Self.startWatch(cli, "a", ["--peer-port", "0"])
+        #expect(try await WatchTests.eventually(aOutput) { _ in announced() == 1 }, "a announced its channel")
+        #expect(try await WatchTests.eventually(aOutput) { $0.contains("announcing it on the remote") })
+        let (b, bOutput) = try Self.startWatch(cli, "b", ["--peer-port", "0"])
+        let found = try await WatchTests.eventually(bOutput) { _ in
+            (try? cli.run(["status", "--offline", "--store", cli.path("b.db")]).stdout.contains("; connected: ")) ?? false
+        }
+        #expect(found, "b connected to a, found through its announcement")
+        let status = try cli.run(["status", "--offline", "--store", cli.path("b.db")]).stdout
+        #expect(status.contains("announced peers: ") && status.contains(":") && !status.contains("announced peers: none"))
+        try FileManager.default.moveItem(atPath: cli.path("remote"), toPath: cli.path("remote-away"))
+        try cli.on("a", ["put", "notes", "n", "text=found on the remote"])
+        let arrived = try await WatchTests.eventually(bOutput) { _ in
+            (try? cli.run(["get", "notes", "n", "--store", cli.path("b.db")]).stdout.contains("found on the remote")) ?? false
+        }
+        #expect(arrived, "b applied a's put from the peer channel it discovered")
+        try FileManager.default.moveItem(atPath: cli.path("remote-away"), toPath: cli.path("remote"))
+        a.kill(SIGINT)
+        b.kill(SIGINT)
+        #expect(a.wait() == .exited(0))
+        #expect(b.wait() == .exited(0))
+        #expect(announced() == 0, "each withdrew its announcement as it stopped")
+    }
 }

@@ -11,6 +11,8 @@
 // over the LAN peer channel (loopback TCP) with the remote unreachable (every storage call
 // fails from the first write on). Prints `latency mode=… writes=… median_ms=… p99_ms=…
 // max_ms=…` for each. A third argument picks modes: e.g. `peers` or `watch,poll,peers`.
+// Modes `webdav` and `s3` run the adaptive poll (as `poll`) with the two replicas on a real
+// server started on loopback (Apache mod_dav, moto), as the backend tests start them.
 //
 // Idle cost: storage requests an idle replica makes in one hour, in virtual time (a
 // scheduler whose sleeps jump the clock to their deadline, so the hour takes moments),
@@ -25,6 +27,7 @@ import ConcordCore
 import ConcordRemote
 import ConcordStore
 import ConcordSync
+import ConcordTestServers
 import ConcordTesting
 import Foundation
 import Synchronization
@@ -48,14 +51,17 @@ func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
 
 /// Two live replicas over a fresh folder; `watched` gives each a watcher of the folder;
 /// `peers` connects them over the peer channel and makes the remote fail every call.
-func latency(watched: Bool, peers: Bool = false, run: String) async throws -> [Double] {
+/// `server`: the replicas share a fresh root on that loopback server instead of a folder
+/// (polling only).
+func latency(watched: Bool, peers: Bool = false, server: ServerKind? = nil, run: String) async throws -> [Double] {
     let root = directory + "/" + run
     try? FileManager.default.removeItem(atPath: root)
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: root) }
     let folder = try FolderRemote(root: root + "/remote", createIfMissing: true)
-    let (key, storeID) = try await SyncEngine.createRemote(folder, passphrase: "benchmark", limits: .minimum)
-    let remote = FaultyRemote(wrapping: folder, seed: 41)
+    let base: any Remote = if let server { try await Backends.fresh(server) } else { folder }
+    let (key, storeID) = try await SyncEngine.createRemote(base, passphrase: "benchmark", limits: .minimum)
+    let remote = FaultyRemote(wrapping: base, seed: 41)
     var stores: [Store] = []
     var loops: [AutoSync] = []
     var channels: [PeerChannel] = []
@@ -171,6 +177,17 @@ for (mode, watched, peers, name) in [
     ("peers", false, true, "peer channel, remote unreachable"),
 ] where modes.contains(mode) {
     let sorted = try await latency(watched: watched, peers: peers, run: mode)
+    let summary = String(
+        format: "latency mode=%@ writes=%d median_ms=%.1f p99_ms=%.1f max_ms=%.1f",
+        mode, sorted.count, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0)
+    print(summary + "   # \(name)")
+}
+
+for (mode, server, name) in [
+    ("webdav", ServerKind.apache, "polling only (adaptive), WebDAV (Apache mod_dav, loopback)"),
+    ("s3", ServerKind.moto, "polling only (adaptive), S3 (moto, loopback)"),
+] where modes.contains(mode) {
+    let sorted = try await latency(watched: false, server: server, run: mode)
     let summary = String(
         format: "latency mode=%@ writes=%d median_ms=%.1f p99_ms=%.1f max_ms=%.1f",
         mode, sorted.count, percentile(sorted, 0.5), percentile(sorted, 0.99), sorted.last ?? 0)

@@ -14,7 +14,8 @@ import Darwin
 extension Sync {
     func watchLoop(_ store: Store, _ connection: RemoteConnection, stop: StopSignal) async throws {
         let slowest = interval ?? LiveMode.defaultSlowest
-        let configuration = AutoSync.Configuration.live(mode: mode, slowestPull: UInt64((slowest * 1_000).rounded()))
+        var configuration = AutoSync.Configuration.live(mode: mode, slowestPull: UInt64((slowest * 1_000).rounded()))
+        configuration.discovery = !noDiscovery
         var watcher: (any RemoteWatcher)?
         let live: LiveMode
         if poll {
@@ -68,8 +69,10 @@ extension Sync {
         while !stop.isSet && fatal.error == nil {
             try? await Task.sleep(for: .milliseconds(100))
             if let peers {
-                // What `concord status` shows: the port, and each peer connected.
-                let said = "\(peers.port)\t" + peers.peers.map { "\($0.replica) at \($0.address)" }.joined(separator: ", ")
+                // What `concord status` shows: the port, each peer connected, and each announced.
+                var announced = "off"
+                if !noDiscovery { announced = await auto.status.announcedPeers.map(\.description).joined(separator: "; ") }
+                let said = "\(peers.port)\t" + peers.peers.map { "\($0.replica) at \($0.address)" }.joined(separator: ", ") + "\t" + announced
                 if said != peersSaid {
                     peersSaid = said
                     try? store.setSetting(CLIConfig.peers, said)
@@ -103,7 +106,8 @@ extension Sync {
             if let (host, port) = Self.peerAddress(address) { channel.keepConnected(host: host, port: port) }
         }
         let dialling = peerAddresses.isEmpty ? "" : "; connecting to \(peerAddresses.joined(separator: ", "))"
-        options.say("peers: listening on port \(channel.port)\(dialling) (--no-peers to turn off)")
+        let discovery = noDiscovery ? "" : "; announcing it on the remote and connecting to the replicas announced there (--no-discovery to turn off)"
+        options.say("peers: listening on port \(channel.port)\(dialling) (--no-peers to turn off)\(discovery)")
         return channel
     }
 
@@ -155,8 +159,8 @@ extension CLIConfig {
     /// What a running `sync --watch` does: `<pid>\t<watch|poll>\t<description>`; empty
     /// when none runs.
     static let watch = "watch"
-    /// The peer channel of a running `sync --watch`: `<port>\t<peers connected, by ", ">`;
-    /// empty when none runs.
+    /// The peer channel of a running `sync --watch`: `<port>\t<peers connected, by ", ">\t<peers
+    /// announced on the remote, by "; ", or `off`>`; empty when none runs.
     static let peers = "peers"
 }
 
@@ -165,13 +169,20 @@ extension Status {
     static func live(_ store: Store, folder: String?) throws -> (line: String, document: JSON) {
         let fields = (try store.setting(CLIConfig.watch) ?? "").split(separator: "\t", maxSplits: 2).map(String.init)
         if fields.count == 3, let pid = Int32(fields[0]), kill(pid, 0) == 0 || errno == EPERM {
-            let peers = (try store.setting(CLIConfig.peers) ?? "").split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let peers = (try store.setting(CLIConfig.peers) ?? "").split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
             var line = "  live: `sync --watch` (process \(pid)) is \(fields[2])"
             var peersDocument = JSON.null
-            if peers.count == 2, let port = UInt64(peers[0]) {
+            if peers.count >= 2, let port = UInt64(peers[0]) {
                 let connected = peers[1].isEmpty ? [] : peers[1].components(separatedBy: ", ")
                 line += "\n  peers: listening on port \(port); \(connected.isEmpty ? "none connected" : "connected: " + connected.joined(separator: ", "))"
-                peersDocument = .object([("port", .uint(port)), ("connected", .array(connected.map { .string($0) }))])
+                // Discovery: the replicas the remote announces (`off` with --no-discovery).
+                let announcedText = peers.count == 3 ? peers[2] : "off"
+                let announced = announcedText == "off" || announcedText.isEmpty ? [] : announcedText.components(separatedBy: "; ")
+                line += "\n  announced peers: " + (announcedText == "off" ? "discovery off" : announced.isEmpty ? "none" : announced.joined(separator: "; "))
+                peersDocument = .object([
+                    ("port", .uint(port)), ("connected", .array(connected.map { .string($0) })),
+                    ("discovery", .bool(announcedText != "off")), ("announced", .array(announced.map { .string($0) })),
+                ])
             } else {
                 line += "\n  peers: off"
             }

@@ -24,7 +24,9 @@ struct Sync: AsyncParsableCommand {
             (default 7467, another free port if taken) and keeps a connection to each --peer, \
             replicas that prove they hold the store key; each sends the other its sealed batches \
             as soon as they are committed, also while the remote cannot be reached, and puts on \
-            the remote any batch it received that the remote lacks. \
+            the remote any batch it received that the remote lacks. Unless --no-discovery, it \
+            announces where it listens in a sealed object on the remote (withdrawn when it stops) \
+            and connects to the replicas that announce themselves there, without any --peer. \
             With --json each sync then prints one JSON line.
             """)
 
@@ -35,6 +37,7 @@ struct Sync: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --watch, the slowest poll: seconds between listings when idle (default 300; 0.1 to a year).", valueName: "seconds")) var interval: Double?
     @Flag(name: .customLong("no-peers"), help: "With --watch, run no LAN peer channel.") var noPeers = false
     @Option(name: .customLong("peer"), help: ArgumentHelp("With --watch, a replica of the same store to connect to over the LAN (repeatable).", valueName: "ipv4:port")) var peerAddresses: [String] = []
+    @Flag(name: .customLong("no-discovery"), help: "With --watch, neither announce the peer channel on the remote nor connect to the replicas announced there.") var noDiscovery = false
     @Option(name: .customLong("peer-port"), help: ArgumentHelp("With --watch, the TCP port the peer channel listens on (default 7467; 0: any free port).", valueName: "port")) var peerPort: UInt16?
     @OptionGroup var options: GlobalOptions
 
@@ -46,8 +49,8 @@ struct Sync: AsyncParsableCommand {
             guard interval >= 0.1, interval <= 86_400 * 365 else { throw ValidationError("--interval must be a number of seconds from 0.1 to a year, not \(interval)") }
         }
         guard !poll || watch else { throw ValidationError("--poll applies to --watch") }
-        guard watch || (!noPeers && peerAddresses.isEmpty && peerPort == nil) else { throw ValidationError("--no-peers, --peer and --peer-port apply to --watch") }
-        guard !noPeers || (peerAddresses.isEmpty && peerPort == nil) else { throw ValidationError("--no-peers excludes --peer and --peer-port") }
+        guard watch || (!noPeers && !noDiscovery && peerAddresses.isEmpty && peerPort == nil) else { throw ValidationError("--no-peers, --no-discovery, --peer and --peer-port apply to --watch") }
+        guard !noPeers || (peerAddresses.isEmpty && peerPort == nil && !noDiscovery) else { throw ValidationError("--no-peers excludes --peer, --peer-port and --no-discovery") }
         for address in peerAddresses where Self.peerAddress(address) == nil {
             throw ValidationError("--peer takes an IPv4 address and a port, like 192.168.1.20:7467, not \(address)")
         }

@@ -301,7 +301,7 @@ final class DemoRun {
             case .snapshot?: "snapshots"
             case .blob?: "encrypted files"
             case .keyObject?: "key objects"
-            case .storeManifest?, .memberLog?, .grant?, nil: "other"
+            case .storeManifest?, .memberLog?, .grant?, .announcement?, nil: "other"
             }
         }
         say("The remote holds \(files.count) objects, \(total) bytes: " + kinds.keys.sorted().map { "\(kinds[$0]!.count) \($0)" }.joined(separator: ", "))

@@ -50,8 +50,18 @@ public struct KeyPurpose: Hashable, Sendable, CustomStringConvertible {
     /// moves to when the fork is merged (``ForkName``).
     public static let forkNames = KeyPurpose(subkeyID: 11, name: "forkNames")
 
+    /// Seals a replica's peer announcement under `heads/peers/<tag>` (where its LAN peer
+    /// channel listens), under the current key generation.
+    public static let peerAnnouncements = KeyPurpose(subkeyID: 12, name: "peerAnnouncements")
+    /// Keys the BLAKE2b that turns a replica id into its announcement's name (generation 0's
+    /// key: the name stays across rotations).
+    public static let peerAnnouncementNames = KeyPurpose(subkeyID: 13, name: "peerAnnouncementNames")
+
     /// Every purpose this release knows, in sub-key id order.
-    public static let all: [KeyPurpose] = [.batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers, .members, .keyring, .forkNames]
+    public static let all: [KeyPurpose] = [
+        .batches, .heads, .snapshots, .blobContents, .blobNames, .keyCheck, .storeName, .peers, .members, .keyring,
+        .forkNames, .peerAnnouncements, .peerAnnouncementNames,
+    ]
 
     /// The 8-byte `crypto_kdf` context shared by every Concord sub-key.
     public static let kdfContext = "concord1"

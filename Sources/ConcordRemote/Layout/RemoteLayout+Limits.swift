@@ -17,6 +17,12 @@ extension RemoteLayout {
     /// The largest snapshot a reader accepts: 1 GiB of sealed state (files are not in it).
     public static let maxSnapshotSize: UInt64 = 1 << 30
 
+    /// The largest peer announcement a reader accepts: 4 KiB (a replica id, a port, two
+    /// times and at most ``maxAnnouncedAddresses`` IPv4 addresses, sealed and signed).
+    public static let maxAnnouncementSize: UInt64 = 4 << 10
+    /// The most addresses one announcement may name.
+    public static let maxAnnouncedAddresses = 16
+
     /// The largest membership log a reader accepts: 4 MiB — some thousands of signed
     /// operations of one owner.
     public static let maxMemberLogSize: UInt64 = 4 << 20
@@ -30,10 +36,10 @@ extension RemoteLayout {
     public static let maxListingPages = 10_000
     /// The most folders a listing of the whole layout enters on a remote that lists a
     /// folder at a time (WebDAV): the root, `heads/`, `snapshots/`, `replicas/` and `blobs/`,
-    /// `heads/keys/`, each replica's folder and its `deltas/` for the format's 65,536 replicas, and the
+    /// `heads/keys/`, `heads/peers/`, each replica's folder and its `deltas/` for the format's 65,536 replicas, and the
     /// 256 folders of `blobs/`, and `stores/` with one folder for each of up to 65,536
     /// named stores.
-    public static let maxListingFolders = 6 + 2 * 65_536 + 256 + 1 + 65_536 + 2
+    public static let maxListingFolders = 7 + 2 * 65_536 + 256 + 1 + 65_536 + 2
 
     /// The largest object of `name`'s kind a reader accepts whole through
     /// ``Remote/get(_:limit:)``, and the largest a remote stores there; files (blobs) are
@@ -53,6 +59,7 @@ extension RemoteLayout {
         case .memberLog: maxMemberLogSize
         case .grant: maxManifestSize
         case .keyObject: maxKeyObjectSize
+        case .announcement: maxAnnouncementSize
         }
     }
 

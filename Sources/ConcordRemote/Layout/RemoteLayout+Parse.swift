@@ -15,6 +15,10 @@ extension RemoteLayout {
             guard rest.count == 32, Hex.isLowercase(rest) else { return nil }
             return .keyObject(id: String(decoding: rest, as: UTF8.self))
         }
+        if let rest = strip("heads/peers/", from: bytes) {
+            guard rest.count == 32, Hex.isLowercase(rest) else { return nil }
+            return .announcement(tag: String(decoding: rest, as: UTF8.self))
+        }
         if let rest = strip("heads/", from: bytes) {
             guard let (replica, seq) = replicaDashSeq(rest) else { return nil }
             return .head(replica: replica, seq: seq)
@@ -61,7 +65,7 @@ extension RemoteLayout {
     }
 
     /// Whether `path` (no trailing slash; "" is the root) is a folder the layout uses:
-    /// the root, `heads`, `snapshots`, `replicas`, `replicas/<replica>`,
+    /// the root, `heads` (and its `keys` and `peers`), `snapshots`, `replicas`, `replicas/<replica>`,
     /// `replicas/<replica>/deltas`, `blobs` or `blobs/<2 hex>`, and `stores` and
     /// `stores/<store id>` (where named stores' manifests are; a walk from this root never
     /// enters a named store's own folders, which a root of their own lists). Remotes that
@@ -69,7 +73,7 @@ extension RemoteLayout {
     /// `.dropbox.cache`, a user's own files) are never read.
     public static func isStoreFolder(_ path: String) -> Bool {
         switch path {
-        case "", "heads", "heads/keys", "snapshots", "replicas", "blobs", storesFolder, "members", "grants": return true
+        case "", "heads", "heads/keys", "heads/peers", "snapshots", "replicas", "blobs", storesFolder, "members", "grants": return true
         default: break
         }
         let bytes = Array(path.utf8)

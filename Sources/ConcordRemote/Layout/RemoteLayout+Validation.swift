@@ -14,7 +14,7 @@ extension RemoteLayout {
             throw ConcordError(
                 .invalidRemotePath,
                 "remote path \(quoted(path)) is not a name of the store layout (docs/ARCHITECTURE.md §4: concord.json, "
-                    + "heads/<replica>-<seq>, heads/keys/<generation>, replicas/<replica>/deltas/<seq>, snapshots/<replica>-<seq>, "
+                    + "heads/<replica>-<seq>, heads/keys/<generation>, heads/peers/<tag>, replicas/<replica>/deltas/<seq>, snapshots/<replica>-<seq>, "
                     + "blobs/<2 hex>/<keyed name>, lowercase hex); nothing was read or written — build paths with RemoteLayout"
             )
         }

@@ -7,6 +7,8 @@ import ConcordCore
 /// concord.json                                   the store manifest
 /// heads/<replica>-<seq>                          a replica's head
 /// heads/keys/<generation>                        a key generation's key object
+/// heads/peers/<32 hex>                           a replica's peer announcement (where its
+///                                                LAN peer channel listens), named by a keyed tag
 /// replicas/<replica>/deltas/<seq>                a replica's delta batch
 /// snapshots/<replica>-<seq>                      a full-state snapshot
 /// blobs/<2 hex>/<keyed name>                     file contents
@@ -35,6 +37,9 @@ public enum RemoteLayout {
     /// Where key objects are: `heads/keys/<generation id>`, below `heads/` so that the one
     /// listing of `heads/` a sync makes also shows a new key generation.
     public static let keyObjectsPrefix = "heads/keys/"
+    /// Where peer announcements are: `heads/peers/<tag>`, below `heads/` so that the one
+    /// listing of `heads/` a sync makes also shows them.
+    public static let announcementsPrefix = "heads/peers/"
     /// The prefix under which every replica's delta batches live.
     public static let replicasPrefix = "replicas/"
     /// The prefix under which every snapshot lives.
@@ -82,6 +87,13 @@ public enum RemoteLayout {
     public static func keyObject(_ id: String) -> String {
         precondition(isStoreID(id), "a key generation id is 32 lowercase hex digits, not \(id)")
         return keyObjectsPrefix + id
+    }
+
+    /// The path of a replica's peer announcement: `heads/peers/<tag>`, the tag 32 lowercase
+    /// hex digits keyed by the store key (never the replica id).
+    public static func announcement(tag: String) -> String {
+        precondition(isStoreID(tag), "an announcement's tag is 32 lowercase hex digits, not \(tag)")
+        return announcementsPrefix + tag
     }
 
     /// Whether `text` is a store id as folder names spell it: 32 lowercase hex digits.
@@ -152,6 +164,8 @@ public enum RemoteLayout {
         case memberLog(tag: String)
         /// `grants/<64 hex>`: a store key sealed to one member (a shared store).
         case grant(name: String)
+        /// `heads/peers/<32 hex>`: a replica's peer announcement.
+        case announcement(tag: String)
 
         /// The object's path; `RemoteLayout.parse(name.path) == name` for every name.
         public var path: String {
@@ -165,6 +179,7 @@ public enum RemoteLayout {
             case let .memberLog(tag): RemoteLayout.memberLog(tag: tag)
             case let .grant(name): RemoteLayout.grant(name: name)
             case let .keyObject(id): RemoteLayout.keyObject(id)
+            case let .announcement(tag): RemoteLayout.announcement(tag: tag)
             }
         }
 

@@ -44,6 +44,9 @@ extension AutoSync {
         /// it well within that when it can). The remote stays the source of truth: a
         /// replica that met only a peer loses nothing when the peer disappears.
         public var relayGrace: UInt64 = 10_000
+        /// With a peer channel that listens: announce on the remote where it listens, and
+        /// dial the replicas the listings announce (default true). See ``AutoSync`` "Peers".
+        public var discovery = true
 
         /// A configuration; every parameter has the default described on its property.
         public init(
@@ -162,5 +165,9 @@ extension AutoSync {
         public var peers: [PeerChannel.Peer]
         /// Batches applied from peers that the remote was not yet seen to hold.
         public var heldFromPeers: Int
+        /// Other replicas' peer announcements the last sync's listing showed holding, and
+        /// those refused (each with why).
+        public var announcedPeers: [PeerAnnouncement] = []
+        public var rejectedAnnouncements: [String] = []
     }
 }

@@ -23,6 +23,9 @@ import Logging
 ///   the batches to every connected peer — while the remote fails too, not waiting for a
 ///   retry; what peers send is applied between syncs, and each batch applied from a peer
 ///   that the remote lacks after ``Configuration/relayGrace`` is put there by this replica.
+///   With ``Configuration/discovery`` (the default), a channel that listens is announced on
+///   the remote after each sync (`heads/peers/<tag>`, sealed), the replicas the sync's
+///   listing announced are dialled, and the announcement is withdrawn when the loop stops.
 /// - **Backoff.** A failed sync is retried after ``Configuration/backoff``'s delay for the
 ///   number of consecutive failures (jittered with the injected generator, capped); while
 ///   retrying, the push and pull timers wait for the retry, which syncs both ways. One
@@ -71,6 +74,7 @@ public actor AutoSync {
     private var remoteDue: UInt64?
     /// Pulls since the last activity that found nothing: how far the adaptive poll backed off.
     var peerState = PeerState()
+    var discoveryState = DiscoveryState()
     private var idlePulls = 0
     private var watching = false
 
@@ -153,7 +157,8 @@ public actor AutoSync {
             nextSync: paused || stopping || phase == .stopped || phase == .notStarted ? nil : nextDeadline(),
             consecutiveFailures: consecutiveFailures, counters: counters, isWatching: watching,
             pullInterval: configuration.mode == .pushOnly ? nil : currentPullInterval(),
-            peers: peers?.peers ?? [], heldFromPeers: heldFromPeers)
+            peers: peers?.peers ?? [], heldFromPeers: heldFromPeers,
+            announcedPeers: discoveryState.announced, rejectedAnnouncements: discoveryState.rejected)
     }
 
     // MARK: Control
@@ -229,6 +234,8 @@ public actor AutoSync {
         changed()
         if let driver { await driver.value }
         guard phase != .stopped else { return }  // a concurrent stop() finished first
+        await withdrawAnnouncement()
+        guard phase != .stopped else { return }
         phase = .stopped
         broadcaster.finish()
         let current = status
@@ -439,6 +446,7 @@ public actor AutoSync {
         phase = .idle
         broadcaster.publish(event)
         changed()
+        if case .synced = event { await discover() }
     }
 
     /// Whether the outbox holds commits or sealed batches wait for their push. True when the

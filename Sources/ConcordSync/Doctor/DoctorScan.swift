@@ -69,7 +69,7 @@ extension RemoteLayout.Name {
     var replica: ReplicaID? {
         switch self {
         case let .head(replica, _), let .batch(replica, _), let .snapshot(replica, _): replica
-        case .manifest, .blob, .storeManifest, .memberLog, .grant, .keyObject: nil
+        case .manifest, .blob, .storeManifest, .memberLog, .grant, .keyObject, .announcement: nil
         }
     }
 }

@@ -162,7 +162,7 @@ extension SyncEngine {
         var found = true
         var failure: ConcordError?
         switch name {
-        case .manifest, .storeManifest, .memberLog, .grant, .keyObject:
+        case .manifest, .storeManifest, .memberLog, .grant, .keyObject, .announcement:
             return true
         case let .head(replica, seq):
             do throws(ConcordError) {
@@ -379,7 +379,7 @@ extension SyncEngine {
             let seq: UInt64
             switch name {
             case let .head(r, s), let .batch(r, s), let .snapshot(r, s): (replica, seq) = (r, s)
-            case .manifest, .blob, .storeManifest, .memberLog, .grant, .keyObject: continue
+            case .manifest, .blob, .storeManifest, .memberLog, .grant, .keyObject, .announcement: continue
             }
             let announced = reach[replica] ?? 0
             let known = announced > 0 || replica == me || seen.contains(replica) || scan.heads[replica] != nil

@@ -60,7 +60,12 @@ extension SyncEngine {
     func listHeads() async throws(ConcordError) -> Heads {
         var heads = Heads()
         var signatures: [String: ListingSignature] = [:]
+        var announced: [RemoteObject] = []
         for object in try await remote.list(prefix: RemoteLayout.headsPrefix) {
+            if case .announcement? = RemoteLayout.parse(object.path) {
+                announced.append(object)
+                continue
+            }
             if case let .keyObject(id)? = RemoteLayout.parse(object.path), let generation = KeyGenerationID(hex: id) {
                 heads.keyObjects.append(generation)
                 continue
@@ -71,6 +76,7 @@ extension SyncEngine {
                 signatures[object.path] = ListingSignature(size: object.size, modified: object.modified)
             }
         }
+        announcements.listed = announced
         // The key generations the listing shows, before any head is opened: a head sealed
         // under a new generation opens, and is never remembered as unopened for want of it.
         try await readKeyObjects(heads.keyObjects)

@@ -67,6 +67,9 @@ public actor SyncEngine {
     /// or unauthentic (not made by an owner, or their attestation does not verify) — each with
     /// why: the sync's report and `doctor` name them.
     var keyObjectsRejected: [(path: String, error: ConcordError)] = []
+    /// The peer announcements the last listing of `heads/` showed, and what reading each gave
+    /// (``discoveredPeers()``).
+    var announcements = AnnouncementsSeen()
 
     /// Progress of every sync from now on, as it happens (phase, objects and bytes done of
     /// total); ends when the engine goes away.
@@ -97,6 +100,9 @@ public actor SyncEngine {
         /// Generation 0's key for the fresh ids of merged forks' renamed sides
         /// (`ForkName`): every replica names one alike whatever generation it holds.
         let forkNames: SubKey
+        /// Seals peer announcements (the current generation's), and names them (generation 0's).
+        let announcements: SubKey
+        let announcementNames: SubKey
 
         init(_ key: StoreKey, keyring: Keyring? = nil) {
             let current = keyring?.current ?? key
@@ -110,6 +116,8 @@ public actor SyncEngine {
             fingerprints = key.subkey(for: .batches)
             members = key.subkey(for: .members)
             forkNames = key.subkey(for: .forkNames)
+            announcements = current.subkey(for: .peerAnnouncements)
+            announcementNames = key.subkey(for: .peerAnnouncementNames)
         }
 
         /// The `purpose` key that opens `sealed`, found at `path`: of the generation its header
@@ -132,6 +140,14 @@ public actor SyncEngine {
         func key(_ purpose: KeyPurpose, of generation: KeyGeneration, at path: String) throws(ConcordError) -> SubKey {
             let current = purpose == .batches ? batches : purpose == .heads ? heads : purpose == .snapshots ? snapshots : blobContents
             if purpose == current.purpose, generation == current.generation { return current }
+            let generation = try EncryptedObject.generation(of: sealed, path: path)
+            let current = switch purpose {
+            case .batches: batches
+            case .heads: heads
+            case .peerAnnouncements: announcements
+            default: snapshots
+            }
+            if generation == current.generation { return current }
             if generation.isZero { return base.subkey(for: purpose) }
             guard let key = keyring?.key(for: generation) else {
                 throw ConcordError(.authenticationFailed, "remote object \(path) is sealed under key generation \(generation), whose key this replica does not hold (its key object is not listed yet, or was never written); run `concord doctor`")

@@ -71,6 +71,37 @@ final class SignatureGate: @unchecked Sendable {
         }
     }
 
+    /// The payload of a peer announcement opened at `path`, once it is authentic: in a
+    /// shared store signed by a member not removed, and — when `replica` (which the caller
+    /// reads from the payload) is bound to a signer already — by that one. An announcement
+    /// never binds a replica: only its batches, heads and snapshots do.
+    func openAnnouncement(_ plaintext: [UInt8], path: String, replica: ([UInt8]) throws(ConcordError) -> ReplicaID) throws(ConcordError) -> [UInt8] {
+        let (membership, bindings) = lock.withLock { (self.membership, self.bindings) }
+        guard let membership, membership.isShared else {
+            guard !SignedEnvelope.isSigned(plaintext) else {
+                throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: it is signed, but this store has no members this replica knows of")
+            }
+            return plaintext
+        }
+        let opened: (signer: [UInt8], payload: [UInt8])?
+        do throws(ConcordError) {
+            opened = try SignedEnvelope.open(plaintext, path: path)
+        } catch {
+            throw ConcordError(.unauthentic, error.message)
+        }
+        guard let (signer, payload) = opened else {
+            throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: it is not signed, and this store is shared")
+        }
+        guard let member = membership.member(signingKey: signer), !member.isRemoved else {
+            throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: it is signed by a key that is not a member")
+        }
+        let announced = try replica(payload)
+        if let bound = bindings[announced], bound != Hex.encode(signer) {
+            throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: it is signed by \"\(member.name)\", but replica \(announced) writes as another member")
+        }
+        return payload
+    }
+
     /// The payload of `plaintext`, opened at `path`, once it is authentic.
     func open(_ plaintext: [UInt8], path: String) throws(ConcordError) -> [UInt8] {
         let (membership, bindings) = lock.withLock { (self.membership, self.bindings) }

@@ -28,6 +28,9 @@ public struct CompactionReport: Hashable, Sendable {
     /// Deleted records whose metadata was purged, once every active replica had seen the
     /// deletion.
     public var metadata = PurgeReport()
+    /// Peer announcements deleted: unchanged for twice their longest lifetime, their
+    /// replicas gone without withdrawing them.
+    public var staleAnnouncements: [String] = []
     public init() {}
 }
 
@@ -67,6 +70,8 @@ extension SyncEngine {
             try await push(into: &sync, progress: nil)
         }
         if try pushedSeq() > 0 { try await compactBatches(batchGracePeriod: batchGracePeriod, standings: standings, sealedBefore: sealedBefore, into: &report) }
+        // The listing just made shows the announcements: those left by replicas gone go.
+        report.staleAnnouncements = try await expireStaleAnnouncements()
         report.files = try await sweepFiles(standings: standings)
         report.files.temporaryFiles = store.blobs.sweepTemporaryFiles()
         try forgetOldUploads()
