@@ -138,16 +138,14 @@ public actor SyncEngine {
         /// The `purpose` key of `generation`, named by the header of the object at `path`.
         /// Throws `authenticationFailed` for a generation this replica does not hold.
         func key(_ purpose: KeyPurpose, of generation: KeyGeneration, at path: String) throws(ConcordError) -> SubKey {
-            let current = purpose == .batches ? batches : purpose == .heads ? heads : purpose == .snapshots ? snapshots : blobContents
-            if purpose == current.purpose, generation == current.generation { return current }
-            let generation = try EncryptedObject.generation(of: sealed, path: path)
             let current = switch purpose {
             case .batches: batches
             case .heads: heads
+            case .snapshots: snapshots
             case .peerAnnouncements: announcements
-            default: snapshots
+            default: blobContents
             }
-            if generation == current.generation { return current }
+            if purpose == current.purpose, generation == current.generation { return current }
             if generation.isZero { return base.subkey(for: purpose) }
             guard let key = keyring?.key(for: generation) else {
                 throw ConcordError(.authenticationFailed, "remote object \(path) is sealed under key generation \(generation), whose key this replica does not hold (its key object is not listed yet, or was never written); run `concord doctor`")
