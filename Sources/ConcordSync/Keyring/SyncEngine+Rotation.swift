@@ -48,13 +48,7 @@ extension SyncEngine {
             throw ConcordError(.invalidOperation, "rotating the store key needs this device's identity (the new key is sealed to it and signed with it): create one with `concord id create`")
         }
         try await checkStoreIdentityOnce()
-        // The newest frontier: every key object the remote lists now (only those: the heads
-        // are left to the next sync, which reports what it finds in them).
-        var listed: [KeyGenerationID] = []
-        for object in try await remote.list(prefix: RemoteLayout.keyObjectsPrefix) {
-            if case let .keyObject(id)? = RemoteLayout.parse(object.path), let generation = KeyGenerationID(hex: id) { listed.append(generation) }
-        }
-        try await readKeyObjects(listed)
+        try await readListedKeyObjects()
         try checkNotRemoved()
         let kept = try Self.keptKeyObjects(in: store)
         let keyring = try Keyring(base: baseKey, objects: kept, identity: identity)
@@ -75,5 +69,15 @@ extension SyncEngine {
         try await putHead(seq: try pushedSeq())
         logger(ConcordLogLabel.sync).info("store key rotated", metadata: ["generation": "\(id)", "recipients": "\(everyone.count)"])
         return KeyRotation(generation: id, parents: parents.keys.sorted(), recipients: everyone.count)
+    }
+
+    /// Reads and adopts the newest frontier: every key object the remote lists now (only
+    /// those: the heads are left to the next sync, which reports what it finds in them).
+    func readListedKeyObjects() async throws(ConcordError) {
+        var listed: [KeyGenerationID] = []
+        for object in try await remote.list(prefix: RemoteLayout.keyObjectsPrefix) {
+            if case let .keyObject(id)? = RemoteLayout.parse(object.path), let generation = KeyGenerationID(hex: id) { listed.append(generation) }
+        }
+        try await readKeyObjects(listed)
     }
 }

@@ -146,6 +146,10 @@ extension SyncEngine {
         }
         // A store whose key was rotated: the new member is reached by a rotation to every
         // active member (a grant hands out generation 0, which opens no later generation).
+        // Whether it was is read from the remote's key objects, not from this replica's last
+        // sync: another owner may have rotated since.
+        try await readListedKeyObjects()
+        try checkNotRemoved()
         let rotates = !keyGeneration().isZero
         if rotates { try store.setSharingRecord(.rotationPending, "1") }
         operations.insert(try await issue(MembershipOperation(
