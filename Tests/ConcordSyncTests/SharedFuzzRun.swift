@@ -46,12 +46,15 @@ final class SharedFuzzRun {
     /// Members removed (never added again), and who removed them.
     var removed: [Int: Int] = [:]
     /// Every write a device made, and whether its record must reach every remaining member
-    /// (an owner's or writer's write while a member, kept by the removal's cut) or none but
-    /// its writer (a reader's, a removed member's).
+    /// (an owner's or writer's write while a member) or none but its writer (a reader's, a
+    /// removed member's after its removal). A removed member's earlier write that the
+    /// removing owner had not applied is *undetermined*: the removal's cut keeps it if the
+    /// member had pushed it (its head named it), else drops it — at every member alike.
     struct Write {
         let device: Int
         let record: String
         var authorized: Bool
+        var undetermined = false
     }
     var writes: [Write] = []
 
@@ -281,9 +284,9 @@ final class SharedFuzzRun {
         roles[target] = nil
         removed[target] = owner
         for index in writes.indices where writes[index].device == target && writes[index].authorized && !held.contains(writes[index].record) {
-            writes[index].authorized = false
-            trace.log("\(writes[index].record) is past the cut of d\(target)'s removal")
-            stats.count("pastCut")
+            writes[index].undetermined = true
+            trace.log("\(writes[index].record), not applied by d\(owner), is kept or dropped by the cut of d\(target)'s removal")
+            stats.count("pastApplied")
         }
         trace.log("d\(owner) removes d\(target)")
         stats.count("remove")
@@ -305,6 +308,13 @@ final class SharedFuzzRun {
                     let members = try await engine.members()
                     try await engine.rotateStoreKey(recipients: members.members.values.filter { !$0.isRemoved }.map(\.identity))
                 }
+            } catch where error.code == .removedFromStore && removed[owner] == nil {
+                // An owner whose last listing missed the key object that reached it takes
+                // itself for removed until a sync shows it; the second's listing here hides
+                // key objects, so it cannot learn otherwise now.
+                trace.log("d\(owner) does not rotate: taken for removed, though a member")
+                stats.count("refusedWhileMember")
+                return
             } catch {
                 throw SharedFuzzFailure("d\(owner) could not rotate on sound storage: \(error.code) \(error.message)")
             }
