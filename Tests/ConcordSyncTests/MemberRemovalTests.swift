@@ -97,4 +97,30 @@ import Testing
         #expect(dump.contains("by-dave by 3"))
         await KeyRotationTests().expectRemoved(members.engines[2])
     }
+
+    /// Found by the shared-store fuzz (seeds 79 and 99 at `make soak`'s count): a writer
+    /// pushes, a reader applies it, and the owner — who had not — removes the writer. Once,
+    /// the removal's cut was only what the owner had applied: every replica but the reader
+    /// rejected that batch, and the reader kept a write nobody else had. The cut now runs
+    /// on over the batches the writer had put without a gap; a later one stays out.
+    @Test func aRemovalsCutCoversWhatTheMemberPushedBeforeItEvenUnappliedByTheRemover() async throws {
+        let members = try await KeyRotationTests.Members(count: 3)
+        let owner = members.engines[0]
+        try await owner.addMember(members.identities[1].publicIdentity, name: "wendy", role: .writer)
+        try await owner.addMember(members.identities[2].publicIdentity, name: "rita", role: .reader)
+        for index in 1...2 {
+            try SyncEngine.pinMembershipRoot(members.identities[0].publicIdentity.signingKey, in: members.stores[index])
+            _ = try await members.engines[index].members()
+        }
+        try members.note(1, "by-wendy")
+        try await members.engines[1].sync()
+        try await members.engines[2].sync()
+        #expect(try members.stores[2].canonicalDump().contains("by-wendy by 1"))
+        try await owner.removeMember(named: "wendy")
+        try await members.sync([0, 2])
+        let dump = try members.stores[0].canonicalDump()
+        #expect(dump.contains("by-wendy by 1"), "the owner applies what the writer pushed before its removal")
+        #expect(try members.stores[2].canonicalDump() == dump)
+        await KeyRotationTests().expectRemoved(members.engines[1])
+    }
 }
