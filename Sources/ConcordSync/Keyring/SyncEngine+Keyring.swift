@@ -75,6 +75,10 @@ extension SyncEngine {
             }
         }
         if fetched || keys.keyring == nil && !objects.isEmpty { try adopt(objects) }
+        // Head names remembered as not opening may have failed for want of a generation
+        // read only now (a listing that showed a head but not yet its key object): every
+        // one is read again.
+        if fetched { try store.setUnopenedHeads(try store.unopenedHeads().keys.map { ($0, nil) }) }
     }
 
     /// Adopts the keyring `objects` make: keeps them, seals under its current generation from
