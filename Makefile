@@ -120,7 +120,8 @@ $(PEERS_VENV)/.installed: Benchmarks/Peers/requirements.txt
 	@touch $@
 
 # Long convergence runs (release build): SOAK_SCHEDULES simulator schedules, then as many
-# faulty sync schedules through a folder remote, then SOAK_HTTP_SCHEDULES through each
+# faulty sync schedules through a folder remote (and a tenth as many of a shared store with
+# members, removals and rotations), then SOAK_HTTP_SCHEDULES through each
 # WebDAV and S3 server, then SOAK_PEER_SCHEDULES with peers. Hours, not minutes.
 soak: deps servers
 	CONCORD_SCHEDULES=$(SOAK_SCHEDULES) $(SWIFT) test -c release --filter ConvergenceTests

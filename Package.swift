@@ -143,7 +143,7 @@ let package = Package(
         // End-to-end tests of the built `concord` binary (run next to the test bundle).
         .testTarget(
             name: "ConcordCLITests",
-            dependencies: ["ConcordCore", "ConcordRemote", "ConcordS3", "ConcordWebDAV", "ConcordTesting", "SchemaEvolutionModels", "ConcordTestServers",
+            dependencies: ["ConcordCore", "ConcordCrypto", "ConcordSync", "ConcordRemote", "ConcordS3", "ConcordWebDAV", "ConcordTesting", "SchemaEvolutionModels", "ConcordTestServers",
                            .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(

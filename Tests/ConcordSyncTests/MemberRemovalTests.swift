@@ -69,4 +69,58 @@ import Testing
         #expect(await members.engines[1].keyGeneration() == owner.keyGeneration())
         #expect(try members.stores[1].canonicalDump() == members.stores[0].canonicalDump())
     }
+
+    /// Found by the shared-store fuzz (schedule 38 of `make soak`'s count): an owner whose
+    /// last sync predates another owner's rotation adds a member. Once, it judged from that
+    /// stale keyring that the key was never rotated and handed out generation 0 only: the
+    /// new member, listed as active, was told at every sync that it was removed.
+    @Test func anOwnerBehindAnotherOwnersRotationStillReachesTheMemberItAdds() async throws {
+        let members = try await KeyRotationTests.Members(count: 4)
+        let (alice, bob) = (members.engines[0], members.engines[1])
+        try await alice.addMember(members.identities[1].publicIdentity, name: "bob", role: .owner)
+        try await alice.addMember(members.identities[2].publicIdentity, name: "carol", role: .writer)
+        // (As `concord join` does: Bob's store pins the root his grant names.)
+        for index in 1...3 { try SyncEngine.pinMembershipRoot(members.identities[0].publicIdentity.signingKey, in: members.stores[index]) }
+        try await members.sync([0, 1, 2])
+        #expect(await bob.keyGeneration().isZero)
+        // Alice removes Carol (the key rotates); Bob, not synced since, adds Dave.
+        try await alice.removeMember(named: "carol")
+        try await bob.addMember(members.identities[3].publicIdentity, name: "dave", role: .writer)
+        #expect(await bob.keyGeneration() != alice.keyGeneration(), "adding Dave rotated again, past Alice's rotation")
+        // Dave joins as `concord join` does (reads the members), writes, and syncs.
+        _ = try await members.engines[3].members()
+        try members.note(3, "by-dave")
+        try await members.sync([3, 0, 1, 3])
+        #expect(await members.engines[3].keyGeneration() == alice.keyGeneration())
+        let dump = try members.stores[0].canonicalDump()
+        #expect(try members.stores[1].canonicalDump() == dump && members.stores[3].canonicalDump() == dump)
+        #expect(dump.contains("by-dave by 3"))
+        await KeyRotationTests().expectRemoved(members.engines[2])
+    }
+
+    /// Found by the shared-store fuzz (seeds 79 and 99 at `make soak`'s count): a writer
+    /// pushes, a reader applies it, and the owner — who had not — removes the writer. Once,
+    /// the removal's cut was only what the owner had applied: every replica but the reader
+    /// rejected that batch, and the reader kept a write nobody else had. The cut now runs
+    /// on over the batches the writer had put without a gap; a later one stays out.
+    @Test func aRemovalsCutCoversWhatTheMemberPushedBeforeItEvenUnappliedByTheRemover() async throws {
+        let members = try await KeyRotationTests.Members(count: 3)
+        let owner = members.engines[0]
+        try await owner.addMember(members.identities[1].publicIdentity, name: "wendy", role: .writer)
+        try await owner.addMember(members.identities[2].publicIdentity, name: "rita", role: .reader)
+        for index in 1...2 {
+            try SyncEngine.pinMembershipRoot(members.identities[0].publicIdentity.signingKey, in: members.stores[index])
+            _ = try await members.engines[index].members()
+        }
+        try members.note(1, "by-wendy")
+        try await members.engines[1].sync()
+        try await members.engines[2].sync()
+        #expect(try members.stores[2].canonicalDump().contains("by-wendy by 1"))
+        try await owner.removeMember(named: "wendy")
+        try await members.sync([0, 2])
+        let dump = try members.stores[0].canonicalDump()
+        #expect(dump.contains("by-wendy by 1"), "the owner applies what the writer pushed before its removal")
+        #expect(try members.stores[2].canonicalDump() == dump)
+        await KeyRotationTests().expectRemoved(members.engines[1])
+    }
 }

@@ -66,7 +66,7 @@ extension SyncEngine {
                 announced.append(object)
                 continue
             }
-            if case let .keyObject(id)? = RemoteLayout.parse(object.path), let generation = KeyGenerationID(hex: id) {
+            if let generation = Self.keyGeneration(at: object.path) {
                 heads.keyObjects.append(generation)
                 continue
             }

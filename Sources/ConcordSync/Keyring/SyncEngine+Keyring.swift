@@ -93,6 +93,10 @@ extension SyncEngine {
         for (id, why) in keyring.leftAside.sorted(by: { $0.key < $1.key }) where listed.contains(id) {
             keyObjectsRejected.append((Keyring.path(id), ConcordError(.unauthentic, why)))
         }
+        // Head names remembered as not opening may have failed for want of a generation
+        // adopted only now (a listing that showed a head but not yet its key object): every
+        // one is read again.
+        if keyring.objects.count > held.count { try store.setUnopenedHeads(try store.unopenedHeads().keys.map { ($0, nil) }) }
     }
 
     /// Who may rotate the store key, by the membership in force: in a shared store, an active

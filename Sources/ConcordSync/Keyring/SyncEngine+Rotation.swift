@@ -58,13 +58,7 @@ extension SyncEngine {
         // objects read below.
         var members = SyncReport()
         try await refreshMembershipIfShared(into: &members)
-        // The newest frontier: every key object the remote lists now (only those: the heads
-        // are left to the next sync, which reports what it finds in them).
-        var listed: [KeyGenerationID] = []
-        for object in try await remote.list(prefix: RemoteLayout.keyObjectsPrefix) {
-            if case let .keyObject(id)? = RemoteLayout.parse(object.path), let generation = KeyGenerationID(hex: id) { listed.append(generation) }
-        }
-        try await readKeyObjects(listed)
+        try await readListedKeyObjects()
         try checkNotRemoved()
         if let mayRotate = rotationAuthority(), !mayRotate(identity.publicIdentity) {
             throw ConcordError(.invalidOperation, "only an owner of this shared store rotates its key; every replica would leave a key object of this device aside")
@@ -88,5 +82,17 @@ extension SyncEngine {
         try await putHead(seq: try pushedSeq())
         logger(ConcordLogLabel.sync).info("store key rotated", metadata: ["generation": "\(id)", "recipients": "\(everyone.count)"])
         return KeyRotation(generation: id, parents: parents.keys.sorted(), recipients: everyone.count)
+    }
+
+    /// Reads and adopts the newest frontier: every key object the remote lists now (only
+    /// those: the heads are left to the next sync, which reports what it finds in them).
+    func readListedKeyObjects() async throws(ConcordError) {
+        try await readKeyObjects(try await remote.list(prefix: RemoteLayout.keyObjectsPrefix).compactMap { Self.keyGeneration(at: $0.path) })
+    }
+
+    /// The key generation whose key object is at `path` (`heads/keys/<id>`), if it is one.
+    static func keyGeneration(at path: String) -> KeyGenerationID? {
+        guard case let .keyObject(id)? = RemoteLayout.parse(path) else { return nil }
+        return KeyGenerationID(hex: id)
     }
 }

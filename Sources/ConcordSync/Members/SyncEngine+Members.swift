@@ -157,6 +157,10 @@ extension SyncEngine {
         }
         // A store whose key was rotated: the new member is reached by a rotation to every
         // active member (a grant hands out generation 0, which opens no later generation).
+        // Whether it was is read from the remote's key objects, not from this replica's last
+        // sync: another owner may have rotated since.
+        try await readListedKeyObjects()
+        try checkNotRemoved()
         let rotates = !keyGeneration().isZero
         if rotates { try store.setSharingRecord(.rotationPending, "1") }
         operations.insert(try await issue(MembershipOperation(
@@ -169,8 +173,9 @@ extension SyncEngine {
     }
 
     /// Removes the member called `name`: records the removal with its cut (per replica that
-    /// writes as the member, the last seq this replica applied of it; anything later it
-    /// signs is rejected everywhere). Only an owner may, and not itself.
+    /// writes as the member, the last seq this replica applied of it, or past it the last of
+    /// the batches the member put without a gap; anything later it signs is rejected
+    /// everywhere). Only an owner may, and not itself.
     @discardableResult
     public func removeMember(named name: String) async throws(ConcordError) -> Membership {
         let identity = try requireIdentity()
@@ -188,10 +193,34 @@ extension SyncEngine {
         }
         let targetKey = Hex.encode(target.identity.signingKey)
         let applied = try store.appliedSeqs()
+        // The newest head of each replica this one has not applied up to: opened, it binds
+        // a replica of the member that this one never read an object of.
+        func readBindings() throws(ConcordError) -> [String: String] {
+            (try store.sharingRecord(.bindings)).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] } ?? [:]
+        }
+        var newest: [ReplicaID: UInt64] = [:]
+        for object in try await remote.list(prefix: RemoteLayout.headsPrefix) {
+            if case let .head(replica, seq)? = RemoteLayout.parse(object.path), replica != store.replicaID { newest[replica] = max(newest[replica] ?? 0, seq) }
+        }
+        let known = try readBindings()
+        for (replica, seq) in newest.sorted(by: { $0.key < $1.key }) where known[replica.description] == nil && seq > applied[replica] ?? 0 {
+            _ = try? await readHead(replica, seq: seq)
+        }
+        try keepBindings()
+        // Per replica of the member: what this one applied, and past it the run of batches
+        // the member had put without a gap — written while a member, and maybe applied by
+        // another replica already (which would otherwise keep them alone). A lone batch or
+        // head far ahead does not widen it.
         var cut: [ReplicaID: UInt64] = [:]
-        let bindings = (try store.sharingRecord(.bindings)).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] } ?? [:]
-        for (replica, key) in bindings where key == targetKey {
-            if let id = ReplicaID(hex: replica) { cut[id] = applied[id] ?? 0 }
+        for (replica, key) in try readBindings() where key == targetKey {
+            guard let id = ReplicaID(hex: replica) else { continue }
+            var present: Set<UInt64> = []
+            for object in try await remote.list(prefix: RemoteLayout.batchesPrefix(id)) {
+                if case let .batch(_, seq)? = RemoteLayout.parse(object.path) { present.insert(seq) }
+            }
+            var reach = applied[id] ?? 0
+            while present.contains(reach + 1) { reach += 1 }
+            cut[id] = reach
         }
         let opCut = operations.filter { $0.issuer == target.identity }.map(\.operation.counter).max() ?? 0
         // Marked before the removal is published: a crash between the two leaves the
