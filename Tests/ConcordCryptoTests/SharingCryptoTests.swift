@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The signatures and sealed boxes a shared store rests on: Ed25519 against RFC 8032's
-/// vectors, the signed envelope and the key grant refusing every altered byte.
+/// vectors, X25519 against RFC 7748's, the signed envelope and the key grant refusing every altered byte.
 @Suite struct SharingCryptoTests {
     /// RFC 8032 §7.1, tests 1–3: secret seed, public key, message, signature.
     static let rfc8032: [(seed: String, publicKey: String, message: String, signature: String)] = [
@@ -16,9 +16,32 @@ import Testing
          "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"),
     ]
 
-    static func identity(seed: String) throws -> DeviceIdentity {
-        let file = "{\"exchangeSecret\":\"\(String(repeating: "11", count: 32))\",\"format\":1,\"signingSeed\":\"\(seed)\"}"
+    /// RFC 7748 §6.1: Alice's and Bob's X25519 secret and public keys.
+    static let rfc7748: [(secret: String, publicKey: String)] = [
+        ("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a", "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"),
+        ("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb", "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"),
+    ]
+
+    static func identity(seed: String, exchangeSecret: String = String(repeating: "11", count: 32)) throws -> DeviceIdentity {
+        let file = "{\"exchangeSecret\":\"\(exchangeSecret)\",\"format\":1,\"signingSeed\":\"\(seed)\"}"
         return try DeviceIdentity(secretFileContents: Array(file.utf8))
+    }
+
+    @Test func x25519MatchesRFC7748AndASealedBoxOpensOnlyForItsKey() throws {
+        let identities = try Self.rfc7748.map { try Self.identity(seed: Self.rfc8032[0].seed, exchangeSecret: $0.secret) }
+        for (identity, vector) in zip(identities, Self.rfc7748) {
+            #expect(Hex.encode(identity.publicIdentity.exchangeKey) == vector.publicKey)
+        }
+        let (alice, bob) = (identities[0], identities[1])
+        let key = Array("a store key of thirty-two bytes!".utf8)
+        let sealed = bob.publicIdentity.seal(key)
+        #expect(try bob.openSealed(sealed) == key)
+        #expect(throws: ConcordError.self) { try alice.openSealed(sealed) }
+        for index in [0, 31, 32, sealed.count - 1] {
+            var altered = sealed
+            altered[index] ^= 0x01
+            #expect(throws: ConcordError.self) { try bob.openSealed(altered) }
+        }
     }
 
     @Test func ed25519MatchesRFC8032AndRefusesAlteredSignatures() throws {

@@ -83,12 +83,7 @@ final class SignatureGate: @unchecked Sendable {
             }
             return plaintext
         }
-        let opened: (signer: [UInt8], payload: [UInt8])?
-        do throws(ConcordError) {
-            opened = try SignedEnvelope.open(plaintext, path: path)
-        } catch {
-            throw ConcordError(.unauthentic, error.message)
-        }
+        let opened = try Self.envelope(plaintext, path: path)
         guard let (signer, payload) = opened else {
             throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: it is not signed, and this store is shared")
         }
@@ -123,12 +118,7 @@ final class SignatureGate: @unchecked Sendable {
         case let .batch(r, s)?, let .head(r, s)?, let .snapshot(r, s)?: (replica, seq) = (r, s)
         default: throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: not an object a member signs")
         }
-        let opened: (signer: [UInt8], payload: [UInt8])?
-        do throws(ConcordError) {
-            opened = try SignedEnvelope.open(plaintext, path: path)
-        } catch {
-            throw ConcordError(.unauthentic, error.message)
-        }
+        let opened = try Self.envelope(plaintext, path: path)
         guard let (signer, payload) = opened else {
             if let cut = membership.legacyCut[replica], seq <= cut { return plaintext }
             throw ConcordError(.unauthentic, "remote object \(path) is unauthentic: it is not signed, and this store is shared")
@@ -157,6 +147,16 @@ final class SignatureGate: @unchecked Sendable {
             }
         }
         return payload
+    }
+
+    /// The signer and payload of `plaintext`'s signed envelope, nil when it is not signed; a
+    /// malformed envelope or a signature that does not verify is `unauthentic`.
+    private static func envelope(_ plaintext: [UInt8], path: String) throws(ConcordError) -> (signer: [UInt8], payload: [UInt8])? {
+        do throws(ConcordError) {
+            return try SignedEnvelope.open(plaintext, path: path)
+        } catch {
+            throw ConcordError(.unauthentic, error.message)
+        }
     }
 }
 
