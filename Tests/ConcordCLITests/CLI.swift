@@ -64,6 +64,21 @@ struct CLI {
 
     @discardableResult
     func run(_ arguments: [String], environment: [String: String?] = [:], executable: String? = nil) throws -> Result {
+        let (child, out, err) = try spawn(arguments, environment: environment, executable: executable)
+        return try collect(child.wait(), out, err)
+    }
+
+    /// ``run(_:environment:executable:)`` for async tests: the child is waited for on a thread
+    /// of its own (`Subprocess.finish()`), so a test that runs many commands holds none of the
+    /// concurrency pool's few threads (two on a 2-core machine) while each runs — which would
+    /// starve every other async test in the process meanwhile.
+    @discardableResult
+    func runAsync(_ arguments: [String], environment: [String: String?] = [:], executable: String? = nil) async throws -> Result {
+        let (child, out, err) = try spawn(arguments, environment: environment, executable: executable)
+        return try collect(await child.finish(), out, err)
+    }
+
+    private func spawn(_ arguments: [String], environment: [String: String?], executable: String?) throws -> (Subprocess, URL, URL) {
         #expect(FileManager.default.isExecutableFile(atPath: Self.binary.path), "build the concord product first: \(Self.binary.path)")
         var env = ProcessInfo.processInfo.environment
         env["CONCORD_STORE"] = nil
@@ -74,12 +89,16 @@ struct CLI {
         let id = UUID().uuidString
         let outURL = folder.appendingPathComponent(".out-\(id)")
         let errURL = folder.appendingPathComponent(".err-\(id)")
+        let child = try Subprocess.start(
+            executable ?? Self.binary.path, arguments, environment: env, directory: folder.path, stdout: .file(outURL.path), stderr: .file(errURL.path))
+        return (child, outURL, errURL)
+    }
+
+    private func collect(_ termination: Subprocess.Termination, _ outURL: URL, _ errURL: URL) throws -> Result {
         defer {
             try? FileManager.default.removeItem(at: outURL)
             try? FileManager.default.removeItem(at: errURL)
         }
-        let termination = try Subprocess.run(
-            executable ?? Self.binary.path, arguments, environment: env, directory: folder.path, stdout: .file(outURL.path), stderr: .file(errURL.path))
         return Result(
             status: termination.status,
             stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
@@ -92,6 +111,20 @@ struct CLI {
         let result = try run(arguments)
         #expect(result.status == 0, "concord \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
         return result
+    }
+
+    /// ``ok(_:sourceLocation:)`` for async tests (the child waited for off the pool).
+    @discardableResult
+    func okAsync(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> Result {
+        let result = try await runAsync(arguments)
+        #expect(result.status == 0, "concord \(arguments.joined(separator: " ")) failed: \(result.stderr)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    /// ``on(_:_:sourceLocation:)`` for async tests (the child waited for off the pool).
+    @discardableResult
+    func onAsync(_ name: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> Result {
+        try await okAsync(arguments + ["--store", path("\(name).db")], sourceLocation: sourceLocation)
     }
 
     /// Runs a command on the store `name` (`<name>.db` in the folder).
@@ -116,6 +149,10 @@ struct CLI {
 
     func dump(_ name: String) throws -> String {
         try on(name, ["dump"]).stdout
+    }
+
+    func dumpAsync(_ name: String) async throws -> String {
+        try await onAsync(name, ["dump"]).stdout
     }
 }
 

@@ -50,6 +50,20 @@ import Testing
         return Set(listed.compactMap { $0["id"] as? String })
     }
 
+    /// ``member(_:_:_:sourceLocation:)`` for async tests (the child waited for off the pool).
+    @discardableResult
+    func memberAsync(_ cli: CLI, _ name: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> CLI.Result {
+        let result = try await cli.runAsync(arguments + ["--store", cli.path("\(name).db")], environment: ["CONCORD_PASSPHRASE": nil])
+        #expect(result.status == 0, "concord \(arguments.joined(separator: " ")) on \(name) failed: \(result.stderr)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    /// ``records(_:_:)`` for async tests.
+    func recordsAsync(_ cli: CLI, _ name: String) async throws -> Set<String> {
+        let listed = try await cli.runAsync(["list", "c", "--json", "--store", cli.path("\(name).db")]).object()["records"] as? [[String: Any]] ?? []
+        return Set(listed.compactMap { $0["id"] as? String })
+    }
+
     @Test func anOwnerAWriterAndAReaderConvergeAndUnauthorizedWritesAreRejectedEverywhere() throws {
         let cli = try CLI()
         defer { cli.cleanUp() }

@@ -20,57 +20,57 @@ import Testing
         defer { cli.cleanUp() }
         let sharing = SharingCLITests()
         // The owner creates a named store on the server and shares it.
-        try cli.on("owner", ["init", "--name", "olivia"])
-        try cli.on("owner", ["id", "create"])
-        let created = try cli.on("owner", ["remote", "set"] + target.arguments + ["--remote-store", "family", "--create", "--json"]).object()
+        try await cli.onAsync("owner", ["init", "--name", "olivia"])
+        try await cli.onAsync("owner", ["id", "create"])
+        let created = try await cli.onAsync("owner", ["remote", "set"] + target.arguments + ["--remote-store", "family", "--create", "--json"]).object()
         let storeID = try #require(created["storeID"] as? String)
-        try cli.on("owner", ["put", "c", "before-sharing", "v=1"])
-        try cli.on("owner", ["sync"])
+        try await cli.onAsync("owner", ["put", "c", "before-sharing", "v=1"])
+        try await cli.onAsync("owner", ["sync"])
         var keys: [String: String] = [:]
         for name in ["writer", "reader"] {
-            try cli.on(name, ["init", "--name", name])
-            keys[name] = try #require(try cli.on(name, ["id", "create", "--json"]).object()["publicKey"] as? String)
+            try await cli.onAsync(name, ["init", "--name", name])
+            keys[name] = try #require(try await cli.onAsync(name, ["id", "create", "--json"]).object()["publicKey"] as? String)
         }
-        try cli.on("owner", ["members", "add", try #require(keys["writer"]), "--name", "wendy", "--role", "writer"])
-        try cli.on("owner", ["members", "add", try #require(keys["reader"]), "--name", "rita", "--role", "reader"])
+        try await cli.onAsync("owner", ["members", "add", try #require(keys["writer"]), "--name", "wendy", "--role", "writer"])
+        try await cli.onAsync("owner", ["members", "add", try #require(keys["reader"]), "--name", "rita", "--role", "reader"])
         // Both join with their identities only: no passphrase anywhere.
         for name in ["writer", "reader"] {
-            let joined = try sharing.member(cli, name, ["join"] + target.arguments + ["--remote-store", "family", "--json"]).object()
+            let joined = try await sharing.memberAsync(cli, name, ["join"] + target.arguments + ["--remote-store", "family", "--json"]).object()
             #expect(joined["storeID"] as? String == storeID)
             #expect(joined["role"] as? String == name)
         }
-        try cli.on("writer", ["put", "c", "by-wendy", "v=2"])
-        try sharing.member(cli, "writer", ["sync"])
+        try await cli.onAsync("writer", ["put", "c", "by-wendy", "v=2"])
+        try await sharing.memberAsync(cli, "writer", ["sync"])
         // The reader's write stays local: its sync only pulls, and says so.
-        try cli.on("reader", ["put", "c", "by-rita", "v=3"])
-        #expect(try sharing.member(cli, "reader", ["sync"]).stderr.contains("reader"))
-        try cli.on("owner", ["sync"])
-        for name in ["writer", "reader"] { try sharing.member(cli, name, ["sync"]) }
-        #expect(try sharing.records(cli, "owner") == ["before-sharing", "by-wendy"])
-        #expect(try sharing.records(cli, "writer") == ["before-sharing", "by-wendy"])
-        #expect(try sharing.records(cli, "reader") == ["before-sharing", "by-wendy", "by-rita"])
-        #expect(try cli.dump("owner") == cli.dump("writer"))
+        try await cli.onAsync("reader", ["put", "c", "by-rita", "v=3"])
+        #expect(try await sharing.memberAsync(cli, "reader", ["sync"]).stderr.contains("reader"))
+        try await cli.onAsync("owner", ["sync"])
+        for name in ["writer", "reader"] { try await sharing.memberAsync(cli, name, ["sync"]) }
+        #expect(try await sharing.recordsAsync(cli, "owner") == ["before-sharing", "by-wendy"])
+        #expect(try await sharing.recordsAsync(cli, "writer") == ["before-sharing", "by-wendy"])
+        #expect(try await sharing.recordsAsync(cli, "reader") == ["before-sharing", "by-wendy", "by-rita"])
+        #expect(try await cli.dumpAsync("owner") == cli.dumpAsync("writer"))
 
         // Every batch, head and snapshot before the removal, with its bytes.
         let remote = try RemoteStoresTests.remote(target, folder: "/stores/\(storeID)")
         let before = try await Self.sealedObjects(remote)
 
         // The owner removes the writer (the store key rotates); the owner and the reader go on.
-        try cli.on("owner", ["members", "remove", "wendy"])
-        try cli.on("owner", ["put", "c", "after-removal", "v=4"])
-        try cli.on("owner", ["sync"])
-        try sharing.member(cli, "reader", ["sync"])
-        #expect(try sharing.records(cli, "owner") == ["before-sharing", "by-wendy", "after-removal"])
-        #expect(try sharing.records(cli, "reader") == ["before-sharing", "by-wendy", "after-removal", "by-rita"])
-        let listed = try #require(try cli.on("owner", ["members", "list", "--json"]).json() as? [[String: Any]])
+        try await cli.onAsync("owner", ["members", "remove", "wendy"])
+        try await cli.onAsync("owner", ["put", "c", "after-removal", "v=4"])
+        try await cli.onAsync("owner", ["sync"])
+        try await sharing.memberAsync(cli, "reader", ["sync"])
+        #expect(try await sharing.recordsAsync(cli, "owner") == ["before-sharing", "by-wendy", "after-removal"])
+        #expect(try await sharing.recordsAsync(cli, "reader") == ["before-sharing", "by-wendy", "after-removal", "by-rita"])
+        let listed = try #require(try await cli.onAsync("owner", ["members", "list", "--json"]).json() as? [[String: Any]])
         #expect(listed.first { $0["name"] as? String == "wendy" }?["status"] as? String == "removed")
 
         // The writer: its next sync fails in one line saying it was removed; it keeps its copy.
-        try cli.on("writer", ["put", "c", "late-wendy", "v=5"])
-        expectFailure(try cli.run(["sync", "--store", cli.path("writer.db")], environment: ["CONCORD_PASSPHRASE": nil]), status: 1, mentioning: ["removed"])
-        #expect(try sharing.records(cli, "writer") == ["before-sharing", "by-wendy", "late-wendy"])
-        try cli.on("owner", ["sync"])
-        #expect(!(try sharing.records(cli, "owner").contains("late-wendy")))
+        try await cli.onAsync("writer", ["put", "c", "late-wendy", "v=5"])
+        expectFailure(try await cli.runAsync(["sync", "--store", cli.path("writer.db")], environment: ["CONCORD_PASSPHRASE": nil]), status: 1, mentioning: ["removed"])
+        #expect(try await sharing.recordsAsync(cli, "writer") == ["before-sharing", "by-wendy", "late-wendy"])
+        try await cli.onAsync("owner", ["sync"])
+        #expect(!(try await sharing.recordsAsync(cli, "owner").contains("late-wendy")))
 
         // Nothing written since the removal opens with any key the writer holds: generation
         // 0 from its grant, and every generation its identity opens in the key objects.

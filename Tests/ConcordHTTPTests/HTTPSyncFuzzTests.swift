@@ -14,14 +14,14 @@ import Testing
 /// After the faults stop they must print identical dumps, hold every write that was never
 /// deleted, and the server must hold no plaintext.
 ///
-/// `make test` runs 70 schedules per server (Apache, nginx, rclone, moto and Ceph's
-/// gateway, the five at once: about two minutes on a quiet 2-core machine, and the longest
+/// `make test` runs 50 schedules per server (Apache, nginx, rclone, moto and Ceph's
+/// gateway, the five at once: under two minutes on a quiet 2-core machine, and the longest
 /// suite of `make test` under its load);
 /// `CONCORD_HTTP_SCHEDULES` sets the count (`make soak`: 500); `CONCORD_HTTP_SEED`
 /// replays one.
 @Suite struct HTTPSyncFuzzTests {
     static let environment = ProcessInfo.processInfo.environment
-    static let schedules = Int(environment["CONCORD_HTTP_SCHEDULES"] ?? "") ?? 70
+    static let schedules = Int(environment["CONCORD_HTTP_SCHEDULES"] ?? "") ?? 50
     static let firstSeed = UInt64(environment["CONCORD_HTTP_SEED"] ?? "") ?? 1
     static let backends = (environment["CONCORD_HTTP_BACKENDS"]?.split(separator: ",").compactMap { ServerKind(rawValue: String($0)) }) ?? ServerKind.conformance
 
