@@ -11,7 +11,12 @@ import Testing
 /// no address find each other and pass a write with the remote gone; an announcement that is
 /// forged, tampered, moved or too large is refused and named, an expired one is not dialled,
 /// doctor takes announcements for the store's own, and compaction deletes stale ones.
-@Suite(.timeLimit(.minutes(2))) struct PeerDiscoveryTests {
+@Suite(.timeLimit(.minutes(10))) struct PeerDiscoveryTests {
+    /// How long a wait for a connection or an object may take: generous, because `make test`
+    /// starts every test at once and the first minutes on a 2-core machine are slow; a wait
+    /// ends as soon as its condition holds.
+    static let patience = 300
+
     static func loop(_ engine: SyncEngine, peers: PeerChannel) async -> AutoSync {
         var configuration = AutoSync.Configuration.live(slowestPull: 3_600_000)
         configuration.backoff = Backoff(base: 100, max: 500)
@@ -31,21 +36,21 @@ import Testing
         let channels = fleet.engines.map { $0.peerChannel(configuration: PeerChannelTests.quick) }
         for channel in channels { try channel.listen() }
         let first = await Self.loop(fleet.engines[0], peers: channels[0])
-        #expect(await LiveSyncTests.eventually { (try? await Self.announcements(fleet).count) == 1 })
+        #expect(await LiveSyncTests.eventually(within: Self.patience) { (try? await Self.announcements(fleet).count) == 1 })
         let second = await Self.loop(fleet.engines[1], peers: channels[1])
         // The second's first sync lists the first's announcement and dials it; no address given.
-        #expect(await LiveSyncTests.eventually { channels[0].peers.count == 1 && channels[1].peers.count == 1 })
+        #expect(await LiveSyncTests.eventually(within: Self.patience) { channels[0].peers.count == 1 && channels[1].peers.count == 1 })
         #expect(channels[1].peers.map(\.replica) == [fleet.stores[0].replicaID])
-        #expect(await LiveSyncTests.eventually { (try? await Self.announcements(fleet).count) == 2 })
+        #expect(await LiveSyncTests.eventually(within: Self.patience) { (try? await Self.announcements(fleet).count) == 2 })
         let secondID = fleet.stores[1].replicaID
-        #expect(await LiveSyncTests.eventually(first) { $0.announcedPeers.map(\.replica) == [secondID] })
+        #expect(await LiveSyncTests.eventually(first, within: Self.patience) { $0.announcedPeers.map(\.replica) == [secondID] })
         let announced = try #require(await second.status.announcedPeers.first)
         #expect(announced.port == channels[0].port && announced.addresses == ["127.0.0.1"])
 
         // The remote unreachable: the write crosses over the channel the announcement found.
         faulty.plan = FaultyRemote.Plan(failure: 1)
         try fleet.stores[0].set(PeerChannelTests.note(1), "title", .string("found by announcement"))
-        #expect(try await LiveSyncTests.eventually {
+        #expect(try await LiveSyncTests.eventually(within: Self.patience) {
             try PeerChannelTests.title(fleet.stores[1], PeerChannelTests.note(1)) == .scalar(.string("found by announcement"))
         })
         // Stopping withdraws each announcement (the remote back).
@@ -130,7 +135,7 @@ import Testing
         #expect(discovery.announced.map(\.replica) == [fleet.stores[2].replicaID])
         // A loop dials what one look found holding, and only that.
         let auto = await Self.loop(fleet.engines[0], peers: channels[0])
-        #expect(await LiveSyncTests.eventually { channels[0].peers.map(\.replica) == [fleet.stores[2].replicaID] })
+        #expect(await LiveSyncTests.eventually(within: Self.patience) { channels[0].peers.map(\.replica) == [fleet.stores[2].replicaID] })
         #expect(channels[1].peers.isEmpty, "the expired announcement was not dialled")
         await auto.stop()
         for channel in channels { channel.stop() }
